@@ -1,0 +1,1 @@
+"""The catalog: TOML → validated models → fully resolved image specs."""

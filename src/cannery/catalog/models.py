@@ -1,0 +1,233 @@
+"""Pydantic models of a catalog file. Unknown keys are errors; pieces refer to each other by name."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+NAME = r"^[a-z0-9][a-z0-9_.-]*$"
+FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+SHORT_SHA = re.compile(r"^[0-9a-f]{7,39}$")
+PLATFORM = re.compile(r"^linux/(amd64|arm64|arm64/v8|ppc64le|s390x|riscv64)$")
+# Values usable in an image tag template.
+TAG_FIELDS = ("name", "cann", "chip", "os", "os_version", "python", "recipe", "soc", "family")
+URL_FIELDS = ("version", "uname_arch", "arch")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _no_userinfo(url: str) -> str:
+    # A credential in a URL would end up in the Dockerfile, the lock and every log line.
+    if re.match(r"^[a-z]+://[^/]*@", url):
+        raise ValueError("URL must not carry credentials (user:password@)")
+    return url
+
+
+def _https(url: str) -> str:
+    if not url.startswith("https://"):
+        raise ValueError(f"download URL must be https:// (TLS-verified), got {url!r}")
+    return _no_userinfo(url)
+
+
+class CatalogMeta(Strict):
+    name: str
+    source: str = Field(description="Source repository, the org.opencontainers.image.source label")
+    registry: str | None = Field(None, description="Default registry for images (a registries key)")
+
+
+class Registry(Strict):
+    repository: str = Field(description="Repository images are pushed to, e.g. quay.io/ascend/verl")
+
+
+class Base(Strict):
+    image: str = Field(description="Base image reference with a tag; `cannery lock` pins its digest")
+    shell: list[str] = Field(["/bin/sh", "-c"], description="The base image's SHELL")
+    python: str = Field(pattern=r"^3\.\d+$")
+    os: str
+    os_version: str
+    chip: str = Field(description="Chip token of the base image tag: 910b, a3, 310p, 950")
+    toolkit_version: str | None = Field(None, description="CANN version the base already ships")
+
+    @field_validator("image")
+    @classmethod
+    def _tagged(cls, v: str) -> str:
+        last = v.rsplit("/", 1)[-1]
+        if "@" in v:
+            raise ValueError("give the tag, not a digest: `cannery lock` records the digest")
+        if ":" not in last:
+            raise ValueError(f"base image {v!r} has no tag")
+        return v
+
+
+class Package(Strict):
+    name: str
+    url: str = Field(description="https URL template; {version} and {uname_arch} are filled in")
+    family: str | None = Field(None, description="Only for this SoC family (ops packages)")
+
+    @field_validator("url")
+    @classmethod
+    def _fields(cls, v: str) -> str:
+        _https(v)
+        for name in re.findall(r"\{([^}]*)\}", v):
+            if name not in URL_FIELDS:
+                raise ValueError(f"unknown template field {{{name}}} (known: {', '.join(URL_FIELDS)})")
+        return v
+
+
+class Toolkit(Strict):
+    version: str
+    layout: Literal["cann", "ascend-toolkit"] = "cann"
+    env: str = Field(description="Name of the env table (an envs key) set_env.sh corresponds to")
+    devlib: str | None = Field(None, description="Build-only stub library dir; never in image ENV")
+    env_scripts: list[str] = []
+    install_args: list[str] = ["--quiet", "--install"]
+    packages: list[Package] = []
+
+
+class Jobs(Strict):
+    limit: int = Field(ge=1)
+    reason: str = Field(min_length=3)
+
+
+class Component(Strict):
+    git: str | None = Field(None, description="Git repository URL")
+    ref: str | None = Field(None, description="Tag, branch or full commit; `cannery lock` pins it")
+    pip: list[str] | None = Field(None, description="pip requirement specifiers")
+    wheel: str | None = Field(None, description="https wheel URL template ({uname_arch}, {arch})")
+    package: str | None = Field(None, description="Distribution name, if not the component name")
+    version: str | None = Field(None, description="Release this source corresponds to (for compat)")
+    install: Literal["pip", "editable", "none"] = "pip"
+    requirements: list[str] = []
+    pip_args: list[str] = []
+    build_env: dict[str, str] = {}
+    toolkit_build: bool = Field(False, description="Compiles against CANN (devlib, SOC_VERSION)")
+    jobs: Jobs | None = None
+    pin: bool = Field(False, description="Installed first; later installs are constrained to it")
+    extra_index: dict[Literal["amd64", "arm64"], str] = {}
+
+    @field_validator("ref")
+    @classmethod
+    def _ref(cls, v: str | None) -> str | None:
+        if v is not None and not FULL_SHA.match(v) and SHORT_SHA.match(v):
+            raise ValueError(f"ref {v!r} looks like a short SHA: give the full 40-hex commit")
+        return v
+
+    @field_validator("git")
+    @classmethod
+    def _git(cls, v: str | None) -> str | None:
+        if v is not None:
+            if v.startswith("http://"):
+                raise ValueError("git URL must not be http:// (use https://)")
+            _no_userinfo(v)
+        return v
+
+    @field_validator("wheel")
+    @classmethod
+    def _wheel(cls, v: str | None) -> str | None:
+        return _https(v) if v is not None else v
+
+    @field_validator("extra_index")
+    @classmethod
+    def _index(cls, v: dict[str, str]) -> dict[str, str]:
+        for url in v.values():
+            _https(url)
+        return v
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Component:
+        kinds = [k for k in ("git", "pip", "wheel") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError("give exactly one of git, pip, wheel")
+        if self.git is not None and not self.ref:
+            raise ValueError("a git component needs a ref")
+        if self.git is None and self.ref is not None:
+            raise ValueError("ref is only for git components")
+        if self.pin and self.pip is None:
+            raise ValueError("pin is only for pip components")
+        return self
+
+
+class Image(Strict):
+    extends: str | None = None
+    base: str
+    toolkit: str
+    soc: str = Field(description="SOC_VERSION, e.g. ascend910b1")
+    recipe: str = ""
+    platforms: list[str] = Field(min_length=1)
+    tag: str
+    registry: str | None = None
+    apt: list[str] = []
+    pip_tools: list[str] = []
+    components: list[str] = []
+    revision_from: str | None = None
+    smoke_imports: list[str] = []
+    acknowledge: list[str] = Field([], description="Compatibility warnings accepted for this image")
+    labels: dict[str, str] = {}
+
+    @field_validator("platforms")
+    @classmethod
+    def _platforms(cls, v: list[str]) -> list[str]:
+        for p in v:
+            if not PLATFORM.match(p):
+                raise ValueError(f"bad platform {p!r}: expected os/arch such as linux/arm64")
+        if len(set(v)) != len(v):
+            raise ValueError("platform listed twice")
+        return v
+
+    @field_validator("tag")
+    @classmethod
+    def _tag(cls, v: str) -> str:
+        for name in re.findall(r"\{([^}]*)\}", v):
+            if name not in TAG_FIELDS:
+                raise ValueError(
+                    f"unknown tag template field {{{name}}} (known: {', '.join(TAG_FIELDS)})"
+                )
+        return v
+
+
+class Family(Strict):
+    description: str = ""
+    chip: str
+    socs: list[str]
+
+
+class CompatRow(Strict):
+    vllm_ascend: str
+    vllm: str
+    python: str
+    cann: str
+    torch: str
+    torch_npu: str
+
+
+class Compat(Strict):
+    source: str = ""
+    date: str = ""
+    rows: list[CompatRow] = []
+
+
+EnvValue = str | list[str]
+
+
+class Catalog(Strict):
+    catalog: CatalogMeta
+    registries: dict[str, Registry] = {}
+    bases: dict[str, Base] = {}
+    envs: dict[str, dict[str, EnvValue]] = {}
+    toolkits: dict[str, Toolkit] = {}
+    components: dict[str, Component] = {}
+    images: dict[str, Image] = {}
+    families: dict[str, Family] = {}
+    compat: Compat = Compat()
+
+    @field_validator("registries", "bases", "envs", "toolkits", "components", "images")
+    @classmethod
+    def _names(cls, v: dict[str, object]) -> dict[str, object]:
+        for key in v:
+            if not re.match(NAME, key):
+                raise ValueError(f"name {key!r}: use lowercase letters, digits, '-', '_', '.'")
+        return v

@@ -1,0 +1,147 @@
+"""The cannery command line. Each FatalError kind maps to its exit status; no tracebacks
+unless --debug."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from cannery import __version__
+from cannery.errors import FatalError
+
+app = typer.Typer(
+    name="cannery",
+    help="Build, lock and lint container images for accelerator ML stacks (Ascend CANN first).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+catalog_app = typer.Typer(help="Inspect and check a catalog.", no_args_is_help=True)
+render_app = typer.Typer(help="Render files from the catalog.", no_args_is_help=True)
+app.add_typer(catalog_app, name="catalog")
+app.add_typer(render_app, name="render")
+
+CatalogArg = Annotated[
+    Optional[Path],  # noqa: UP045 - typer needs Optional on 3.10
+    typer.Argument(help="Catalog TOML (default: the embedded catalog)", show_default=False),
+]
+CatalogOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--catalog", "-c", help="Catalog TOML (default: the embedded catalog)"),
+]
+LockOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--lock", help="Lock file (default: cannery.lock beside the catalog, or ./)"),
+]
+
+_debug = False
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and commands.")] = False,
+    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+) -> None:
+    global _debug
+    _debug = debug
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
+                        format="%(name)s: %(message)s")
+    if version:
+        print(f"cannery {__version__}")
+        raise typer.Exit(0)
+
+
+@catalog_app.command("validate")
+def catalog_validate(catalog: CatalogArg = None) -> None:
+    """Validate a catalog: schema, references, compatibility table."""
+    from cannery.commands.validate import validate
+
+    raise typer.Exit(validate(catalog))
+
+
+@app.command("plan")
+def plan(
+    catalog: CatalogArg = None,
+    lock: LockOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    image: Annotated[Optional[list[str]], typer.Option("--image", "-i")] = None,  # noqa: UP045
+) -> None:
+    """Show the fully resolved images: tag, base, toolkit, SoC, platforms, pinned components."""
+    from cannery.commands.plan import plan_cmd
+
+    raise typer.Exit(plan_cmd(catalog, lock, as_json, image))
+
+
+@render_app.command("dockerfile")
+def render_dockerfile(
+    images: Annotated[Optional[list[str]], typer.Argument(help="Images (default: all)")] = None,  # noqa: UP045
+    catalog: CatalogOpt = None,
+    lock: LockOpt = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory")] = Path("dockerfiles"),
+    check: Annotated[bool, typer.Option("--check", help="Fail if files on disk differ.")] = False,
+) -> None:
+    """Render one Dockerfile per image, for all of its platforms."""
+    from cannery.commands.render import render_dockerfile_cmd
+
+    raise typer.Exit(render_dockerfile_cmd(images, catalog, lock, out, check))
+
+
+@app.command("lock")
+def lock(
+    catalog: CatalogArg = None,
+    lock: LockOpt = None,
+    update: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--update", help="Re-resolve this base/toolkit/component ('all' for every one)"),
+    ] = None,
+    ca_cert: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--ca-cert", help="Extra CA certificate to trust (env: CANNERY_CA_CERT)"),
+    ] = None,
+) -> None:
+    """Resolve every moving reference (tags, branches, URLs) into cannery.lock."""
+    from cannery.commands.lock import lock_cmd
+
+    raise typer.Exit(lock_cmd(catalog, lock, update, ca_cert))
+
+
+@app.command("schema")
+def schema() -> None:
+    """Print the catalog's JSON Schema (for editors and check-jsonschema)."""
+    from cannery.commands.schema import schema_cmd
+
+    raise typer.Exit(schema_cmd())
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        app(args=argv, standalone_mode=False)
+    except FatalError as exc:
+        if _debug:
+            raise
+        from cannery.commands.common import err
+
+        for line in exc.message.splitlines():
+            prefix = "error: " if not line.startswith(("warning", " ")) else ""
+            err.print(f"cannery: {prefix}{line}", markup=False)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(130)
+    except Exception as exc:  # click usage errors and friends
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(2)
+        if _debug:
+            raise
+        print(f"cannery: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
+              file=sys.stderr)
+        sys.exit(3)
+    sys.exit(0)

@@ -1,0 +1,1 @@
+"""One module per subcommand; each function returns the process exit status."""

@@ -1,0 +1,52 @@
+"""What every command needs: load the catalog and lock, print warnings the same way."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from cannery.catalog.load import LoadedCatalog, load_catalog
+from cannery.errors import InputError
+from cannery.lock import Lock, read_lock
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
+
+
+def lock_path_for(catalog: Path | None, lock: Path | None) -> Path:
+    if lock is not None:
+        return lock
+    if catalog is not None:
+        return catalog.parent / "cannery.lock"
+    return Path("cannery.lock")
+
+
+def load(catalog: Path | None, quiet: bool = False) -> LoadedCatalog:
+    loaded = load_catalog(catalog)
+    if not quiet:
+        for w in loaded.warnings:
+            err.print(str(w), markup=False)
+    return loaded
+
+
+def load_with_lock(catalog: Path | None, lock: Path | None,
+                   quiet: bool = False) -> tuple[LoadedCatalog, Lock, Path]:
+    loaded = load(catalog, quiet)
+    path = lock_path_for(catalog, lock)
+    return loaded, read_lock(path), path
+
+
+def select(loaded: LoadedCatalog, names: list[str] | None) -> list[str]:
+    known = list(loaded.catalog.images)
+    if not names:
+        return known
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise InputError(f"unknown image {', '.join(unknown)} (known: {', '.join(known)})")
+    return names
+
+
+def is_tty() -> bool:
+    return sys.stdout.isatty()

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from cannery.commands.common import err, load_with_lock, out
+from cannery.lock import Input, Resolvers, dump_lock, resolve_git, resolve_url, update_lock
+from cannery.registry import RegistryClient
+from cannery.tls import ca_file, ssl_context
+from cannery.util.fs import atomic_write
+
+
+def lock_cmd(catalog: Path | None, lock: Path | None, update: list[str] | None,
+             ca_cert: Path | None) -> int:
+    loaded, old, path = load_with_lock(catalog, lock)
+    ctx = ssl_context(ca_cert)
+    client = RegistryClient(ctx)
+    git_ca = ca_file(ca_cert)
+    resolvers = Resolvers(
+        base=client.resolve,
+        git=lambda url, ref: resolve_git(url, ref, git_ca),
+        url=lambda url: resolve_url(url, ctx),
+    )
+
+    def progress(inp: Input) -> None:
+        err.print(f"lock: {inp.kind} {inp.key}", markup=False, style="dim")
+
+    try:
+        new = update_lock(loaded.catalog, old, resolvers, set(update or []), progress)
+    finally:
+        client.close()
+    text = dump_lock(new)
+    changed = not path.exists() or path.read_text(encoding="utf-8") != text
+    if changed:
+        atomic_write(path, text)
+    total = len(new.bases) + len(new.git) + len(new.urls)
+    out.print(f"{path}: {total} entries ({'updated' if changed else 'unchanged'})", markup=False)
+    return 0

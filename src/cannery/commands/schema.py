@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+import json
+
+from cannery.catalog.models import Catalog
+
+
+def catalog_schema() -> dict[str, object]:
+    schema = Catalog.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "cannery catalog"
+    return schema
+
+
+def schema_cmd() -> int:
+    print(json.dumps(catalog_schema(), indent=2, sort_keys=True))
+    return 0

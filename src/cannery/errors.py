@@ -1,0 +1,61 @@
+"""Errors the CLI turns into one line and an exit code (never a traceback without --debug)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class FatalError(Exception):
+    """A failure the user can act on. ``exit_code`` says what kind it was."""
+
+    exit_code = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InputError(FatalError):
+    """Bad input: malformed catalog, lock or option. Exit status 2."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where in a file a problem is: ``file:line`` plus the dotted field path."""
+
+    path: Path | str
+    line: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        text = str(self.path)
+        if self.line is not None:
+            text += f":{self.line}"
+        if self.field:
+            text += f": {self.field}"
+        return text
+
+
+class CatalogError(InputError):
+    """One or more catalog problems; each is already formatted ``file:line: field: reason``."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+class LockError(InputError):
+    """A moving reference could not be resolved, or the lock file is malformed."""
+
+
+class NetworkError(InputError):
+    """A registry, git remote or download could not be reached or did not verify."""
+
+
+class CheckFailed(FatalError):
+    """``--check`` found a difference. Exit status 1, like a linter finding."""
+
+    exit_code = 1

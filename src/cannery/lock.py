@@ -1,0 +1,243 @@
+"""cannery.lock: every moving reference resolved once, so builds use only immutable inputs.
+
+base image tag → manifest digest, git tag/branch → full commit, download URL → sha256.
+The file is TOML, sorted, and only entries that were (re)resolved get a new timestamp, so
+re-running ``cannery lock`` with nothing new leaves it byte-identical.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import tomli_w
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cannery.errors import LockError
+
+if TYPE_CHECKING:
+    from cannery.catalog.models import Catalog
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+HEADER = "# cannery.lock: written by `cannery lock`; edit the catalog, not this file.\n"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BaseEntry(_Strict):
+    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    resolved_at: str
+
+
+class GitEntry(_Strict):
+    url: str
+    ref: str
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    resolved_at: str
+
+
+class UrlEntry(_Strict):
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(ge=0)
+    resolved_at: str
+
+
+class Lock(_Strict):
+    version: int = 1
+    bases: dict[str, BaseEntry] = {}
+    git: dict[str, GitEntry] = {}
+    urls: dict[str, UrlEntry] = {}
+
+
+def git_key(url: str, ref: str) -> str:
+    return f"{url}#{ref}"
+
+
+def read_lock(path: Path) -> Lock:
+    """The lock at ``path``; an absent file is an empty lock."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Lock()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LockError(f"{path}: cannot read: {exc}") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise LockError(f"{path}: TOML syntax error: {exc}") from None
+    try:
+        lock = Lock.model_validate(raw)
+    except ValidationError as exc:
+        from cannery.catalog.locate import LineMap
+
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        line = LineMap(text).line_of(loc)
+        field = ".".join(str(p) for p in loc)
+        raise LockError(f"{path}:{line}: {field}: {err['msg']}") from None
+    if lock.version != 1:
+        raise LockError(f"{path}: lock version {lock.version} is not supported (expected 1)")
+    return lock
+
+
+def dump_lock(lock: Lock) -> str:
+    data = lock.model_dump()
+    ordered = {
+        "version": data["version"],
+        "bases": dict(sorted(data["bases"].items())),
+        "git": dict(sorted(data["git"].items())),
+        "urls": dict(sorted(data["urls"].items())),
+    }
+    return HEADER + tomli_w.dumps(ordered)
+
+
+@dataclass(frozen=True)
+class Input:
+    """One moving reference of the catalog, and the catalog piece that owns it."""
+
+    kind: str  # base | git | url
+    key: str
+    owner: str
+    url: str = ""
+    ref: str = ""
+
+
+def required_inputs(cat: Catalog) -> list[Input]:
+    from cannery.plan import fill_url, platform_arch, toolkit_downloads
+
+    out: dict[tuple[str, str], Input] = {}
+    for iname, img in cat.images.items():
+        base = cat.bases[img.base]
+        out[("base", base.image)] = Input("base", base.image, img.base)
+        for _pkg, _arch, url in toolkit_downloads(cat, iname):
+            out[("url", url)] = Input("url", url, img.toolkit, url=url)
+        arches = dict.fromkeys(platform_arch(p) for p in img.platforms)
+        for cname in img.components:
+            comp = cat.components[cname]
+            if comp.git and comp.ref and not re.fullmatch(r"[0-9a-f]{40}", comp.ref):
+                key = git_key(comp.git, comp.ref)
+                out[("git", key)] = Input("git", key, cname, url=comp.git, ref=comp.ref)
+            if comp.wheel:
+                for arch in arches:
+                    url = fill_url(comp.wheel, arch=arch)
+                    out[("url", url)] = Input("url", url, cname, url=url)
+    return sorted(out.values(), key=lambda i: (i.kind, i.key))
+
+
+@dataclass
+class Resolvers:
+    """How each kind of reference is resolved; tests may point these at local services."""
+
+    base: Callable[[str], str]
+    git: Callable[[str, str], str]
+    url: Callable[[str], tuple[str, int]]
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def update_lock(
+    cat: Catalog,
+    old: Lock,
+    resolvers: Resolvers,
+    update: set[str] | None = None,
+    progress: Callable[[Input], None] | None = None,
+) -> Lock:
+    """Resolve what is missing (and what ``update`` names); keep the rest; drop stale entries."""
+    inputs = required_inputs(cat)
+    update = update or set()
+    owners = {i.owner for i in inputs}
+    unknown = update - owners - {"all"}
+    if unknown:
+        raise LockError(
+            f"--update {', '.join(sorted(unknown))}: not a base, toolkit or component with "
+            f"moving references (known: {', '.join(sorted(owners))})"
+        )
+    bases: dict[str, BaseEntry] = {}
+    gits: dict[str, GitEntry] = {}
+    urls: dict[str, UrlEntry] = {}
+    for inp in inputs:
+        fresh = "all" in update or inp.owner in update
+        if progress:
+            progress(inp)
+        if inp.kind == "base":
+            if not fresh and inp.key in old.bases:
+                bases[inp.key] = old.bases[inp.key]
+            else:
+                bases[inp.key] = BaseEntry(digest=resolvers.base(inp.key), resolved_at=now())
+        elif inp.kind == "git":
+            if not fresh and inp.key in old.git:
+                gits[inp.key] = old.git[inp.key]
+            else:
+                commit = resolvers.git(inp.url, inp.ref)
+                gits[inp.key] = GitEntry(url=inp.url, ref=inp.ref, commit=commit,
+                                         resolved_at=now())
+        elif not fresh and inp.key in old.urls:
+            urls[inp.key] = old.urls[inp.key]
+        else:
+            digest, size = resolvers.url(inp.url)
+            urls[inp.key] = UrlEntry(sha256=digest, size=size, resolved_at=now())
+    return Lock(bases=bases, git=gits, urls=urls)
+
+
+# ------------------------------------------------------------------ the real resolvers
+
+
+def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
+    """``git ls-remote`` a tag or branch to its full commit (peeled, for annotated tags)."""
+    from cannery.util.cmd import CommandError, run
+
+    env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
+    if ca_file:
+        env["GIT_SSL_CAINFO"] = ca_file
+    try:
+        out = run(["git", "ls-remote", "--", url, ref, f"{ref}^{{}}"], env=env, timeout=120)
+    except CommandError as exc:
+        raise LockError(f"{url}: cannot list refs: {exc.message}") from None
+    refs = {}
+    for line in out.splitlines():
+        sha, _, name = line.partition("\t")
+        refs[name] = sha
+    for name in (f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}", f"refs/heads/{ref}", ref):
+        if name in refs:
+            return refs[name]
+    raise LockError(f"{url}: no tag or branch named {ref!r}")
+
+
+def resolve_url(url: str, verify: object, timeout: float = 60.0) -> tuple[str, int]:
+    """Stream ``url`` over verified TLS and return (sha256 hex, size)."""
+    import ssl
+
+    import httpx
+
+    from cannery.errors import NetworkError
+    from cannery.registry import _reason
+
+    assert isinstance(verify, ssl.SSLContext)
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with httpx.stream("GET", url, verify=verify, timeout=timeout,
+                          follow_redirects=True) as resp:
+            if resp.status_code != 200:
+                raise NetworkError(f"{url}: download failed: HTTP {resp.status_code}")
+            for chunk in resp.iter_bytes(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+    except httpx.HTTPError as exc:
+        raise NetworkError(f"{url}: download failed: {_reason(exc)}") from None
+    return digest.hexdigest(), size

@@ -1,0 +1,268 @@
+"""catalog + lock → fully resolved, frozen ImageSpecs. Pure: no network, no processes.
+
+Render, build and verify consume these specs unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+
+from cannery.catalog.models import Catalog, Component
+from cannery.lock import Lock, git_key
+
+UNAME_ARCH = {"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x",
+              "riscv64": "riscv64"}
+
+
+def platform_arch(platform: str) -> str:
+    """``linux/arm64/v8`` → ``arm64`` (Docker's TARGETARCH)."""
+    return platform.split("/")[1]
+
+
+def fill_url(template: str, *, version: str = "", arch: str) -> str:
+    return (template.replace("{version}", version)
+            .replace("{uname_arch}", UNAME_ARCH[arch]).replace("{arch}", arch))
+
+
+def render_tag(cat: Catalog, image: str) -> str:
+    img = cat.images[image]
+    base = cat.bases[img.base]
+    tk = cat.toolkits[img.toolkit]
+    family = next((f for f, fam in cat.families.items() if img.soc in fam.socs), "")
+    values = {
+        "name": image, "cann": tk.version.lower(), "chip": base.chip, "os": base.os,
+        "os_version": base.os_version, "python": base.python, "recipe": img.recipe,
+        "soc": img.soc, "family": family,
+    }
+    return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], img.tag)
+
+
+@dataclass(frozen=True)
+class Download:
+    name: str
+    arch: str  # TARGETARCH: amd64, arm64
+    url: str
+    sha256: str | None  # None: not locked yet
+
+
+@dataclass(frozen=True)
+class GitSource:
+    url: str
+    ref: str
+    commit: str | None  # None: not locked yet
+
+    @property
+    def pinned(self) -> str:
+        return self.commit or self.ref
+
+
+@dataclass(frozen=True)
+class ComponentSpec:
+    name: str
+    package: str
+    version: str | None
+    git: GitSource | None
+    pip: tuple[str, ...]
+    wheels: tuple[Download, ...]
+    install: str
+    requirements: tuple[str, ...]
+    pip_args: tuple[str, ...]
+    build_env: tuple[tuple[str, str], ...]
+    toolkit_build: bool
+    jobs_limit: int | None
+    jobs_reason: str | None
+    pin: bool
+    extra_index: tuple[tuple[str, str], ...]
+
+    @property
+    def label_version(self) -> str:
+        """What the image label says: version@commit, the pins, or the wheel URLs' digests."""
+        if self.git:
+            return f"{self.version}@{self.git.pinned}" if self.version else self.git.pinned
+        if self.pip:
+            return " ".join(self.pip)
+        return self.version or ",".join(sorted({w.sha256 or "unlocked" for w in self.wheels}))
+
+
+@dataclass(frozen=True)
+class ToolkitSpec:
+    version: str
+    install: bool  # False when the base already ships this version
+    downloads: tuple[Download, ...]
+    install_args: tuple[str, ...]
+    env: tuple[tuple[str, str | tuple[str, ...]], ...]
+    devlib: str | None
+    env_scripts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    name: str
+    tag: str
+    repository: str
+    base_image: str
+    base_digest: str | None
+    python: str
+    os: str
+    os_version: str
+    chip: str
+    family: str
+    soc: str
+    platforms: tuple[str, ...]
+    toolkit: ToolkitSpec
+    apt: tuple[str, ...]
+    pip_tools: tuple[str, ...]
+    components: tuple[ComponentSpec, ...]
+    smoke_imports: tuple[str, ...]
+    source: str
+    revision: str | None
+    labels: tuple[tuple[str, str], ...]
+    catalog_name: str
+    arches: tuple[str, ...] = field(default=())
+
+    @property
+    def reference(self) -> str:
+        return f"{self.repository}:{self.tag}"
+
+    @property
+    def base_reference(self) -> str:
+        return f"{self.base_image}@{self.base_digest}" if self.base_digest else self.base_image
+
+    def inputs_digest(self) -> str:
+        """sha256 over every resolved input: equal digests mean an identical build."""
+        blob = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
+
+    def unlocked(self) -> list[str]:
+        out: list[str] = []
+        if not self.base_digest:
+            out.append(f"base image {self.base_image} (no digest)")
+        for d in self.toolkit.downloads:
+            if not d.sha256:
+                out.append(f"{d.name} installer for {d.arch} (no sha256)")
+        for c in self.components:
+            if c.git and not c.git.commit:
+                out.append(f"component {c.name}: git ref {c.git.ref} (no commit)")
+            for w in c.wheels:
+                if not w.sha256:
+                    out.append(f"component {c.name}: wheel for {w.arch} (no sha256)")
+        return out
+
+
+def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) -> ComponentSpec:
+    git = None
+    if comp.git and comp.ref:
+        if re.fullmatch(r"[0-9a-f]{40}", comp.ref):
+            commit: str | None = comp.ref
+        else:
+            entry = lock.git.get(git_key(comp.git, comp.ref))
+            commit = entry.commit if entry else None
+        git = GitSource(comp.git, comp.ref, commit)
+    wheels: tuple[Download, ...] = ()
+    if comp.wheel:
+        urls = [(a, fill_url(comp.wheel, arch=a)) for a in arches]
+        wheels = tuple(
+            Download(name, a, u, lock.urls[u].sha256 if u in lock.urls else None) for a, u in urls
+        )
+    return ComponentSpec(
+        name=name,
+        package=comp.package or name,
+        version=comp.version,
+        git=git,
+        pip=tuple(comp.pip or ()),
+        wheels=wheels,
+        install=comp.install,
+        requirements=tuple(comp.requirements),
+        pip_args=tuple(comp.pip_args),
+        build_env=tuple(comp.build_env.items()),
+        toolkit_build=comp.toolkit_build,
+        jobs_limit=comp.jobs.limit if comp.jobs else None,
+        jobs_reason=comp.jobs.reason if comp.jobs else None,
+        pin=comp.pin,
+        extra_index=tuple(sorted(comp.extra_index.items())),
+    )
+
+
+def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
+    """(package name, TARGETARCH, URL) for each installer the image needs, in install order."""
+    img = cat.images[image]
+    base = cat.bases[img.base]
+    tk = cat.toolkits[img.toolkit]
+    if base.toolkit_version == tk.version:
+        return []
+    family = next((f for f, fam in cat.families.items() if img.soc in fam.socs), "")
+    arches = tuple(dict.fromkeys(platform_arch(p) for p in img.platforms))
+    out = []
+    for pkg in tk.packages:
+        if pkg.family and pkg.family != family:
+            continue
+        for arch in arches:
+            out.append((pkg.name, arch, fill_url(pkg.url, version=tk.version, arch=arch)))
+    return out
+
+
+def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
+    img = cat.images[image]
+    base = cat.bases[img.base]
+    tk = cat.toolkits[img.toolkit]
+    family = next(f for f, fam in cat.families.items() if img.soc in fam.socs)
+    arches = tuple(dict.fromkeys(platform_arch(p) for p in img.platforms))
+    downloads = tuple(
+        Download(n, a, u, lock.urls[u].sha256 if u in lock.urls else None)
+        for n, a, u in toolkit_downloads(cat, image)
+    )
+    env: list[tuple[str, str | tuple[str, ...]]] = []
+    for var, value in cat.envs[tk.env].items():
+        if isinstance(value, list):
+            env.append((var, tuple(v.replace("{version}", tk.version) for v in value)))
+        else:
+            env.append((var, value.replace("{version}", tk.version)))
+    toolkit = ToolkitSpec(
+        version=tk.version,
+        install=base.toolkit_version != tk.version,
+        downloads=downloads,
+        install_args=tuple(tk.install_args),
+        env=tuple(env),
+        devlib=tk.devlib.replace("{version}", tk.version) if tk.devlib else None,
+        env_scripts=tuple(tk.env_scripts),
+    )
+    components = tuple(_component(n, cat.components[n], arches, lock) for n in img.components)
+    # Pins go first so nothing compiles against a torch that is replaced later.
+    components = tuple(c for c in components if c.pin) + tuple(c for c in components if not c.pin)
+    base_entry = lock.bases.get(base.image)
+    registry = img.registry or cat.catalog.registry or ""
+    revision = None
+    if img.revision_from:
+        rev = next(c for c in components if c.name == img.revision_from)
+        revision = rev.git.pinned if rev.git else rev.label_version
+    return ImageSpec(
+        name=image,
+        tag=render_tag(cat, image),
+        repository=cat.registries[registry].repository,
+        base_image=base.image,
+        base_digest=base_entry.digest if base_entry else None,
+        python=base.python,
+        os=base.os,
+        os_version=base.os_version,
+        chip=base.chip,
+        family=family,
+        soc=img.soc,
+        platforms=tuple(img.platforms),
+        toolkit=toolkit,
+        apt=tuple(img.apt),
+        pip_tools=tuple(img.pip_tools),
+        components=components,
+        smoke_imports=tuple(img.smoke_imports),
+        source=cat.catalog.source,
+        revision=revision,
+        labels=tuple(sorted(img.labels.items())),
+        catalog_name=cat.catalog.name,
+        arches=arches,
+    )
+
+
+def plan(cat: Catalog, lock: Lock, names: list[str] | None = None) -> list[ImageSpec]:
+    return [plan_image(cat, n, lock) for n in (names or list(cat.images))]

@@ -1,0 +1,1 @@
+"""Renderers: resolved ImageSpecs → text. Only the primitives in instructions.py know syntax."""

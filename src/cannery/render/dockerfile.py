@@ -1,0 +1,290 @@
+"""ImageSpec → one Dockerfile for all of the image's platforms.
+
+What the output guarantees (each a defect found in review of hand-written images):
+- every download is fetched over verified TLS and checked with ``sha256sum -c`` before use;
+- the toolkit env is persisted with ENV from the catalog table, with no empty path element and
+  no build-only ``devlib``, so ``docker run IMAGE python`` sees it with no shell in between;
+- a job limit lives only in the RUN of the component that asked for it;
+- git sources are fetched at their locked commit with depth 1;
+- torch pins are installed first and constrain every later pip call;
+- no mirror, index or trusted-host config is left in the image;
+- layers run from least to most often changed, so bumping the framework rebuilds the tail only.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from cannery import __version__
+from cannery.plan import UNAME_ARCH, ComponentSpec, Download, ImageSpec
+from cannery.render.instructions import (
+    Arg,
+    Blank,
+    Cmd,
+    Comment,
+    Env,
+    From,
+    Instruction,
+    Label,
+    Run,
+    Shell,
+    render_all,
+)
+
+SHELL = ("/bin/bash", "-o", "pipefail", "-c")
+CONSTRAINTS = "/opt/cannery/constraints.txt"
+SRC = "/opt/src"
+ARCH_VAR = "CANN_ARCH"  # x86_64 | aarch64, set per platform in the arch-* stages
+UNLOCKED = "UNLOCKED"
+PIP = "python3 -m pip install --no-cache-dir"
+
+
+def _q(text: str) -> str:
+    return shlex.quote(text)
+
+
+def _expand(value: str, known: dict[str, str]) -> str:
+    """Substitute references to variables this table defines (one ENV sees only older values)."""
+    value = value.replace("{uname_arch}", "${" + ARCH_VAR + "}")
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}",
+                  lambda m: known.get(m.group(1), m.group(0)), value)
+
+
+def toolkit_env(spec: ImageSpec) -> tuple[tuple[str, str], ...]:
+    """The ENV pairs that persist the toolkit's set_env.sh (search paths prepend, no '::')."""
+    known: dict[str, str] = {}
+    pairs: list[tuple[str, str]] = []
+    for var, value in spec.toolkit.env:
+        if isinstance(value, tuple):
+            parts = ":".join(_expand(v, known) for v in value)
+            text = parts + "${" + var + ":+:${" + var + "}}"
+        else:
+            text = _expand(value, known)
+            known[var] = text
+        pairs.append((var, text))
+    return tuple(pairs)
+
+
+def _arch_case(spec: ImageSpec, what: str, branches: dict[str, list[str]]) -> list[str]:
+    lines = ['case "${TARGETARCH}" in']
+    for arch in spec.arches:
+        body = branches.get(arch, [])
+        text = " ".join(body).rstrip(";")
+        lines.append(f"  {arch}) {text} ;;" if text else f"  {arch}) ;;")
+    lines.append(f'  *) echo "cannery: no {what} for TARGETARCH=${{TARGETARCH}}" >&2; exit 1 ;;')
+    lines.append("esac;")
+    return lines
+
+
+def _var(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", name).lower()
+
+
+def _downloads_run(spec: ImageSpec, downloads: tuple[Download, ...], what: str,
+                   install: list[str] | None = None) -> list[str]:
+    """Lines that fetch each download for TARGETARCH and verify it before anything uses it."""
+    names = list(dict.fromkeys(d.name for d in downloads))
+    branches: dict[str, list[str]] = {}
+    for d in downloads:
+        v = _var(d.name)
+        branches.setdefault(d.arch, []).append(
+            f"{v}_url={_q(d.url)}; {v}_sha256={d.sha256 or UNLOCKED};"
+        )
+    lines = _arch_case(spec, what, branches)
+    for name in names:
+        v = _var(name)
+        lines.append(f'curl -fsSL --proto =https --tlsv1.2 -o /tmp/{v}.run "${{{v}_url}}";')
+        lines.append(f'echo "${{{v}_sha256}}  /tmp/{v}.run" | sha256sum -c -;')
+        if install is not None:
+            lines.append(f"bash /tmp/{v}.run {' '.join(install)};")
+            lines.append(f"rm -f /tmp/{v}.run;")
+    return lines
+
+
+def _finish(lines: list[str]) -> list[str]:
+    """Drop the trailing ';' of the last fragment (a RUN ends on a command)."""
+    if lines and lines[-1].endswith(";") and not lines[-1].endswith(";;"):
+        lines[-1] = lines[-1][:-1]
+    return lines
+
+
+def _jobs_lines(comp: ComponentSpec) -> list[str]:
+    if comp.jobs_limit is not None:
+        n = str(comp.jobs_limit)
+        return [f"export MAX_JOBS={n} CMAKE_BUILD_PARALLEL_LEVEL={n} MAKEFLAGS=-j{n};"]
+    return [
+        'jobs="${BUILD_JOBS:-$(nproc)}";',
+        'export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}";',
+    ]
+
+
+def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[Instruction]:
+    out: list[Instruction] = []
+    pip = PIP + (f" -c {CONSTRAINTS}" if constrained else "")
+    extra = [*comp.pip_args]
+    if comp.pin:
+        reqs = " ".join(_q(r) for r in comp.pip)
+        out.append(Comment(
+            f"{comp.name}: {' '.join(comp.pip)}. Installed before anything compiles against it;\n"
+            "every later pip call is constrained to these versions, so nothing re-pins them."
+        ))
+        lines = ["set -eu;"]
+        if comp.extra_index:
+            index = dict(comp.extra_index)
+            branches = {a: [f"index={_q('--extra-index-url=' + index[a])};"] if a in index
+                        else ["index='';"] for a in spec.arches}
+            lines += _arch_case(spec, f"package index choice for {comp.name}", branches)
+        lines.append("mkdir -p /opt/cannery;")
+        lines.append(f"printf '%s\\n' {reqs} >> {CONSTRAINTS};")
+        idx = ' ${index:+"${index}"}' if comp.extra_index else ""
+        lines.append(f"{PIP}{idx} -c {CONSTRAINTS} {' '.join(extra + [reqs])}".rstrip() + ";")
+        out.append(Run(_finish(lines)))
+        return out
+    if comp.pip:
+        out.append(Comment(f"{comp.name}: {' '.join(comp.pip)}"))
+        args = " ".join([*extra, *(_q(r) for r in comp.pip)])
+        out.append(Run([f"{pip} {args}"]))
+        return out
+    if comp.wheels:
+        out.append(Comment(f"{comp.name}: wheel, checked against its sha256 from cannery.lock"))
+        lines = ["set -eu;", *_downloads_run(spec, comp.wheels, f"{comp.name} wheel")]
+        v = _var(comp.name)
+        lines.append(f'wheel="/tmp/$(basename "${{{v}_url}}")"; mv /tmp/{v}.run "${{wheel}}";')
+        lines.append(f'{pip} {" ".join(extra)} "${{wheel}}"; rm -f "${{wheel}}";'.replace("  ", " "))
+        out.append(Run(_finish(lines)))
+        return out
+    assert comp.git is not None
+    git = comp.git
+    head = f"{comp.name}"
+    if comp.version:
+        head += f" {comp.version}"
+    head += f" at {git.commit[:12]}" if git.commit else f" at ref {git.ref}"
+    notes = [head + (f" ({comp.install})" if comp.install != "pip" else "")]
+    if not git.commit:
+        notes.append(f"cannery: UNLOCKED git ref {git.ref!r}: run `cannery lock` to pin a commit.")
+    if comp.toolkit_build:
+        notes.append("Built against CANN: the devlib stub and SOC_VERSION apply to this step only.")
+    if comp.jobs_limit is not None:
+        notes.append(f"Job limit {comp.jobs_limit}, for this step only: {comp.jobs_reason}.")
+    out.append(Comment("\n".join(notes)))
+    dest = f"{SRC}/{comp.name}"
+    lines = [
+        "set -eu;",
+        f"git init -q {dest};",
+        f"git -C {dest} fetch -q --depth 1 {_q(git.url)} {_q(git.pinned)};",
+        f"git -C {dest} checkout -q FETCH_HEAD;",
+    ]
+    if comp.install != "none":
+        lines += _jobs_lines(comp)
+        for key, value in comp.build_env:
+            lines.append(f"export {key}={_q(value)};")
+        if comp.toolkit_build and spec.toolkit.devlib:
+            devlib = spec.toolkit.devlib.replace("{uname_arch}", "${" + ARCH_VAR + "}")
+            lines.append(
+                f'export LD_LIBRARY_PATH="{devlib}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}";'
+            )
+        for req in comp.requirements:
+            lines.append(f"{pip} -r {_q(dest + '/' + req)};")
+        target = f"-e {dest}" if comp.install == "editable" else dest
+        lines.append(f"{pip} {' '.join([*extra, target])};")
+    out.append(Run(_finish(lines)))
+    return out
+
+
+def render_dockerfile(spec: ImageSpec) -> str:
+    arch_list = ", ".join(spec.platforms)
+    header = [
+        f"Generated by cannery {__version__.split('+')[0]} from catalog {spec.catalog_name!r},"
+        f" image {spec.name!r}.",
+        "Do not edit: change the catalog, then run `cannery render dockerfile`.",
+        f"Tag: {spec.reference}",
+        f"Platforms: {arch_list}",
+    ]
+    for item in spec.unlocked():
+        header.append(f"cannery: UNLOCKED {item}; run `cannery lock`.")
+    body: list[Instruction] = [Comment("\n".join(header)), Blank()]
+
+    body += [
+        Arg("TARGETARCH"),
+        From(spec.base_reference, "base"),
+        Blank(),
+        Comment("Per-platform values; a platform with no stage here fails the build at FROM."),
+    ]
+    for arch in spec.arches:
+        body += [From("base", f"arch-{arch}"), Env(((ARCH_VAR, UNAME_ARCH[arch]),))]
+    body += [
+        Blank(),
+        From(f"arch-${{TARGETARCH}}", "image"),
+        Arg("TARGETARCH"),
+        Shell(SHELL),
+        Blank(),
+    ]
+
+    apt = list(spec.apt)
+    for need in ("ca-certificates", "curl", "git"):
+        if need not in apt:
+            apt.append(need)
+    body += [
+        Comment("System packages (change least often)."),
+        Run([
+            "set -eu;",
+            "apt-get update;",
+            "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
+            + " ".join(apt) + ";",
+            "rm -rf /var/lib/apt/lists/*",
+        ]),
+    ]
+    if spec.pip_tools:
+        body.append(Run([f"{PIP} --upgrade {' '.join(_q(t) for t in spec.pip_tools)}"]))
+    body.append(Blank())
+
+    tk = spec.toolkit
+    body.append(Comment(
+        f"CANN {tk.version} environment, as its set_env.sh sets it, persisted for every later step\n"
+        "and for the running container (no `source` needed, none lost under --entrypoint)."
+    ))
+    body.append(Env(toolkit_env(spec)))
+    if tk.install and tk.downloads:
+        names = ", ".join(dict.fromkeys(d.name for d in tk.downloads))
+        body.append(Comment(
+            f"CANN {tk.version} installers ({names}): fetched over verified TLS and checked against\n"
+            "their sha256 from cannery.lock before they run."
+        ))
+        lines = ["set -eu;", *_downloads_run(spec, tk.downloads, f"CANN {tk.version} installers",
+                                             list(tk.install_args))]
+        body.append(Run(_finish(lines)))
+    body.append(Blank())
+
+    constrained = any(c.pin for c in spec.components)
+    declared_jobs = declared_soc = False
+    for comp in spec.components:
+        if comp.git and comp.install != "none" and not declared_jobs:
+            body += [Comment("Parallel jobs for every build step; empty means the builder's cores."),
+                     Arg("BUILD_JOBS", "")]
+            declared_jobs = True
+        if comp.toolkit_build and not declared_soc:
+            body += [Comment("Read by vllm-ascend's build (an ARG is env in later RUNs)."),
+                     Arg("SOC_VERSION", spec.soc)]
+            declared_soc = True
+        body += _component(spec, comp, constrained and not comp.pin)
+        body.append(Blank())
+
+    labels: list[tuple[str, str]] = [
+        ("org.opencontainers.image.source", spec.source),
+        ("org.opencontainers.image.version", spec.tag),
+        ("org.opencontainers.image.base.name", spec.base_image),
+    ]
+    if spec.revision:
+        labels.append(("org.opencontainers.image.revision", spec.revision))
+    if spec.base_digest:
+        labels.append(("org.opencontainers.image.base.digest", spec.base_digest))
+    labels += [
+        ("io.cannery.inputs", spec.inputs_digest()),
+        ("io.cannery.toolkit", f"cann-{tk.version}"),
+        ("io.cannery.soc", spec.soc),
+    ]
+    labels += [(f"io.cannery.component.{c.name}", c.label_version) for c in spec.components]
+    labels += list(spec.labels)
+    body += [Label(tuple(labels)), Cmd(("/bin/bash",))]
+    return render_all(body)

@@ -1,0 +1,113 @@
+"""Dockerfile instructions as small typed blocks that print their own syntax.
+
+Renderers build lists of these; nothing else in cannery formats Dockerfile text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_./:@%+=,${}-]*$")
+
+
+def _quote_value(value: str) -> str:
+    """An ENV value: bare when safe, else double-quoted (``$`` stays live for substitution)."""
+    if value and _PLAIN.match(value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _quote_label(value: str) -> str:
+    """A LABEL value: always quoted, ``$`` escaped so the text is taken literally."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
+
+
+@dataclass(frozen=True)
+class Comment:
+    text: str
+
+    def render(self) -> str:
+        return "\n".join(f"# {line}".rstrip() for line in self.text.splitlines())
+
+
+@dataclass(frozen=True)
+class Blank:
+    def render(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class From:
+    image: str
+    alias: str | None = None
+
+    def render(self) -> str:
+        return f"FROM {self.image}" + (f" AS {self.alias}" if self.alias else "")
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    default: str | None = None
+
+    def render(self) -> str:
+        if self.default is None:
+            return f"ARG {self.name}"
+        return f"ARG {self.name}={_quote_value(self.default)}"
+
+
+@dataclass(frozen=True)
+class Env:
+    pairs: tuple[tuple[str, str], ...]
+
+    def render(self) -> str:
+        items = [f"{k}={_quote_value(v)}" for k, v in self.pairs]
+        return "ENV " + " \\\n    ".join(items)
+
+
+@dataclass(frozen=True)
+class Label:
+    pairs: tuple[tuple[str, str], ...]
+
+    def render(self) -> str:
+        items = [f"{k}={_quote_label(v)}" for k, v in self.pairs]
+        return "LABEL " + " \\\n      ".join(items)
+
+
+@dataclass(frozen=True)
+class Shell:
+    argv: tuple[str, ...]
+
+    def render(self) -> str:
+        return "SHELL " + json.dumps(list(self.argv))
+
+
+@dataclass(frozen=True)
+class Cmd:
+    argv: tuple[str, ...]
+
+    def render(self) -> str:
+        return "CMD " + json.dumps(list(self.argv))
+
+
+@dataclass(frozen=True)
+class Run:
+    """A shell-form RUN. Each line is a complete shell fragment, including its own ``;``."""
+
+    lines: tuple[str, ...]
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        object.__setattr__(self, "lines", tuple(lines))
+
+    def render(self) -> str:
+        return "RUN " + " \\\n    ".join(self.lines)
+
+
+Instruction = Comment | Blank | From | Arg | Env | Label | Shell | Cmd | Run
+
+
+def render_all(instructions: Sequence[Instruction]) -> str:
+    return "\n".join(i.render() for i in instructions).rstrip("\n") + "\n"

@@ -1,0 +1,55 @@
+"""The one subprocess helper: checks the binary exists, logs the command with secrets masked."""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+
+from cannery.errors import FatalError
+
+log = logging.getLogger("cannery.cmd")
+
+# user:password@ in URLs, and --password=... style flags, never reach a log line or an error.
+_SECRET_URL = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@\s]+@")
+_SECRET_FLAG = re.compile(r"(?P<flag>--?(?:password|token|secret|creds)[=\s])\S+", re.I)
+
+
+def mask(text: str) -> str:
+    text = _SECRET_URL.sub(r"\g<scheme>***@", text)
+    return _SECRET_FLAG.sub(r"\g<flag>***", text)
+
+
+class CommandError(FatalError):
+    exit_code = 2
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+) -> str:
+    """Run ``argv`` and return stdout; raise CommandError with a one-line, masked reason."""
+    if shutil.which(argv[0]) is None:
+        raise CommandError(f"{argv[0]}: not found on PATH; install it first")
+    shown = mask(" ".join(argv))
+    log.debug("run: %s", shown)
+    try:
+        proc = subprocess.run(
+            list(argv),
+            env=dict(env) if env is not None else None,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise CommandError(f"{shown}: timed out after {timeout:.0f}s") from exc
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise CommandError(f"{shown}: exit {proc.returncode}: {mask(last)}")
+    return proc.stdout

@@ -1,0 +1,118 @@
+"""A real CNCF distribution registry (Debian's docker-registry) on 127.0.0.1, and a minimal
+OCI image pusher that speaks the distribution API to it (blobs, manifest, index)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LocalRegistry:
+    def __init__(self, root: Path, tls: tuple[Path, Path] | None = None) -> None:
+        binary = shutil.which("docker-registry")
+        if binary is None:
+            raise RuntimeError("docker-registry is not installed: run `bash .ci/run` (it installs it)")
+        self.port = free_port()
+        self.host = f"127.0.0.1:{self.port}"
+        tls_cfg = ""
+        if tls:
+            tls_cfg = f"\n  tls:\n    certificate: {tls[0]}\n    key: {tls[1]}"
+        config = root / "config.yml"
+        config.write_text(
+            "version: 0.1\n"
+            "log:\n  level: error\n"
+            f"storage:\n  filesystem:\n    rootdirectory: {root / 'data'}\n"
+            "  delete:\n    enabled: true\n"
+            f"http:\n  addr: 127.0.0.1:{self.port}{tls_cfg}\n"
+        )
+        self.scheme = "https" if tls else "http"
+        self.proc = subprocess.Popen(
+            [binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        self._wait()
+
+    def _wait(self) -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"docker-registry exited: {self.proc.stderr.read().decode()}")  # type: ignore[union-attr]
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError("docker-registry did not start in 20 s")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.host}"
+
+
+def _blob(client: httpx.Client, base: str, repo: str, data: bytes) -> dict[str, object]:
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    start = client.post(f"{base}/v2/{repo}/blobs/uploads/")
+    start.raise_for_status()
+    loc = start.headers["location"]
+    loc = loc if loc.startswith("http") else base + loc
+    sep = "&" if "?" in loc else "?"
+    put = client.put(f"{loc}{sep}digest={digest}", content=data,
+                     headers={"Content-Type": "application/octet-stream"})
+    put.raise_for_status()
+    return {"digest": digest, "size": len(data)}
+
+
+def push_image(base: str, repo: str, tag: str, arch: str = "amd64", note: str = "",
+               verify: object = True) -> str:
+    """Push a tiny one-layer OCI image; return the manifest digest."""
+    with httpx.Client(verify=verify) as client:  # type: ignore[arg-type]
+        config = json.dumps({"architecture": arch, "os": "linux",
+                             "config": {"Env": [f"NOTE={note}"]},
+                             "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+        cfg = _blob(client, base, repo, config)
+        layer = _blob(client, base, repo, f"layer {arch} {note}".encode())
+        manifest = json.dumps({
+            "schemaVersion": 2, "mediaType": OCI_MANIFEST,
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **cfg},
+            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **layer}],
+        }).encode()
+        r = client.put(f"{base}/v2/{repo}/manifests/{tag}", content=manifest,
+                       headers={"Content-Type": OCI_MANIFEST})
+        r.raise_for_status()
+        return "sha256:" + hashlib.sha256(manifest).hexdigest()
+
+
+def push_index(base: str, repo: str, tag: str, note: str = "") -> str:
+    """Push a two-platform index (amd64, arm64) under ``tag``; return the index digest."""
+    children = []
+    for arch in ("amd64", "arm64"):
+        digest = push_image(base, repo, f"{tag}-{arch}", arch, note)
+        with httpx.Client() as client:
+            size = len(client.get(f"{base}/v2/{repo}/manifests/{digest}",
+                                  headers={"Accept": OCI_MANIFEST}).content)
+        children.append({"mediaType": OCI_MANIFEST, "digest": digest, "size": size,
+                         "platform": {"os": "linux", "architecture": arch}})
+    index = json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": children}).encode()
+    with httpx.Client() as client:
+        r = client.put(f"{base}/v2/{repo}/manifests/{tag}", content=index,
+                       headers={"Content-Type": OCI_INDEX})
+        r.raise_for_status()
+    return "sha256:" + hashlib.sha256(index).hexdigest()

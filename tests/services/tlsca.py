@@ -1,0 +1,67 @@
+"""A throwaway test CA (made with the openssl CLI) and an HTTPS file server signed by it."""
+
+from __future__ import annotations
+
+import http.server
+import shutil
+import ssl
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class TestCA:
+    ca_cert: Path
+    server_cert: Path
+    server_key: Path
+
+
+def make_ca(root: Path, name: str = "cannery test CA") -> TestCA:
+    if shutil.which("openssl") is None:
+        raise RuntimeError("openssl is not installed: run `bash .ci/run` (it installs it)")
+    root.mkdir(parents=True, exist_ok=True)
+
+    def ssl_cmd(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=root, check=True, capture_output=True)
+
+    ssl_cmd("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            "-keyout", "ca.key", "-out", "ca.pem", "-subj", f"/CN={name}",
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    ssl_cmd("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key",
+            "-out", "server.csr", "-subj", "/CN=127.0.0.1")
+    (root / "san.ext").write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
+    )
+    ssl_cmd("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
+    return TestCA(root / "ca.pem", root / "server.pem", root / "server.key")
+
+
+class HTTPSFileServer:
+    """Serves ``root`` over HTTPS on 127.0.0.1 with the test CA's server certificate."""
+
+    def __init__(self, root: Path, ca: TestCA) -> None:
+        handler = lambda *a, **kw: _QuietHandler(*a, directory=str(root), **kw)  # noqa: E731
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(ca.server_cert, ca.server_key)
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
