@@ -67,8 +67,12 @@ recipe = "s"
 """
 
 
-def minimal(registry: str = "registry.example.com", base_image: str | None = None,
-            files: str = "https://files.example.com/cann", git: str = "https://git.example.com/v.git") -> str:
+def minimal(
+    registry: str = "registry.example.com",
+    base_image: str | None = None,
+    files: str = "https://files.example.com/cann",
+    git: str = "https://git.example.com/v.git",
+) -> str:
     return MINIMAL.format(
         registry=registry,
         base_image=base_image or f"{registry}/cann:8.5.1-910b-ubuntu22.04-py3.11",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.services.registry import LocalRegistry
-from tests.services.tlsca import HTTPSFileServer, TestCA, make_ca
+from tests.services.tlsca import HTTPSFileServer, LocalCA, make_ca
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
@@ -41,8 +41,13 @@ def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
 
 
 def run_subprocess(*args: str, cwd: Path | None = None) -> Result:
-    proc = subprocess.run([sys.executable, "-m", "cannery", *args], capture_output=True,
-                          text=True, cwd=cwd, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cannery", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+    )
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -54,21 +59,25 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRegistry
 
 
 @pytest.fixture(scope="session")
-def test_ca(tmp_path_factory: pytest.TempPathFactory) -> TestCA:
+def test_ca(tmp_path_factory: pytest.TempPathFactory) -> LocalCA:
     return make_ca(tmp_path_factory.mktemp("ca"))
 
 
 @pytest.fixture(scope="session")
-def tls_registry(tmp_path_factory: pytest.TempPathFactory, test_ca: TestCA) -> Iterator[LocalRegistry]:
-    reg = LocalRegistry(tmp_path_factory.mktemp("tlsregistry"),
-                        tls=(test_ca.server_cert, test_ca.server_key))
+def tls_registry(
+    tmp_path_factory: pytest.TempPathFactory, test_ca: LocalCA
+) -> Iterator[LocalRegistry]:
+    reg = LocalRegistry(
+        tmp_path_factory.mktemp("tlsregistry"), tls=(test_ca.server_cert, test_ca.server_key)
+    )
     yield reg
     reg.stop()
 
 
 @pytest.fixture(scope="session")
-def https_files(tmp_path_factory: pytest.TempPathFactory,
-                test_ca: TestCA) -> Iterator[tuple[HTTPSFileServer, Path]]:
+def https_files(
+    tmp_path_factory: pytest.TempPathFactory, test_ca: LocalCA
+) -> Iterator[tuple[HTTPSFileServer, Path]]:
     root = tmp_path_factory.mktemp("www")
     server = HTTPSFileServer(root, test_ca)
     yield server, root

@@ -48,8 +48,9 @@ def _root(
 ) -> None:
     global _debug
     _debug = debug
-    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
-                        format="%(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s"
+    )
     if version:
         print(f"cannery {__version__}")
         raise typer.Exit(0)
@@ -81,7 +82,9 @@ def render_dockerfile(
     images: Annotated[Optional[list[str]], typer.Argument(help="Images (default: all)")] = None,  # noqa: UP045
     catalog: CatalogOpt = None,
     lock: LockOpt = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory")] = Path("dockerfiles"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory")] = Path(
+        "dockerfiles"
+    ),
     check: Annotated[bool, typer.Option("--check", help="Fail if files on disk differ.")] = False,
 ) -> None:
     """Render one Dockerfile per image, for all of its platforms."""
@@ -96,7 +99,9 @@ def lock(
     lock: LockOpt = None,
     update: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option("--update", help="Re-resolve this base/toolkit/component ('all' for every one)"),
+        typer.Option(
+            "--update", help="Re-resolve this base/toolkit/component ('all' for every one)"
+        ),
     ] = None,
     ca_cert: Annotated[
         Optional[Path],  # noqa: UP045
@@ -141,7 +146,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(2)
         if _debug:
             raise
-        print(f"cannery: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
-              file=sys.stderr)
+        print(
+            f"cannery: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
+            file=sys.stderr,
+        )
         sys.exit(3)
     sys.exit(0)

@@ -54,6 +54,8 @@ class LockError(InputError):
 class NetworkError(InputError):
     """A registry, git remote or download could not be reached or did not verify."""
 
+    plain_http = False  # the server answered TLS with plain HTTP
+
 
 class CheckFailed(FatalError):
     """``--check`` found a difference. Exit status 1, like a linter finding."""

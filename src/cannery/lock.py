@@ -184,8 +184,7 @@ def update_lock(
                 gits[inp.key] = old.git[inp.key]
             else:
                 commit = resolvers.git(inp.url, inp.ref)
-                gits[inp.key] = GitEntry(url=inp.url, ref=inp.ref, commit=commit,
-                                         resolved_at=now())
+                gits[inp.key] = GitEntry(url=inp.url, ref=inp.ref, commit=commit, resolved_at=now())
         elif not fresh and inp.key in old.urls:
             urls[inp.key] = old.urls[inp.key]
         else:
@@ -231,8 +230,9 @@ def resolve_url(url: str, verify: object, timeout: float = 60.0) -> tuple[str, i
     digest = hashlib.sha256()
     size = 0
     try:
-        with httpx.stream("GET", url, verify=verify, timeout=timeout,
-                          follow_redirects=True) as resp:
+        with httpx.stream(
+            "GET", url, verify=verify, timeout=timeout, follow_redirects=True
+        ) as resp:
             if resp.status_code != 200:
                 raise NetworkError(f"{url}: download failed: HTTP {resp.status_code}")
             for chunk in resp.iter_bytes(1 << 20):

@@ -13,8 +13,13 @@ from dataclasses import asdict, dataclass, field
 from cannery.catalog.models import Catalog, Component
 from cannery.lock import Lock, git_key
 
-UNAME_ARCH = {"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x",
-              "riscv64": "riscv64"}
+UNAME_ARCH = {
+    "amd64": "x86_64",
+    "arm64": "aarch64",
+    "ppc64le": "ppc64le",
+    "s390x": "s390x",
+    "riscv64": "riscv64",
+}
 
 
 def platform_arch(platform: str) -> str:
@@ -23,8 +28,11 @@ def platform_arch(platform: str) -> str:
 
 
 def fill_url(template: str, *, version: str = "", arch: str) -> str:
-    return (template.replace("{version}", version)
-            .replace("{uname_arch}", UNAME_ARCH[arch]).replace("{arch}", arch))
+    return (
+        template.replace("{version}", version)
+        .replace("{uname_arch}", UNAME_ARCH[arch])
+        .replace("{arch}", arch)
+    )
 
 
 def render_tag(cat: Catalog, image: str) -> str:
@@ -33,9 +41,15 @@ def render_tag(cat: Catalog, image: str) -> str:
     tk = cat.toolkits[img.toolkit]
     family = next((f for f, fam in cat.families.items() if img.soc in fam.socs), "")
     values = {
-        "name": image, "cann": tk.version.lower(), "chip": base.chip, "os": base.os,
-        "os_version": base.os_version, "python": base.python, "recipe": img.recipe,
-        "soc": img.soc, "family": family,
+        "name": image,
+        "cann": tk.version.lower(),
+        "chip": base.chip,
+        "os": base.os,
+        "os_version": base.os_version,
+        "python": base.python,
+        "recipe": img.recipe,
+        "soc": img.soc,
+        "family": family,
     }
     return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], img.tag)
 

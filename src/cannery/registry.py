@@ -21,12 +21,14 @@ import httpx
 
 from cannery.errors import NetworkError
 
-MANIFEST_TYPES = ", ".join([
-    "application/vnd.oci.image.index.v1+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-    "application/vnd.oci.image.manifest.v1+json",
-    "application/vnd.docker.distribution.manifest.v2+json",
-])
+MANIFEST_TYPES = ", ".join(
+    [
+        "application/vnd.oci.image.index.v1+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+        "application/vnd.oci.image.manifest.v1+json",
+        "application/vnd.docker.distribution.manifest.v2+json",
+    ]
+)
 DOCKER_HUB = "registry-1.docker.io"
 
 
@@ -53,10 +55,9 @@ class Reference:
         return cls(host, repo, tag)
 
     @property
-    def scheme(self) -> str:
+    def loopback(self) -> bool:
         hostname = self.host.rsplit(":", 1)[0] if not self.host.startswith("[") else self.host
-        loopback = hostname in ("localhost", "[::1]") or hostname.startswith("127.")
-        return "http" if loopback else "https"
+        return hostname in ("localhost", "[::1]") or hostname.startswith("127.")
 
 
 def _docker_credentials(host: str) -> tuple[str, str] | None:
@@ -96,7 +97,9 @@ class RegistryClient:
                     resp = self._client.get(url, headers={**headers, "Authorization": auth})
             return resp
         except httpx.HTTPError as exc:
-            raise NetworkError(f"{ref.host}: registry unreachable: {_reason(exc)}") from None
+            err = NetworkError(f"{ref.host}: registry unreachable: {_reason(exc)}")
+            err.plain_http = "WRONG_VERSION_NUMBER" in str(exc) or "record layer" in str(exc)
+            raise err from None
 
     def _authorize(self, ref: Reference, header: str) -> str | None:
         scheme, params = _challenge(header)
@@ -107,11 +110,14 @@ class RegistryClient:
             return "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
         if scheme != "bearer" or "realm" not in params:
             return None
-        query = {"service": params.get("service", ""),
-                 "scope": params.get("scope", f"repository:{ref.repository}:pull")}
+        query = {
+            "service": params.get("service", ""),
+            "scope": params.get("scope", f"repository:{ref.repository}:pull"),
+        }
         try:
-            resp = self._client.get(params["realm"], params=query,
-                                    auth=httpx.BasicAuth(*creds) if creds else None)
+            resp = self._client.get(
+                params["realm"], params=query, auth=httpx.BasicAuth(*creds) if creds else None
+            )
         except httpx.HTTPError as exc:
             raise NetworkError(f"{ref.host}: token service unreachable: {_reason(exc)}") from None
         if resp.status_code != 200:
@@ -126,16 +132,31 @@ class RegistryClient:
             ref = Reference.parse(image)
         except ValueError as exc:
             raise NetworkError(str(exc)) from None
-        url = f"{ref.scheme}://{ref.host}/v2/{ref.repository}/manifests/{ref.tag}"
-        resp = self._get(url, ref, {"Accept": MANIFEST_TYPES})
+        path = f"{ref.host}/v2/{ref.repository}/manifests/{ref.tag}"
+        headers = {"Accept": MANIFEST_TYPES}
+        try:
+            resp = self._get(f"https://{path}", ref, headers)
+        except NetworkError as exc:
+            # Like Docker: a registry on this machine may speak plain HTTP. Only a server that
+            # does not speak TLS at all falls back; a certificate that fails to verify does not.
+            if not (ref.loopback and exc.plain_http):
+                raise
+            resp = self._get(f"http://{path}", ref, headers)
         if resp.status_code == 404:
             raise NetworkError(f"{image}: no such tag in the registry")
+        if resp.status_code in (401, 403):
+            raise NetworkError(
+                f"{image}: registry refused access ({resp.status_code}): add credentials to the "
+                "Docker config file (`docker login` or DOCKER_CONFIG)"
+            )
         if resp.status_code != 200:
             raise NetworkError(f"{image}: registry answered {resp.status_code}")
         computed = "sha256:" + hashlib.sha256(resp.content).hexdigest()
         header = resp.headers.get("docker-content-digest")
         if header and header != computed:
-            raise NetworkError(f"{image}: registry digest {header} does not match content {computed}")
+            raise NetworkError(
+                f"{image}: registry digest {header} does not match content {computed}"
+            )
         return computed
 
 

@@ -24,22 +24,29 @@ def free_port() -> int:
 
 
 class LocalRegistry:
-    def __init__(self, root: Path, tls: tuple[Path, Path] | None = None) -> None:
+    def __init__(
+        self, root: Path, tls: tuple[Path, Path] | None = None, htpasswd: Path | None = None
+    ) -> None:
         binary = shutil.which("docker-registry")
         if binary is None:
-            raise RuntimeError("docker-registry is not installed: run `bash .ci/run` (it installs it)")
+            raise RuntimeError(
+                "docker-registry is not installed: run `bash .ci/run` (it installs it)"
+            )
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
         tls_cfg = ""
         if tls:
             tls_cfg = f"\n  tls:\n    certificate: {tls[0]}\n    key: {tls[1]}"
+        auth_cfg = ""
+        if htpasswd:
+            auth_cfg = f"auth:\n  htpasswd:\n    realm: cannery-test\n    path: {htpasswd}\n"
         config = root / "config.yml"
         config.write_text(
             "version: 0.1\n"
             "log:\n  level: error\n"
             f"storage:\n  filesystem:\n    rootdirectory: {root / 'data'}\n"
             "  delete:\n    enabled: true\n"
-            f"http:\n  addr: 127.0.0.1:{self.port}{tls_cfg}\n"
+            f"http:\n  addr: 127.0.0.1:{self.port}{tls_cfg}\n" + auth_cfg
         )
         self.scheme = "https" if tls else "http"
         self.proc = subprocess.Popen(
@@ -74,28 +81,49 @@ def _blob(client: httpx.Client, base: str, repo: str, data: bytes) -> dict[str, 
     loc = start.headers["location"]
     loc = loc if loc.startswith("http") else base + loc
     sep = "&" if "?" in loc else "?"
-    put = client.put(f"{loc}{sep}digest={digest}", content=data,
-                     headers={"Content-Type": "application/octet-stream"})
+    put = client.put(
+        f"{loc}{sep}digest={digest}",
+        content=data,
+        headers={"Content-Type": "application/octet-stream"},
+    )
     put.raise_for_status()
     return {"digest": digest, "size": len(data)}
 
 
-def push_image(base: str, repo: str, tag: str, arch: str = "amd64", note: str = "",
-               verify: object = True) -> str:
+def push_image(
+    base: str,
+    repo: str,
+    tag: str,
+    arch: str = "amd64",
+    note: str = "",
+    verify: object = True,
+    auth: tuple[str, str] | None = None,
+) -> str:
     """Push a tiny one-layer OCI image; return the manifest digest."""
-    with httpx.Client(verify=verify) as client:  # type: ignore[arg-type]
-        config = json.dumps({"architecture": arch, "os": "linux",
-                             "config": {"Env": [f"NOTE={note}"]},
-                             "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+    with httpx.Client(verify=verify, auth=auth) as client:  # type: ignore[arg-type]
+        config = json.dumps(
+            {
+                "architecture": arch,
+                "os": "linux",
+                "config": {"Env": [f"NOTE={note}"]},
+                "rootfs": {"type": "layers", "diff_ids": []},
+            }
+        ).encode()
         cfg = _blob(client, base, repo, config)
         layer = _blob(client, base, repo, f"layer {arch} {note}".encode())
-        manifest = json.dumps({
-            "schemaVersion": 2, "mediaType": OCI_MANIFEST,
-            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **cfg},
-            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **layer}],
-        }).encode()
-        r = client.put(f"{base}/v2/{repo}/manifests/{tag}", content=manifest,
-                       headers={"Content-Type": OCI_MANIFEST})
+        manifest = json.dumps(
+            {
+                "schemaVersion": 2,
+                "mediaType": OCI_MANIFEST,
+                "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **cfg},
+                "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **layer}],
+            }
+        ).encode()
+        r = client.put(
+            f"{base}/v2/{repo}/manifests/{tag}",
+            content=manifest,
+            headers={"Content-Type": OCI_MANIFEST},
+        )
         r.raise_for_status()
         return "sha256:" + hashlib.sha256(manifest).hexdigest()
 
@@ -106,13 +134,23 @@ def push_index(base: str, repo: str, tag: str, note: str = "") -> str:
     for arch in ("amd64", "arm64"):
         digest = push_image(base, repo, f"{tag}-{arch}", arch, note)
         with httpx.Client() as client:
-            size = len(client.get(f"{base}/v2/{repo}/manifests/{digest}",
-                                  headers={"Accept": OCI_MANIFEST}).content)
-        children.append({"mediaType": OCI_MANIFEST, "digest": digest, "size": size,
-                         "platform": {"os": "linux", "architecture": arch}})
+            size = len(
+                client.get(
+                    f"{base}/v2/{repo}/manifests/{digest}", headers={"Accept": OCI_MANIFEST}
+                ).content
+            )
+        children.append(
+            {
+                "mediaType": OCI_MANIFEST,
+                "digest": digest,
+                "size": size,
+                "platform": {"os": "linux", "architecture": arch},
+            }
+        )
     index = json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": children}).encode()
     with httpx.Client() as client:
-        r = client.put(f"{base}/v2/{repo}/manifests/{tag}", content=index,
-                       headers={"Content-Type": OCI_INDEX})
+        r = client.put(
+            f"{base}/v2/{repo}/manifests/{tag}", content=index, headers={"Content-Type": OCI_INDEX}
+        )
         r.raise_for_status()
     return "sha256:" + hashlib.sha256(index).hexdigest()

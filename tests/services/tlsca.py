@@ -12,13 +12,13 @@ from pathlib import Path
 
 
 @dataclass(frozen=True)
-class TestCA:
+class LocalCA:
     ca_cert: Path
     server_cert: Path
     server_key: Path
 
 
-def make_ca(root: Path, name: str = "cannery test CA") -> TestCA:
+def make_ca(root: Path, name: str = "cannery test CA") -> LocalCA:
     if shutil.which("openssl") is None:
         raise RuntimeError("openssl is not installed: run `bash .ci/run` (it installs it)")
     root.mkdir(parents=True, exist_ok=True)
@@ -26,24 +26,64 @@ def make_ca(root: Path, name: str = "cannery test CA") -> TestCA:
     def ssl_cmd(*args: str) -> None:
         subprocess.run(["openssl", *args], cwd=root, check=True, capture_output=True)
 
-    ssl_cmd("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-            "-keyout", "ca.key", "-out", "ca.pem", "-subj", f"/CN={name}",
-            "-addext", "basicConstraints=critical,CA:TRUE",
-            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    ssl_cmd("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key",
-            "-out", "server.csr", "-subj", "/CN=127.0.0.1")
+    ssl_cmd(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-subj",
+        f"/CN={name}",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    )
+    ssl_cmd(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    )
     (root / "san.ext").write_text(
         "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
     )
-    ssl_cmd("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
-    return TestCA(root / "ca.pem", root / "server.pem", root / "server.key")
+    ssl_cmd(
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+    )
+    return LocalCA(root / "ca.pem", root / "server.pem", root / "server.key")
 
 
 class HTTPSFileServer:
     """Serves ``root`` over HTTPS on 127.0.0.1 with the test CA's server certificate."""
 
-    def __init__(self, root: Path, ca: TestCA) -> None:
+    def __init__(self, root: Path, ca: LocalCA) -> None:
         handler = lambda *a, **kw: _QuietHandler(*a, directory=str(root), **kw)  # noqa: E731
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -63,5 +103,5 @@ class HTTPSFileServer:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass

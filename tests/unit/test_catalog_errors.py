@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from tests.catalogs import line_of, minimal
 from tests.conftest import run_subprocess
 
@@ -13,40 +12,99 @@ GOOD = minimal()
 
 # (id, edit applied to the good catalog, text on the offending line, expected words in message)
 CASES = [
-    ("toml-syntax", lambda t: t.replace('os = "ubuntu"', 'os = "ubuntu'), 'os = "ubuntu',
-     "TOML syntax error"),
-    ("unknown-key", lambda t: t.replace('recipe = "r"', 'recipe = "r"\nplatfroms = []'),
-     "platfroms", "unknown key 'platfroms' (did you mean 'platforms'?)"),
-    ("undefined-base", lambda t: t.replace('base = "b910"', 'base = "b91O"'), 'base = "b91O"',
-     "unknown base 'b91O' (did you mean 'b910'?)"),
-    ("undefined-toolkit", lambda t: t.replace('toolkit = "cann852"', 'toolkit = "cann9"'),
-     'toolkit = "cann9"', "unknown toolkit 'cann9'"),
-    ("undefined-component",
-     lambda t: t.replace('components = ["torch", "vllm", "vllm-ascend"]',
-                         'components = [\n  "torch",\n  "vlm",\n  "vllm-ascend",\n]'),
-     '"vlm"', "unknown component 'vlm' (did you mean 'vllm'?)"),
-    ("duplicate-image", lambda t: t + '\n[images.one]\nbase = "b910"\n', "[images.one]\nbase",
-     "images.one is defined twice"),
-    ("bad-platform", lambda t: t.replace('"linux/arm64"]', '"linux/aarch64"]'), "linux/aarch64",
-     "bad platform 'linux/aarch64'"),
-    ("http-url", lambda t: t.replace("https://files.example.com", "http://files.example.com"),
-     "http://files", "must be https://"),
-    ("short-sha", lambda t: t.replace('ref = "main"', 'ref = "de93536e"'), 'ref = "de93536e"',
-     "short SHA"),
-    ("python-range", lambda t: t.replace('python = "3.11"', 'python = "3.12"'),
-     'base = "b910"', "python 3.12 is outside vllm-ascend v0.18.0's range >=3.10,<3.12"),
-    ("soc-family", lambda t: t.replace('soc = "ascend910b1"', 'soc = "ascend910_9391"'),
-     'soc = "ascend910_9391"', "A3 SoC"),
-    ("tag-field", lambda t: t.replace("-{recipe}", "-{model}"), "tag = ", "unknown tag template field {model}"),
-    ("cyclic-extends", lambda t: t.replace('[images.one]\n', '[images.one]\nextends = "two"\n'),
-     'extends = "two"', "cyclic extends"),
-    ("empty-platforms", lambda t: t.replace('platforms = ["linux/amd64", "linux/arm64"]',
-                                            "platforms = []"), "platforms = []", "at least 1"),
+    (
+        "toml-syntax",
+        lambda t: t.replace('os = "ubuntu"', 'os = "ubuntu'),
+        'os = "ubuntu',
+        "TOML syntax error",
+    ),
+    (
+        "unknown-key",
+        lambda t: t.replace('recipe = "r"', 'recipe = "r"\nplatfroms = []'),
+        "platfroms",
+        "unknown key 'platfroms' (did you mean 'platforms'?)",
+    ),
+    (
+        "undefined-base",
+        lambda t: t.replace('base = "b910"', 'base = "b91O"'),
+        'base = "b91O"',
+        "unknown base 'b91O' (did you mean 'b910'?)",
+    ),
+    (
+        "undefined-toolkit",
+        lambda t: t.replace('toolkit = "cann852"', 'toolkit = "cann9"'),
+        'toolkit = "cann9"',
+        "unknown toolkit 'cann9'",
+    ),
+    (
+        "undefined-component",
+        lambda t: t.replace(
+            'components = ["torch", "vllm", "vllm-ascend"]',
+            'components = [\n  "torch",\n  "vlm",\n  "vllm-ascend",\n]',
+        ),
+        '"vlm"',
+        "unknown component 'vlm' (did you mean 'vllm'?)",
+    ),
+    (
+        "duplicate-image",
+        lambda t: t + '\n[images.one]\nbase = "b910"\n',
+        "[images.one]\nbase",
+        "images.one is defined twice",
+    ),
+    (
+        "bad-platform",
+        lambda t: t.replace('"linux/arm64"]', '"linux/aarch64"]'),
+        "linux/aarch64",
+        "bad platform 'linux/aarch64'",
+    ),
+    (
+        "http-url",
+        lambda t: t.replace("https://files.example.com", "http://files.example.com"),
+        "http://files",
+        "must be https://",
+    ),
+    (
+        "short-sha",
+        lambda t: t.replace('ref = "main"', 'ref = "de93536e"'),
+        'ref = "de93536e"',
+        "short SHA",
+    ),
+    (
+        "python-range",
+        lambda t: t.replace('python = "3.11"', 'python = "3.12"'),
+        'base = "b910"',
+        "python 3.12 is outside vllm-ascend v0.18.0's range >=3.10,<3.12",
+    ),
+    (
+        "soc-family",
+        lambda t: t.replace('soc = "ascend910b1"', 'soc = "ascend910_9391"'),
+        'soc = "ascend910_9391"',
+        "A3 SoC",
+    ),
+    (
+        "tag-field",
+        lambda t: t.replace("-{recipe}", "-{model}"),
+        "tag = ",
+        "unknown tag template field {model}",
+    ),
+    (
+        "cyclic-extends",
+        lambda t: t.replace("[images.one]\n", '[images.one]\nextends = "two"\n'),
+        'extends = "two"',
+        "cyclic extends",
+    ),
+    (
+        "empty-platforms",
+        lambda t: t.replace('platforms = ["linux/amd64", "linux/arm64"]', "platforms = []"),
+        "platforms = []",
+        "at least 1",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("edit", "needle", "words"), [c[1:] for c in CASES],
-                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("edit", "needle", "words"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_malformed_catalog(tmp_path: Path, cli, edit, needle: str, words: str) -> None:  # type: ignore[no-untyped-def]
     text = edit(GOOD)
     assert text != GOOD, "the edit did not apply"
@@ -74,8 +132,11 @@ def test_good_catalog_validates(tmp_path: Path, cli) -> None:  # type: ignore[no
 
 def test_unlisted_combination_is_a_warning_that_can_be_acknowledged(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "catalog.toml"
-    path.write_text(GOOD.replace('acknowledge = ["compat-cann", "compat-torch-npu"]',
-                                 'acknowledge = ["compat-cann"]'))
+    path.write_text(
+        GOOD.replace(
+            'acknowledge = ["compat-cann", "compat-torch-npu"]', 'acknowledge = ["compat-cann"]'
+        )
+    )
     res = cli("catalog", "validate", str(path))
     assert res.code == 0
     assert "warning[compat-torch-npu]" in res.err
@@ -95,7 +156,8 @@ def test_missing_file_and_no_traceback_from_a_real_process(tmp_path: Path) -> No
 
 def test_all_problems_are_reported_at_once(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     text = GOOD.replace('base = "b910"', 'base = "nope"').replace(
-        'toolkit = "cann852"', 'toolkit = "nope"')
+        'toolkit = "cann852"', 'toolkit = "nope"'
+    )
     path = tmp_path / "c.toml"
     path.write_text(text)
     res = cli("catalog", "validate", str(path))

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import dockerfile
 import pytest
+from tests.conftest import GOLDEN
 
 from cannery.catalog.load import load_catalog
 from cannery.lock import Lock, read_lock
 from cannery.plan import plan
 from cannery.render.dockerfile import render_dockerfile
-from tests.conftest import GOLDEN
 
 CATALOG = load_catalog()
 IMAGES = list(CATALOG.catalog.images)
@@ -84,7 +84,7 @@ def test_downloads_verified_before_use(name: str) -> None:
         assert "--no-check-certificate" not in body and " -k " not in body
         for m in re.finditer(r"-o (/tmp/\w+\.run)", body):
             path = m.group(1)
-            check = body.index(f"{path}\" | sha256sum -c -")
+            check = body.index(f'{path}" | sha256sum -c -')
             use = body.find(f"bash {path}")
             assert use == -1 or check < use, f"{path} used before its checksum"
         assert "UNLOCKED" not in body
@@ -95,7 +95,7 @@ def test_toolkit_env_persisted_cleanly(name: str) -> None:
     cmds = _commands(_render(name, LOCKED))
     env = [c for c in cmds if c.cmd == "ENV" and any("ASCEND" in v for v in c.value)]
     assert len(env) == 1
-    pairs = dict(zip(env[0].value[::2], env[0].value[1::2]))
+    pairs = dict(zip(env[0].value[::2], env[0].value[1::2], strict=False))
     spec = plan(CATALOG.catalog, LOCKED, [name])[0]
     assert set(pairs) == {k for k, _ in spec.toolkit.env}
     for key, value in pairs.items():
@@ -114,7 +114,7 @@ def test_job_limit_only_in_the_step_that_asks() -> None:
     limited = [c for c in cmds if c.cmd == "RUN" and "MAX_JOBS=1 " in c.value[0]]
     assert len(limited) == 1 and "vllm-ascend" in limited[0].value[0]
     others = [c for c in cmds if c.cmd == "RUN" and "MAX_JOBS=" in c.value[0]]
-    assert all('${BUILD_JOBS:-$(nproc)}' in c.value[0] for c in others if c not in limited)
+    assert all("${BUILD_JOBS:-$(nproc)}" in c.value[0] for c in others if c not in limited)
     devlib = [c for c in cmds if c.cmd == "RUN" and "devlib" in c.value[0]]
     assert devlib == limited  # the build-only stub library lives in that step too
 
@@ -143,8 +143,15 @@ def test_torch_pinned_first_and_constrained_after(name: str) -> None:
 @pytest.mark.parametrize("name", IMAGES)
 def test_no_index_or_mirror_config_left_in_image(name: str) -> None:
     text = _render(name, LOCKED)
-    for bad in ("pip config", "pip.conf", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
-                "trusted-host", "PIP_TRUSTED_HOST", "sources.list"):
+    for bad in (
+        "pip config",
+        "pip.conf",
+        "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+        "trusted-host",
+        "PIP_TRUSTED_HOST",
+        "sources.list",
+    ):
         assert bad not in text
     cmds = _commands(text)
     assert not any("index" in " ".join(c.value).lower() for c in cmds if c.cmd in ("ENV", "ARG"))
@@ -169,13 +176,14 @@ def test_arch_dispatch_fails_loudly_for_unknown_arch() -> None:
 def test_labels_name_source_revision_inputs_and_components() -> None:
     cmds = _commands(_render("qwen3-5-a2", LOCKED))
     label = next(c for c in cmds if c.cmd == "LABEL")
-    pairs = {k: v.strip('"') for k, v in zip(label.value[::2], label.value[1::2])}
+    pairs = {k: v.strip('"') for k, v in zip(label.value[::2], label.value[1::2], strict=False)}
     assert pairs["org.opencontainers.image.revision"] == "4045d67063052dcb800c918c107b8d5a87046006"
     assert pairs["org.opencontainers.image.source"] == "https://github.com/verl-project/verl"
     assert pairs["org.opencontainers.image.base.digest"].startswith("sha256:")
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", pairs["io.cannery.inputs"])
     assert pairs["io.cannery.component.vllm-ascend"] == (
-        "v0.18.0@54879467c41784a446aa5b486a391d9bfbf488fa")
+        "v0.18.0@54879467c41784a446aa5b486a391d9bfbf488fa"
+    )
 
 
 def test_unlocked_inputs_fail_closed() -> None:
@@ -191,13 +199,19 @@ def test_bumping_the_framework_changes_only_the_tail() -> None:
     verl = next(c for c in spec.components if c.name == "verl")
     assert verl.git
     bumped = dataclasses.replace(
-        spec, components=tuple(
+        spec,
+        components=tuple(
             dataclasses.replace(c, git=dataclasses.replace(verl.git, commit="f" * 40))
-            if c.name == "verl" else c for c in spec.components),
-        revision="f" * 40)
+            if c.name == "verl"
+            else c
+            for c in spec.components
+        ),
+        revision="f" * 40,
+    )
     a = _commands(render_dockerfile(spec))
     b = _commands(render_dockerfile(bumped))
-    first_diff = next(i for i, (x, y) in enumerate(zip(a, b)) if x.original != y.original)
+    pairs = enumerate(zip(a, b, strict=True))
+    first_diff = next(i for i, (x, y) in pairs if x.original != y.original)
     assert "/opt/src/verl" in a[first_diff].original
     assert all(c.cmd in ("RUN", "LABEL", "CMD") for c in a[first_diff:])
     assert sum(1 for c in a[first_diff:] if c.cmd == "RUN") == 1
@@ -211,7 +225,10 @@ def test_hadolint_finds_no_error(tmp_path: Path, cli) -> None:  # type: ignore[n
         out = tmp_path / kind
         assert cli("render", "dockerfile", "--lock", str(lock), "--out", str(out)).code == 0
         for path in sorted(out.iterdir()):
-            proc = subprocess.run([hadolint, "--no-color", "--failure-threshold", "error",
-                                   str(path)], capture_output=True, text=True)
+            proc = subprocess.run(
+                [hadolint, "--no-color", "--failure-threshold", "error", str(path)],
+                capture_output=True,
+                text=True,
+            )
             assert proc.returncode == 0, proc.stdout + proc.stderr
             assert " error:" not in proc.stdout

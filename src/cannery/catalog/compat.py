@@ -26,7 +26,11 @@ def in_range(version: str, spec: str) -> bool:
             continue
         op, bound = m.group(1), _ver(m.group(2))
         ok = {
-            ">=": v >= bound, "<=": v <= bound, "<": v < bound, ">": v > bound, "==": v == bound,
+            ">=": v >= bound,
+            "<=": v <= bound,
+            "<": v < bound,
+            ">": v > bound,
+            "==": v == bound,
         }[op]
         if not ok:
             return False
@@ -71,34 +75,57 @@ def check_image(cat: Catalog, image: str) -> Iterator[tuple[str, str, str, str]]
     _, va = versions["vllm-ascend"]
     row = _row(cat, va)
     if row is None:
-        yield ("warning", "compat-unlisted", "components",
-               f"vllm-ascend {va} is not in the compatibility table ({src})")
+        yield (
+            "warning",
+            "compat-unlisted",
+            "components",
+            f"vllm-ascend {va} is not in the compatibility table ({src})",
+        )
         return
     python = cat.bases[img.base].python
     if not in_range(python, row.python):
-        yield ("error", "compat-python", "base",
-               f"python {python} is outside vllm-ascend {row.vllm_ascend}'s range {row.python} ({src})")
+        yield (
+            "error",
+            "compat-python",
+            "base",
+            f"python {python} is outside vllm-ascend {row.vllm_ascend}'s range "
+            f"{row.python} ({src})",
+        )
     if "vllm" in versions:
         vname, vv = versions["vllm"]
         if _ver(vv) != _ver(row.vllm):
             level = "error" if _minor(vv) != _minor(row.vllm) else "warning"
-            yield (level, "compat-vllm", "components",
-                   f"vllm {vv} (component {vname!r}) with vllm-ascend {row.vllm_ascend}, "
-                   f"which the table pairs with vllm {row.vllm} ({src})")
+            yield (
+                level,
+                "compat-vllm",
+                "components",
+                f"vllm {vv} (component {vname!r}) with vllm-ascend {row.vllm_ascend}, "
+                f"which the table pairs with vllm {row.vllm} ({src})",
+            )
     cann = cat.toolkits[img.toolkit].version
     if _ver(cann) != _ver(row.cann):
         level = "error" if _minor(cann) != _minor(row.cann) else "warning"
-        yield (level, "compat-cann", "toolkit",
-               f"CANN {cann} with vllm-ascend {row.vllm_ascend}, which the table pairs with "
-               f"CANN {row.cann} ({src})")
+        yield (
+            level,
+            "compat-cann",
+            "toolkit",
+            f"CANN {cann} with vllm-ascend {row.vllm_ascend}, which the table pairs with "
+            f"CANN {row.cann} ({src})",
+        )
     pins = _pins(cat, img.components)
-    for pkg, want, code in (("torch", row.torch, "compat-torch"),
-                            ("torch_npu", row.torch_npu, "compat-torch-npu")):
+    for pkg, want, code in (
+        ("torch", row.torch, "compat-torch"),
+        ("torch_npu", row.torch_npu, "compat-torch-npu"),
+    ):
         have = pins.get(pkg)
         if have is None:
             continue
         if _ver(have) != _ver(want):
             level = "error" if _minor(have) != _minor(want) else "warning"
-            yield (level, code, "components",
-                   f"{pkg} {have} with vllm-ascend {row.vllm_ascend}, which the table pairs with "
-                   f"{pkg} {want} ({src})")
+            yield (
+                level,
+                code,
+                "components",
+                f"{pkg} {have} with vllm-ascend {row.vllm_ascend}, which the table pairs with "
+                f"{pkg} {want} ({src})",
+            )

@@ -7,9 +7,9 @@ raising, so one run shows everything that is wrong.
 from __future__ import annotations
 
 import copy
-import re
 import difflib
 import hashlib
+import re
 import sys
 from dataclasses import dataclass, field
 from importlib import resources
@@ -258,19 +258,25 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         col.error(("catalog", "registry"), f"unknown registry {cat.catalog.registry!r}")
     for tname, tk in cat.toolkits.items():
         if tk.env not in cat.envs:
-            col.error(("toolkits", tname, "env"), f"unknown env table {tk.env!r} "
-                      f"({_hint(tk.env, list(cat.envs))})")
+            col.error(
+                ("toolkits", tname, "env"),
+                f"unknown env table {tk.env!r} ({_hint(tk.env, list(cat.envs))})",
+            )
         for i, pkg in enumerate(tk.packages):
             if pkg.family and pkg.family not in cat.families:
-                col.error(("toolkits", tname, "packages", i, "family"),
-                          f"unknown SoC family {pkg.family!r} ({_hint(pkg.family, list(cat.families))})")
+                col.error(
+                    ("toolkits", tname, "packages", i, "family"),
+                    f"unknown SoC family {pkg.family!r} ({_hint(pkg.family, list(cat.families))})",
+                )
     for ename, env in cat.envs.items():
         for var in env:
             if not var.replace("_", "a").isalnum() or var[0].isdigit():
                 col.error(("envs", ename, var), f"{var!r} is not a valid environment variable name")
     for cname, comp in cat.components.items():
         if comp.jobs and not comp.git:
-            col.error(("components", cname, "jobs"), "a job limit applies to a built (git) component")
+            col.error(
+                ("components", cname, "jobs"), "a job limit applies to a built (git) component"
+            )
     soc_family = {soc: fam for fam, f in cat.families.items() for soc in f.socs}
     tags: dict[str, str] = {}
     for iname, img in cat.images.items():
@@ -280,18 +286,23 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             ref = getattr(img, fieldname)
             if ref not in table:
                 refs_ok = False
-                col.error((*where, fieldname),
-                          f"unknown {fieldname} {ref!r} ({_hint(ref, list(table))})")
+                col.error(
+                    (*where, fieldname), f"unknown {fieldname} {ref!r} ({_hint(ref, list(table))})"
+                )
         for i, comp_name in enumerate(img.components):
             if comp_name not in cat.components:
                 refs_ok = False
-                col.error((*where, "components", i),
-                          f"unknown component {comp_name!r} ({_hint(comp_name, list(cat.components))})")
+                col.error(
+                    (*where, "components", i),
+                    f"unknown component {comp_name!r} ({_hint(comp_name, list(cat.components))})",
+                )
         if len(set(img.components)) != len(img.components):
             col.error((*where, "components"), "a component is listed twice")
         if img.revision_from and img.revision_from not in img.components:
-            col.error((*where, "revision_from"),
-                      f"{img.revision_from!r} is not one of this image's components")
+            col.error(
+                (*where, "revision_from"),
+                f"{img.revision_from!r} is not one of this image's components",
+            )
         registry = img.registry or cat.catalog.registry
         if registry is None:
             col.error(where, "no registry: set images.<name>.registry or catalog.registry")
@@ -299,23 +310,29 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             col.error((*where, "registry"), f"unknown registry {registry!r}")
         family = soc_family.get(img.soc)
         if family is None:
-            col.error((*where, "soc"), f"unknown SOC_VERSION {img.soc!r} "
-                      f"({_hint(img.soc, list(soc_family))})")
+            col.error(
+                (*where, "soc"),
+                f"unknown SOC_VERSION {img.soc!r} ({_hint(img.soc, list(soc_family))})",
+            )
             continue
         if not refs_ok:
             continue
         base = cat.bases[img.base]
         fam = cat.families[family]
         if fam.chip != base.chip:
-            col.error((*where, "soc"),
-                      f"SOC_VERSION {img.soc} is an {family} SoC (chip {fam.chip}) but base "
-                      f"{img.base!r} is built for chip {base.chip!r}")
+            col.error(
+                (*where, "soc"),
+                f"SOC_VERSION {img.soc} is an {family} SoC (chip {fam.chip}) but base "
+                f"{img.base!r} is built for chip {base.chip!r}",
+            )
         tk = cat.toolkits[img.toolkit]
         fams = {p.family for p in tk.packages if p.family}
         if fams and family not in fams:
-            col.error((*where, "toolkit"),
-                      f"toolkit {img.toolkit!r} has no package for family {family} "
-                      f"(it has: {', '.join(sorted(fams))})")
+            col.error(
+                (*where, "toolkit"),
+                f"toolkit {img.toolkit!r} has no package for family {family} "
+                f"(it has: {', '.join(sorted(fams))})",
+            )
         from cannery.plan import render_tag  # local: plan imports this module's types
 
         tag = render_tag(cat, iname)
@@ -326,5 +343,8 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             if level == "error":
                 col.error((*where, fieldname), message)
             elif code not in img.acknowledge:
-                col.warn((*where, fieldname), code, message +
-                         f" (add {code!r} to images.{iname}.acknowledge to accept)")
+                col.warn(
+                    (*where, fieldname),
+                    code,
+                    message + f" (add {code!r} to images.{iname}.acknowledge to accept)",
+                )

@@ -1,4 +1,4 @@
-"""Pydantic models of a catalog file. Unknown keys are errors; pieces refer to each other by name."""
+"""The catalog file as pydantic models: unknown keys are errors; pieces refer to each other."""
 
 from __future__ import annotations
 
@@ -44,7 +44,9 @@ class Registry(Strict):
 
 
 class Base(Strict):
-    image: str = Field(description="Base image reference with a tag; `cannery lock` pins its digest")
+    image: str = Field(
+        description="Base image reference with a tag; `cannery lock` pins its digest"
+    )
     shell: list[str] = Field(["/bin/sh", "-c"], description="The base image's SHELL")
     python: str = Field(pattern=r"^3\.\d+$")
     os: str
@@ -74,7 +76,9 @@ class Package(Strict):
         _https(v)
         for name in re.findall(r"\{([^}]*)\}", v):
             if name not in URL_FIELDS:
-                raise ValueError(f"unknown template field {{{name}}} (known: {', '.join(URL_FIELDS)})")
+                raise ValueError(
+                    f"unknown template field {{{name}}} (known: {', '.join(URL_FIELDS)})"
+                )
         return v
 
 

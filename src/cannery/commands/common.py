@@ -31,8 +31,9 @@ def load(catalog: Path | None, quiet: bool = False) -> LoadedCatalog:
     return loaded
 
 
-def load_with_lock(catalog: Path | None, lock: Path | None,
-                   quiet: bool = False) -> tuple[LoadedCatalog, Lock, Path]:
+def load_with_lock(
+    catalog: Path | None, lock: Path | None, quiet: bool = False
+) -> tuple[LoadedCatalog, Lock, Path]:
     loaded = load(catalog, quiet)
     path = lock_path_for(catalog, lock)
     return loaded, read_lock(path), path

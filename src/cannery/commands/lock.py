@@ -9,8 +9,9 @@ from cannery.tls import ca_file, ssl_context
 from cannery.util.fs import atomic_write
 
 
-def lock_cmd(catalog: Path | None, lock: Path | None, update: list[str] | None,
-             ca_cert: Path | None) -> int:
+def lock_cmd(
+    catalog: Path | None, lock: Path | None, update: list[str] | None, ca_cert: Path | None
+) -> int:
     loaded, old, path = load_with_lock(catalog, lock)
     ctx = ssl_context(ca_cert)
     client = RegistryClient(ctx)

@@ -14,8 +14,9 @@ def dockerfile_name(image: str) -> str:
     return f"{image}.Dockerfile"
 
 
-def render_dockerfile_cmd(images: list[str] | None, catalog: Path | None, lock: Path | None,
-                          out_dir: Path, check: bool) -> int:
+def render_dockerfile_cmd(
+    images: list[str] | None, catalog: Path | None, lock: Path | None, out_dir: Path, check: bool
+) -> int:
     loaded, lk, _ = load_with_lock(catalog, lock)
     specs = plan(loaded.catalog, lk, select(loaded, images))
     files = {out_dir / dockerfile_name(s.name): render_dockerfile(s) for s in specs}
@@ -29,8 +30,12 @@ def render_dockerfile_cmd(images: list[str] | None, catalog: Path | None, lock: 
             if current != text:
                 stale.append(path)
                 if current is not None:
-                    diff = difflib.unified_diff(text.splitlines(True), current.splitlines(True),
-                                                f"{path} (rendered)", f"{path} (on disk)")
+                    diff = difflib.unified_diff(
+                        text.splitlines(True),
+                        current.splitlines(True),
+                        f"{path} (rendered)",
+                        f"{path} (on disk)",
+                    )
                     err.print("".join(diff), markup=False, end="")
                 else:
                     err.print(f"{path}: missing", markup=False)
@@ -43,7 +48,7 @@ def render_dockerfile_cmd(images: list[str] | None, catalog: Path | None, lock: 
         out.print(f"{len(files)} Dockerfile(s) up to date", markup=False)
         return 0
     atomic_write_many(files)
-    for path, spec in zip(files, specs):
+    for path, spec in zip(files, specs, strict=False):
         note = f" ({len(spec.unlocked())} unlocked inputs)" if spec.unlocked() else ""
         out.print(f"wrote {path}{note}", markup=False)
     return 0

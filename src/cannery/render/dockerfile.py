@@ -47,8 +47,9 @@ def _q(text: str) -> str:
 def _expand(value: str, known: dict[str, str]) -> str:
     """Substitute references to variables this table defines (one ENV sees only older values)."""
     value = value.replace("{uname_arch}", "${" + ARCH_VAR + "}")
-    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}",
-                  lambda m: known.get(m.group(1), m.group(0)), value)
+    return re.sub(
+        r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: known.get(m.group(1), m.group(0)), value
+    )
 
 
 def toolkit_env(spec: ImageSpec) -> tuple[tuple[str, str], ...]:
@@ -81,8 +82,9 @@ def _var(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "_", name).lower()
 
 
-def _downloads_run(spec: ImageSpec, downloads: tuple[Download, ...], what: str,
-                   install: list[str] | None = None) -> list[str]:
+def _downloads_run(
+    spec: ImageSpec, downloads: tuple[Download, ...], what: str, install: list[str] | None = None
+) -> list[str]:
     """Lines that fetch each download for TARGETARCH and verify it before anything uses it."""
     names = list(dict.fromkeys(d.name for d in downloads))
     branches: dict[str, list[str]] = {}
@@ -125,20 +127,27 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
     extra = [*comp.pip_args]
     if comp.pin:
         reqs = " ".join(_q(r) for r in comp.pip)
-        out.append(Comment(
-            f"{comp.name}: {' '.join(comp.pip)}. Installed before anything compiles against it;\n"
-            "every later pip call is constrained to these versions, so nothing re-pins them."
-        ))
+        out.append(
+            Comment(
+                f"{comp.name}: {' '.join(comp.pip)}.\n"
+                "Installed before anything compiles against it; every later pip call is\n"
+                "constrained to these versions, so nothing re-pins them."
+            )
+        )
         lines = ["set -eu;"]
         if comp.extra_index:
             index = dict(comp.extra_index)
-            branches = {a: [f"index={_q('--extra-index-url=' + index[a])};"] if a in index
-                        else ["index='';"] for a in spec.arches}
+            branches = {
+                a: [f"index={_q('--extra-index-url=' + index[a])};"]
+                if a in index
+                else ["index='';"]
+                for a in spec.arches
+            }
             lines += _arch_case(spec, f"package index choice for {comp.name}", branches)
         lines.append("mkdir -p /opt/cannery;")
         lines.append(f"printf '%s\\n' {reqs} >> {CONSTRAINTS};")
         idx = ' ${index:+"${index}"}' if comp.extra_index else ""
-        lines.append(f"{PIP}{idx} -c {CONSTRAINTS} {' '.join(extra + [reqs])}".rstrip() + ";")
+        lines.append(f"{PIP}{idx} -c {CONSTRAINTS} {' '.join([*extra, reqs])}".rstrip() + ";")
         out.append(Run(_finish(lines)))
         return out
     if comp.pip:
@@ -151,7 +160,9 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         lines = ["set -eu;", *_downloads_run(spec, comp.wheels, f"{comp.name} wheel")]
         v = _var(comp.name)
         lines.append(f'wheel="/tmp/$(basename "${{{v}_url}}")"; mv /tmp/{v}.run "${{wheel}}";')
-        lines.append(f'{pip} {" ".join(extra)} "${{wheel}}"; rm -f "${{wheel}}";'.replace("  ", " "))
+        lines.append(
+            f'{pip} {" ".join(extra)} "${{wheel}}"; rm -f "${{wheel}}";'.replace("  ", " ")
+        )
         out.append(Run(_finish(lines)))
         return out
     assert comp.git is not None
@@ -215,7 +226,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
         body += [From("base", f"arch-{arch}"), Env(((ARCH_VAR, UNAME_ARCH[arch]),))]
     body += [
         Blank(),
-        From(f"arch-${{TARGETARCH}}", "image"),
+        From("arch-${TARGETARCH}", "image"),
         Arg("TARGETARCH"),
         Shell(SHELL),
         Blank(),
@@ -227,32 +238,44 @@ def render_dockerfile(spec: ImageSpec) -> str:
             apt.append(need)
     body += [
         Comment("System packages (change least often)."),
-        Run([
-            "set -eu;",
-            "apt-get update;",
-            "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
-            + " ".join(apt) + ";",
-            "rm -rf /var/lib/apt/lists/*",
-        ]),
+        Run(
+            [
+                "set -eu;",
+                "apt-get update;",
+                "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
+                + " ".join(apt)
+                + ";",
+                "rm -rf /var/lib/apt/lists/*",
+            ]
+        ),
     ]
     if spec.pip_tools:
         body.append(Run([f"{PIP} --upgrade {' '.join(_q(t) for t in spec.pip_tools)}"]))
     body.append(Blank())
 
     tk = spec.toolkit
-    body.append(Comment(
-        f"CANN {tk.version} environment, as its set_env.sh sets it, persisted for every later step\n"
-        "and for the running container (no `source` needed, none lost under --entrypoint)."
-    ))
+    body.append(
+        Comment(
+            f"CANN {tk.version} environment, as its set_env.sh sets it, persisted for every\n"
+            "later step and for the running container (no `source` needed, none lost under\n"
+            "--entrypoint)."
+        )
+    )
     body.append(Env(toolkit_env(spec)))
     if tk.install and tk.downloads:
         names = ", ".join(dict.fromkeys(d.name for d in tk.downloads))
-        body.append(Comment(
-            f"CANN {tk.version} installers ({names}): fetched over verified TLS and checked against\n"
-            "their sha256 from cannery.lock before they run."
-        ))
-        lines = ["set -eu;", *_downloads_run(spec, tk.downloads, f"CANN {tk.version} installers",
-                                             list(tk.install_args))]
+        body.append(
+            Comment(
+                f"CANN {tk.version} installers ({names}): fetched over verified TLS and\n"
+                "checked against their sha256 from cannery.lock before they run."
+            )
+        )
+        lines = [
+            "set -eu;",
+            *_downloads_run(
+                spec, tk.downloads, f"CANN {tk.version} installers", list(tk.install_args)
+            ),
+        ]
         body.append(Run(_finish(lines)))
     body.append(Blank())
 
@@ -260,12 +283,16 @@ def render_dockerfile(spec: ImageSpec) -> str:
     declared_jobs = declared_soc = False
     for comp in spec.components:
         if comp.git and comp.install != "none" and not declared_jobs:
-            body += [Comment("Parallel jobs for every build step; empty means the builder's cores."),
-                     Arg("BUILD_JOBS", "")]
+            body += [
+                Comment("Parallel jobs for every build step; empty means the builder's cores."),
+                Arg("BUILD_JOBS", ""),
+            ]
             declared_jobs = True
         if comp.toolkit_build and not declared_soc:
-            body += [Comment("Read by vllm-ascend's build (an ARG is env in later RUNs)."),
-                     Arg("SOC_VERSION", spec.soc)]
+            body += [
+                Comment("Read by vllm-ascend's build (an ARG is env in later RUNs)."),
+                Arg("SOC_VERSION", spec.soc),
+            ]
             declared_soc = True
         body += _component(spec, comp, constrained and not comp.pin)
         body.append(Blank())

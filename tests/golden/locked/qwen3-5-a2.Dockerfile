@@ -23,8 +23,9 @@ RUN set -eu; \
     rm -rf /var/lib/apt/lists/*
 RUN python3 -m pip install --no-cache-dir --upgrade pip packaging setuptools==80.10.2
 
-# CANN 8.5.2 environment, as its set_env.sh sets it, persisted for every later step
-# and for the running container (no `source` needed, none lost under --entrypoint).
+# CANN 8.5.2 environment, as its set_env.sh sets it, persisted for every
+# later step and for the running container (no `source` needed, none lost under
+# --entrypoint).
 ENV ASCEND_TOOLKIT_HOME=/usr/local/Ascend/cann-8.5.2 \
     ASCEND_TOOLKIT_LATEST_HOME=/usr/local/Ascend/ascend-toolkit/latest \
     ASCEND_HOME_PATH=/usr/local/Ascend/cann-8.5.2 \
@@ -35,8 +36,8 @@ ENV ASCEND_TOOLKIT_HOME=/usr/local/Ascend/cann-8.5.2 \
     PYTHONPATH=/usr/local/Ascend/cann-8.5.2/python/site-packages:/usr/local/Ascend/cann-8.5.2/opp/built-in/op_impl/ai_core/tbe${PYTHONPATH:+:${PYTHONPATH}} \
     PATH=/usr/local/Ascend/cann-8.5.2/bin:/usr/local/Ascend/cann-8.5.2/tools/ccec_compiler/bin:/usr/local/Ascend/cann-8.5.2/tools/profiler/bin${PATH:+:${PATH}} \
     LD_LIBRARY_PATH=/usr/local/Ascend/cann-8.5.2/lib64:/usr/local/Ascend/cann-8.5.2/lib64/plugin/opskernel:/usr/local/Ascend/cann-8.5.2/lib64/plugin/nnengine:/usr/local/Ascend/cann-8.5.2/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/${CANN_ARCH}:/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver:/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/lib${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}
-# CANN 8.5.2 installers (toolkit, ops, nnal): fetched over verified TLS and checked against
-# their sha256 from cannery.lock before they run.
+# CANN 8.5.2 installers (toolkit, ops, nnal): fetched over verified TLS and
+# checked against their sha256 from cannery.lock before they run.
 RUN set -eu; \
     case "${TARGETARCH}" in \
       amd64) toolkit_url=https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%208.5.2/Ascend-cann-toolkit_8.5.2_linux-x86_64.run; toolkit_sha256=847e1547e9126d1670781ea1475f68ea594bf3a540d3fada2b9051665cf8f480; ops_url=https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%208.5.2/Ascend-cann-910b-ops_8.5.2_linux-x86_64.run; ops_sha256=46ffa2494680dccb61cdd9f3bbc8d88c792a84a796d3646241c0b523f0749bc9; nnal_url=https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%208.5.2/Ascend-cann-nnal_8.5.2_linux-x86_64.run; nnal_sha256=02cf97c2b77ebe4e1c7c842398c3f8896dcfc7e9908045bb83c715ced4bd1f04 ;; \
@@ -56,8 +57,9 @@ RUN set -eu; \
     bash /tmp/nnal.run --quiet --install --install-for-all; \
     rm -f /tmp/nnal.run
 
-# torch-2-9: torch==2.9.0 torch_npu==2.9.0 torchvision==0.24.0. Installed before anything compiles against it;
-# every later pip call is constrained to these versions, so nothing re-pins them.
+# torch-2-9: torch==2.9.0 torch_npu==2.9.0 torchvision==0.24.0.
+# Installed before anything compiles against it; every later pip call is
+# constrained to these versions, so nothing re-pins them.
 RUN set -eu; \
     case "${TARGETARCH}" in \
       amd64) index=--extra-index-url=https://download.pytorch.org/whl/cpu ;; \

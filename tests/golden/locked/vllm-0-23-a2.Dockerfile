@@ -23,8 +23,9 @@ RUN set -eu; \
     rm -rf /var/lib/apt/lists/*
 RUN python3 -m pip install --no-cache-dir --upgrade pip packaging setuptools==80.10.2
 
-# CANN 9.1.0 environment, as its set_env.sh sets it, persisted for every later step
-# and for the running container (no `source` needed, none lost under --entrypoint).
+# CANN 9.1.0 environment, as its set_env.sh sets it, persisted for every
+# later step and for the running container (no `source` needed, none lost under
+# --entrypoint).
 ENV ASCEND_TOOLKIT_HOME=/usr/local/Ascend/cann-9.1.0 \
     ASCEND_TOOLKIT_LATEST_HOME=/usr/local/Ascend/ascend-toolkit/latest \
     ASCEND_HOME_PATH=/usr/local/Ascend/cann-9.1.0 \
@@ -37,8 +38,9 @@ ENV ASCEND_TOOLKIT_HOME=/usr/local/Ascend/cann-9.1.0 \
     PATH=/usr/local/Ascend/cann-9.1.0/bin:/usr/local/Ascend/cann-9.1.0/tools/ccec_compiler/bin:/usr/local/Ascend/cann-9.1.0/tools/profiler/bin${PATH:+:${PATH}} \
     LD_LIBRARY_PATH=/usr/local/Ascend/cann-9.1.0/lib64:/usr/local/Ascend/cann-9.1.0/lib64/plugin/opskernel:/usr/local/Ascend/cann-9.1.0/lib64/plugin/nnengine:/usr/local/Ascend/cann-9.1.0/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/${CANN_ARCH}:/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver:/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/lib${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}
 
-# torch-2-10: torch==2.10.0 torch_npu==2.10.0.post4 torchvision==0.25.0. Installed before anything compiles against it;
-# every later pip call is constrained to these versions, so nothing re-pins them.
+# torch-2-10: torch==2.10.0 torch_npu==2.10.0.post4 torchvision==0.25.0.
+# Installed before anything compiles against it; every later pip call is
+# constrained to these versions, so nothing re-pins them.
 RUN set -eu; \
     case "${TARGETARCH}" in \
       amd64) index=--extra-index-url=https://download.pytorch.org/whl/cpu ;; \

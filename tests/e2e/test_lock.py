@@ -1,0 +1,272 @@
+"""`cannery lock` against real services on 127.0.0.1: Debian's docker-registry (plain, and TLS
+with htpasswd auth), a local git repository, and an HTTPS file server signed by a test CA.
+
+The CANN installers cannot be fetched here; small stand-in `.run` files take their place.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cannery.lock import read_lock
+from tests.catalogs import minimal
+from tests.services.registry import LocalRegistry, push_image, push_index
+from tests.services.tlsca import HTTPSFileServer, LocalCA
+
+pytestmark = pytest.mark.e2e
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
+    )
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "v.git"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "f").write_text("1")
+    _git(repo, "add", "f")
+    _git(repo, "commit", "-qm", "one")
+    _git(repo, "tag", "-a", "v0.18.0", "-m", "release")  # annotated: ls-remote must peel it
+    (repo / "f").write_text("2")
+    _git(repo, "commit", "-qam", "two")
+    return repo
+
+
+@pytest.fixture
+def setup(
+    tmp_path: Path,
+    registry: LocalRegistry,
+    https_files: tuple[HTTPSFileServer, Path],
+    git_repo: Path,
+) -> dict[str, object]:
+    server, root = https_files
+    files = {}
+    for arch in ("x86_64", "aarch64"):
+        name = f"Ascend-cann-toolkit_8.5.2_linux-{arch}.run"
+        data = f"#!/bin/sh\necho stand-in {arch} {tmp_path.name}\n".encode()
+        (root / name).write_bytes(data)
+        files[arch] = hashlib.sha256(data).hexdigest()
+    repo = f"ascendhub/cann-{tmp_path.name.lower()}"
+    index_digest = push_index(registry.url, repo, "8.5.1-910b-ubuntu22.04-py3.11", "first")
+    base_image = f"{registry.host}/{repo}:8.5.1-910b-ubuntu22.04-py3.11"
+    catalog = tmp_path / "catalog.toml"
+    catalog.write_text(
+        minimal(
+            registry=registry.host,
+            base_image=base_image,
+            files=server.url,
+            git=f"file://{git_repo}",
+        )
+    )
+    return {
+        "catalog": catalog,
+        "index": index_digest,
+        "files": files,
+        "repo": repo,
+        "git": git_repo,
+        "base_image": base_image,
+    }
+
+
+def test_lock_resolves_every_moving_reference(setup, cli, test_ca: LocalCA) -> None:  # type: ignore[no-untyped-def]
+    catalog: Path = setup["catalog"]
+    res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 0, res.err
+    lock = read_lock(catalog.parent / "cannery.lock")
+    assert lock.bases[setup["base_image"]].digest == setup["index"]
+    git: Path = setup["git"]
+    tag_commit = _git(git, "rev-parse", "v0.18.0^{commit}")
+    main_commit = _git(git, "rev-parse", "main")
+    assert tag_commit != main_commit
+    commits = {e.ref: e.commit for e in lock.git.values()}
+    assert commits == {"v0.18.0": tag_commit, "main": main_commit}
+    shas = {k.rsplit("-", 1)[-1].removesuffix(".run"): v.sha256 for k, v in lock.urls.items()}
+    assert shas == setup["files"]
+
+    # Rendering now uses only locked values.
+    out = catalog.parent / "out"
+    assert cli("render", "dockerfile", "--catalog", str(catalog), "--out", str(out)).code == 0
+    text = (out / "one.Dockerfile").read_text()
+    assert f"@{setup['index']} AS base" in text
+    assert "UNLOCKED" not in text
+    assert setup["files"]["aarch64"] in text and tag_commit in text
+
+
+def test_relock_is_stable_and_update_moves_one_entry(setup, cli, registry, test_ca) -> None:  # type: ignore[no-untyped-def]
+    catalog: Path = setup["catalog"]
+    lockfile = catalog.parent / "cannery.lock"
+    assert cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
+    first = lockfile.read_bytes()
+    res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 0 and "unchanged" in res.out
+    assert lockfile.read_bytes() == first
+
+    # The tag moves upstream: the lock keeps the old digest until asked to update it.
+    moved = push_index(registry.url, setup["repo"], "8.5.1-910b-ubuntu22.04-py3.11", "second")
+    assert moved != setup["index"]
+    assert cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
+    assert lockfile.read_bytes() == first
+    assert (
+        cli("lock", str(catalog), "--update", "b910", "--ca-cert", str(test_ca.ca_cert)).code == 0
+    )
+    after = read_lock(lockfile)
+    assert after.bases[setup["base_image"]].digest == moved
+    # Nothing else was re-resolved.
+    old_text = first.decode()
+    new_text = lockfile.read_text()
+    changed = [ln for ln in new_text.splitlines() if ln not in old_text.splitlines()]
+    assert any(line.startswith("digest") for line in changed)
+    assert all(line.startswith(("digest", "resolved_at")) for line in changed), changed
+
+
+def test_unknown_update_name(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
+    res = cli("lock", str(setup["catalog"]), "--update", "nope", "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 2 and "--update nope" in res.err
+
+
+def test_untrusted_certificate_fails_and_writes_nothing(setup, cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("CANNERY_CA_CERT", raising=False)
+    catalog: Path = setup["catalog"]
+    res = cli("lock", str(catalog))
+    assert res.code == 2
+    assert "not trusted" in res.err and "--ca-cert" in res.err
+    assert "Traceback" not in res.err
+    assert not (catalog.parent / "cannery.lock").exists()
+
+
+def test_ca_from_environment(setup, cli, monkeypatch, test_ca) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("CANNERY_CA_CERT", str(test_ca.ca_cert))
+    assert cli("lock", str(setup["catalog"])).code == 0
+
+
+def test_unreachable_registry(tmp_path: Path, cli, https_files, git_repo, test_ca) -> None:  # type: ignore[no-untyped-def]
+    from tests.services.registry import free_port
+
+    server, _ = https_files
+    catalog = tmp_path / "catalog.toml"
+    catalog.write_text(
+        minimal(registry=f"127.0.0.1:{free_port()}", files=server.url, git=f"file://{git_repo}")
+    )
+    res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 2
+    assert "registry unreachable" in res.err and "Traceback" not in res.err
+    assert not (tmp_path / "cannery.lock").exists()
+
+
+def test_missing_git_ref(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
+    catalog: Path = setup["catalog"]
+    catalog.write_text(catalog.read_text().replace('ref = "main"', 'ref = "no-such-branch"'))
+    res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 2 and "no tag or branch named 'no-such-branch'" in res.err
+
+
+@pytest.fixture(scope="module")
+def auth_registry(tmp_path_factory, test_ca: LocalCA):  # type: ignore[no-untyped-def]
+    root = tmp_path_factory.mktemp("authreg")
+    htpasswd = root / "htpasswd"
+    subprocess.run(
+        ["htpasswd", "-Bbc", str(htpasswd), "puller", "s3cret-Passw0rd"],
+        check=True,
+        capture_output=True,
+    )
+    reg = LocalRegistry(root, tls=(test_ca.server_cert, test_ca.server_key), htpasswd=htpasswd)
+    yield reg
+    reg.stop()
+
+
+def test_tls_registry_with_credentials_from_docker_config(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli, auth_registry, test_ca, https_files, git_repo, monkeypatch
+) -> None:
+    import ssl
+
+    ctx = ssl.create_default_context(cafile=str(test_ca.ca_cert))
+    digest = push_image(
+        auth_registry.url,
+        "ascendhub/cann",
+        "8.5.1-910b-ubuntu22.04-py3.11",
+        verify=ctx,
+        auth=("puller", "s3cret-Passw0rd"),
+    )
+    server, _ = https_files
+    catalog = tmp_path / "catalog.toml"
+    base_image = f"{auth_registry.host}/ascendhub/cann:8.5.1-910b-ubuntu22.04-py3.11"
+    catalog.write_text(
+        minimal(
+            registry=auth_registry.host,
+            base_image=base_image,
+            files=server.url,
+            git=f"file://{git_repo}",
+        )
+    )
+    # No credentials: the registry says 401 and lock says so, without a traceback.
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "empty"))
+    res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 2 and "401" in res.err
+
+    cfg = tmp_path / "docker"
+    cfg.mkdir()
+    token = base64.b64encode(b"puller:s3cret-Passw0rd").decode()
+    (cfg / "config.json").write_text(json.dumps({"auths": {auth_registry.host: {"auth": token}}}))
+    monkeypatch.setenv("DOCKER_CONFIG", str(cfg))
+    res = cli("--debug", "lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 0, res.err
+    assert read_lock(tmp_path / "cannery.lock").bases[base_image].digest == digest
+    lock_text = (tmp_path / "cannery.lock").read_text()
+    for text in (res.out, res.err, lock_text):
+        assert "s3cret" not in text and token not in text
+
+
+def test_rendered_installer_step_fails_closed_on_checksum_mismatch(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca, https_files, tmp_path: Path
+) -> None:
+    """Run the rendered toolkit RUN body with bash (as a builder would) against the HTTPS server:
+    the real installer runs; a tampered installer stops at sha256sum before it is executed."""
+    catalog: Path = setup["catalog"]
+    assert cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
+    out = tmp_path / "out"
+    assert cli("render", "dockerfile", "--catalog", str(catalog), "--out", str(out)).code == 0
+    import dockerfile
+
+    cmds = dockerfile.parse_file(str(out / "one.Dockerfile"))
+    body = next(c.value[0] for c in cmds if c.cmd == "RUN" and "toolkit.run" in c.value[0])
+    env = dict(os.environ, TARGETARCH="amd64", CURL_CA_BUNDLE=str(test_ca.ca_cert))
+    ok = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", body], env=env, capture_output=True, text=True
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert f"stand-in x86_64 {setup['catalog'].parent.name}" in ok.stdout
+
+    _, root = https_files
+    (root / "Ascend-cann-toolkit_8.5.2_linux-x86_64.run").write_text("#!/bin/sh\necho EVIL\n")
+    bad = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", body], env=env, capture_output=True, text=True
+    )
+    assert bad.returncode != 0
+    assert "EVIL" not in bad.stdout
+    assert re.search(r"FAILED", bad.stdout + bad.stderr)
+    unknown = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", body],
+        env=dict(env, TARGETARCH="s390x"),
+        capture_output=True,
+        text=True,
+    )
+    assert unknown.returncode == 1 and "TARGETARCH=s390x" in unknown.stderr
