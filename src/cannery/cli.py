@@ -41,19 +41,26 @@ LockOpt = Annotated[
 _debug = False
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"cannery {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and commands.")] = False,
-    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version.", is_eager=True,
+                     callback=_print_version),
+    ] = False,
 ) -> None:
     global _debug
     _debug = debug
     logging.basicConfig(
         level=logging.DEBUG if debug else logging.WARNING, format="%(name)s: %(message)s"
     )
-    if version:
-        print(f"cannery {__version__}")
-        raise typer.Exit(0)
 
 
 @catalog_app.command("validate")
@@ -139,10 +146,9 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         sys.exit(130)
     except Exception as exc:  # click usage errors and friends
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
+        show = getattr(exc, "show", None)
+        if callable(show) and hasattr(exc, "exit_code"):  # click's own usage errors
+            show()
             sys.exit(2)
         if _debug:
             raise

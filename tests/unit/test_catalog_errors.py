@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from tests.catalogs import line_of, minimal
 from tests.conftest import run_subprocess
 

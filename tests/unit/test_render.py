@@ -14,12 +14,12 @@ from pathlib import Path
 
 import dockerfile
 import pytest
-from tests.conftest import GOLDEN
 
 from cannery.catalog.load import load_catalog
 from cannery.lock import Lock, read_lock
 from cannery.plan import plan
 from cannery.render.dockerfile import render_dockerfile
+from tests.conftest import GOLDEN
 
 CATALOG = load_catalog()
 IMAGES = list(CATALOG.catalog.images)

@@ -63,7 +63,7 @@ def plan_cmd(
             show_header=True,
             header_style="bold",
         )
-        table.add_column("input")
+        table.add_column("input", no_wrap=True)
         table.add_column("value", overflow="fold")
         table.add_column("locked")
         table.add_row("base", spec.base_image, spec.base_digest[:19] if spec.base_digest else "no")
@@ -80,7 +80,7 @@ def plan_cmd(
             value = c.label_version
             if c.git:
                 value = f"{c.git.url} {c.git.ref}"
-            limit = f" [jobs≤{c.jobs_limit}]" if c.jobs_limit else ""
+            limit = f" (jobs≤{c.jobs_limit})" if c.jobs_limit else ""
             locked = "yes"
             if c.git and not c.git.commit:
                 locked = "no"
