@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg_bin in docker-registry:docker-registry git:git openssl:openssl; do
+for pkg_bin in docker-registry:docker-registry git:git openssl:openssl apache2-utils:htpasswd curl:curl; do
   command -v "${pkg_bin#*:}" >/dev/null 2>&1 || need+=("${pkg_bin%%:*}")
 done
 if [ "${#need[@]}" -gt 0 ]; then
