@@ -1,4 +1,4 @@
-from cannery.cli import main
+from cannery.entry import main
 
 if __name__ == "__main__":
     main()

@@ -121,6 +121,19 @@ def lock(
     raise typer.Exit(lock_cmd(catalog, lock, update, ca_cert))
 
 
+@app.command(
+    "lint",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+                      "help_option_names": []},
+    add_help_option=False,
+)
+def lint(ctx: typer.Context) -> None:
+    """Lint Dockerfiles and image-build workflows (see `cannery lint --help`)."""
+    from cannery.commands.lint import run
+
+    raise typer.Exit(run(list(ctx.args)))
+
+
 @app.command("schema")
 def schema() -> None:
     """Print the catalog's JSON Schema (for editors and check-jsonschema)."""

@@ -1,0 +1,174 @@
+"""Lint options, read once: defaults → pyproject.toml [tool.cannery.lint] → .cannery.toml
+[lint] → command-line overrides. Unknown keys are errors with a "did you mean" hint."""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from cannery.errors import InputError
+from cannery.lint.model import Severity
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+# Base images whose SHELL is bash (Ascend's CANN images set SHELL ["/bin/bash", "-c"]).
+DEFAULT_SHELLS: dict[str, list[str]] = {
+    "*ascendhub/cann:*": ["/bin/bash", "-c"],
+    "*ascend/cann:*": ["/bin/bash", "-c"],
+    "*/cann:*": ["/bin/bash", "-c"],
+    "quay.io/ascend/*": ["/bin/bash", "-c"],
+}
+# ARGs that builds read from the environment without a `$` in the Dockerfile.
+DEFAULT_IMPLICIT_ARGS = (
+    "SOC_VERSION", "TARGETARCH", "TARGETPLATFORM", "TARGETOS", "TARGETVARIANT",
+    "BUILDPLATFORM", "BUILDARCH", "BUILDOS", "BUILDVARIANT", "MAX_JOBS", "MAKEFLAGS",
+    "CMAKE_BUILD_PARALLEL_LEVEL", "COMPILE_CUSTOM_KERNELS", "VLLM_TARGET_DEVICE",
+    "HTTP_PROXY", "HTTPS_PROXY", "FTP_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy",
+    "https_proxy", "ftp_proxy", "no_proxy", "all_proxy", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
+    "DEBIAN_FRONTEND", "BUILDKIT_INLINE_CACHE", "SOURCE_DATE_EPOCH",
+)
+KEYS = ("select", "ignore", "severity", "base-image-shells", "implicit-args",
+        "trusted-registries", "fail-on")
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    select: tuple[str, ...] | None = None  # None: every rule
+    ignore: tuple[str, ...] = ()
+    severity: dict[str, Severity] = field(default_factory=dict)
+    base_image_shells: dict[str, list[str]] = field(default_factory=lambda: dict(DEFAULT_SHELLS))
+    implicit_args: frozenset[str] = frozenset(DEFAULT_IMPLICIT_ARGS)
+    trusted_registries: tuple[str, ...] = ()
+    fail_on: Severity = Severity.WARNING
+    source: str = "defaults"
+
+
+def _rule_list(value: Any, where: str) -> tuple[str, ...]:
+    from cannery.lint.registry import Registry
+
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{where}: expected a list of rule names")
+    for v in value:
+        if Registry.resolve(v) is None:
+            hint = difflib.get_close_matches(v, Registry.names(), n=1)
+            raise InputError(f"{where}: unknown rule {v!r}"
+                             + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+    return tuple(Registry.resolve(v).name for v in value)  # type: ignore[union-attr]
+
+
+def apply_table(cfg: LintConfig, table: dict[str, Any], where: str) -> LintConfig:
+    for key in table:
+        if key not in KEYS:
+            hint = difflib.get_close_matches(key, KEYS, n=1)
+            raise InputError(f"{where}: unknown key {key!r}"
+                             + (f" (did you mean {hint[0]!r}?)" if hint else
+                                f" (known: {', '.join(KEYS)})"))
+    changes: dict[str, Any] = {}
+    if "select" in table:
+        changes["select"] = _rule_list(table["select"], f"{where}: select")
+    if "ignore" in table:
+        changes["ignore"] = cfg.ignore + _rule_list(table["ignore"], f"{where}: ignore")
+    if "severity" in table:
+        sev = dict(cfg.severity)
+        if not isinstance(table["severity"], dict):
+            raise InputError(f"{where}: severity: expected a table of rule = level")
+        for name, level in table["severity"].items():
+            (rule,) = _rule_list([name], f"{where}: severity")
+            try:
+                sev[rule] = Severity.parse(str(level))
+            except ValueError as exc:
+                raise InputError(f"{where}: severity.{name}: {exc}") from None
+        changes["severity"] = sev
+    if "base-image-shells" in table:
+        shells = table["base-image-shells"]
+        if not isinstance(shells, dict) or not all(
+                isinstance(v, (list, str)) for v in shells.values()):
+            raise InputError(f"{where}: base-image-shells: expected pattern = [\"/bin/bash\", "
+                             "\"-c\"]")
+        merged = {k: (v if isinstance(v, list) else [v, "-c"]) for k, v in shells.items()}
+        # the project's patterns are tried before the defaults
+        changes["base_image_shells"] = {
+            **merged, **{k: v for k, v in cfg.base_image_shells.items() if k not in merged}}
+    if "implicit-args" in table:
+        args = table["implicit-args"]
+        if not isinstance(args, list):
+            raise InputError(f"{where}: implicit-args: expected a list of names")
+        changes["implicit_args"] = cfg.implicit_args | frozenset(map(str, args))
+    if "trusted-registries" in table:
+        regs = table["trusted-registries"]
+        if not isinstance(regs, list):
+            raise InputError(f"{where}: trusted-registries: expected a list of hosts")
+        changes["trusted_registries"] = tuple(map(str, regs))
+    if "fail-on" in table:
+        try:
+            changes["fail_on"] = Severity.parse(str(table["fail-on"]))
+        except ValueError as exc:
+            raise InputError(f"{where}: fail-on: {exc}") from None
+    return replace(cfg, **changes, source=where)
+
+
+def find_config(start: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """The config tables that apply at ``start``: the nearest directory that has either file."""
+    here = start.resolve()
+    for d in [here, *here.parents]:
+        found = []
+        py = d / "pyproject.toml"
+        dot = d / ".cannery.toml"
+        for path, keys in ((py, ("tool", "cannery", "lint")), (dot, ("lint",))):
+            if not path.is_file():
+                continue
+            try:
+                data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+                raise InputError(f"{path}: cannot read lint config: {exc}") from None
+            for k in keys:
+                data = data.get(k, {}) if isinstance(data, dict) else {}
+            if data:
+                found.append((path, data))
+        if found or (d / ".git").exists():
+            return found
+    return []
+
+
+def load_config(start: Path, explicit: Path | None = None) -> LintConfig:
+    cfg = LintConfig()
+    if explicit is not None:
+        try:
+            data = tomllib.loads(explicit.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise InputError(f"{explicit}: cannot read lint config: {exc}") from None
+        table = data.get("tool", {}).get("cannery", {}).get("lint") or data.get("lint", {})
+        return apply_table(cfg, table, str(explicit))
+    for path, table in find_config(start):
+        cfg = apply_table(cfg, table, str(path))
+    return cfg
+
+
+def schema() -> dict[str, Any]:
+    """JSON Schema of the [tool.cannery.lint] table (tested against the defaults)."""
+    from cannery.lint.registry import Registry
+
+    rule = {"type": "string", "enum": Registry.names()}
+    level = {"type": "string", "enum": [str(s) for s in Severity]}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "cannery lint options",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "select": {"type": "array", "items": rule},
+            "ignore": {"type": "array", "items": rule},
+            "severity": {"type": "object", "propertyNames": rule, "additionalProperties": level},
+            "base-image-shells": {"type": "object", "additionalProperties": {
+                "type": "array", "items": {"type": "string"}}},
+            "implicit-args": {"type": "array", "items": {"type": "string"}},
+            "trusted-registries": {"type": "array", "items": {"type": "string"}},
+            "fail-on": level,
+        },
+    }

@@ -1,0 +1,158 @@
+"""Find files, parse them, run the selected rules, apply suppressions and fixes."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cannery.errors import InputError
+from cannery.lint import suppress
+from cannery.lint.config import LintConfig
+from cannery.lint.facts.dockerfile import ParseFailure, parse_dockerfile
+from cannery.lint.facts.workflow import parse_workflow
+from cannery.lint.fixes import apply_fixes
+from cannery.lint.model import Finding, Severity, Span
+from cannery.lint.registry import RULES, Registry
+from cannery.lint.rule import LintContext, Rule
+
+DOCKERFILE_NAMES = ("Dockerfile*", "*.Dockerfile", "*.dockerfile", "Containerfile*")
+SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache",
+             ".ruff_cache", ".pytest_cache"}
+
+
+def kind_of(path: Path) -> str | None:
+    name = path.name
+    if any(fnmatch.fnmatch(name, p) for p in DOCKERFILE_NAMES):
+        return "dockerfile"
+    parts = path.parts
+    if (len(parts) >= 3 and parts[-3] == ".github" and parts[-2] == "workflows"
+            and name.endswith((".yml", ".yaml"))):
+        return "workflow"
+    return None
+
+
+def discover(paths: list[Path]) -> list[tuple[Path, str]]:
+    """Files to lint: named files are taken as given; directories are searched."""
+    out: list[tuple[Path, str]] = []
+    for p in paths:
+        if p.is_dir():
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS or d == ".github")
+                for f in sorted(files):
+                    fp = Path(root) / f
+                    k = kind_of(fp)
+                    if k:
+                        out.append((fp, k))
+        elif p.exists():
+            k = kind_of(p) or ("workflow" if p.suffix in (".yml", ".yaml") else "dockerfile")
+            out.append((p, k))
+        else:
+            raise InputError(f"{p}: no such file or directory")
+    return out
+
+
+def repo_root(path: Path) -> Path:
+    """For a workflow, the repository it belongs to (paths in it are relative to that)."""
+    parts = path.resolve().parts
+    if ".github" in parts:
+        i = len(parts) - 1 - parts[::-1].index(".github")
+        return Path(*parts[:i])
+    for d in path.resolve().parents:
+        if (d / ".git").exists():
+            return d
+    return Path.cwd()
+
+
+@dataclass
+class Engine:
+    config: LintConfig
+    rules: list[Rule] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        from cannery.knowledge import soc_chips
+
+        chosen = [r for r in RULES if r.name not in ("parse-error", "unused-suppression",
+                                                     "internal-error")]
+        if self.config.select is not None:
+            chosen = [r for r in chosen if r.name in self.config.select]
+        chosen = [r for r in chosen if r.name not in self.config.ignore]
+        self.rules = [r() for r in chosen]
+        self._chips = soc_chips()
+
+    def context(self, path: Path, kind: str) -> LintContext:
+        return LintContext(
+            implicit_args=self.config.implicit_args,
+            trusted_registries=self.config.trusted_registries,
+            soc_families=self._chips,
+            root=str(repo_root(path)) if kind == "workflow" else str(path.parent),
+        )
+
+    def lint_text(self, path: str, text: str, kind: str) -> list[Finding]:
+        ctx = self.context(Path(path), kind)
+        try:
+            if kind == "workflow":
+                facts: object = parse_workflow(path, text)
+                ranges: list[tuple[int, int]] = []
+            else:
+                df = parse_dockerfile(path, text, self.config.base_image_shells)
+                facts = df
+                ranges = [(i.line, i.end_line) for i in df.instructions]
+        except ParseFailure as exc:
+            if "parse-error" in self.config.ignore:
+                return []
+            return [self._severity(Finding("parse-error", "CX001", Severity.ERROR, exc.message,
+                                           Span(path, exc.line, 1)))]
+        findings: list[Finding] = []
+        for rule in self.rules:
+            if kind not in rule.targets:
+                continue
+            try:
+                findings.extend(rule.check(facts, ctx))
+            except Exception as exc:  # a rule bug must not hide the other rules' findings
+                findings.append(Finding("internal-error", "CX003", Severity.ERROR,
+                                        f"rule {rule.name} failed: {type(exc).__name__}: {exc}",
+                                        Span(path, 1, 1)))
+        lines = text.split("\n")
+        found = suppress.directives(lines, ranges)
+        if found:
+            known = set(Registry.names())
+            findings = suppress.apply(findings, found, path, known)
+        if "unused-suppression" in self.config.ignore or (
+                self.config.select is not None and "unused-suppression" not in self.config.select):
+            findings = [f for f in findings if f.rule != "unused-suppression"]
+        findings = [self._severity(f) for f in findings]
+        return sorted(set(findings), key=lambda f: (f.sort_key, f.message))
+
+    def _severity(self, f: Finding) -> Finding:
+        level = self.config.severity.get(f.rule)
+        if level is None or level == f.severity:
+            return f
+        from dataclasses import replace
+
+        return replace(f, severity=level)
+
+    def fix_text(self, path: str, text: str, kind: str, unsafe: bool = False,
+                 rounds: int = 10) -> tuple[str, list[Finding]]:
+        """Apply fixes until nothing changes; return the new text and the findings fixed."""
+        fixed: list[Finding] = []
+        for _ in range(rounds):
+            findings = self.lint_text(path, text, kind)
+            todo = [f for f in findings if f.fix is not None and (f.fix.safe or unsafe)]
+            if not todo:
+                break
+            new, applied = apply_fixes(text, [f.fix for f in todo if f.fix is not None])
+            if new == text or not applied:
+                break
+            fixed.extend(f for f in todo if f.fix in applied)
+            text = new
+        return text, fixed
+
+
+def read(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return data.decode("utf-8", errors="replace")

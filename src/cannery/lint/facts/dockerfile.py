@@ -1,0 +1,270 @@
+"""A Dockerfile as BuildKit parses it (the `dockerfile` package binds BuildKit's own parser),
+with physical line numbers kept and per-stage SHELL, ARG and ENV tracked."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+
+from cannery.lint.facts.shell import Script, parse_script, unquote
+
+INSTRUCTIONS = {
+    "ADD", "ARG", "CMD", "COPY", "ENTRYPOINT", "ENV", "EXPOSE", "FROM", "HEALTHCHECK", "LABEL",
+    "MAINTAINER", "ONBUILD", "RUN", "SHELL", "STOPSIGNAL", "USER", "VOLUME", "WORKDIR",
+}
+POSIX_SHELL = ("/bin/sh", "-c")
+
+
+class ParseFailure(Exception):
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
+@dataclass
+class Pair:
+    """One KEY=VALUE of an ENV, ARG or LABEL, with where it stands in the file."""
+
+    key: str
+    value: str | None  # quotes removed; None for `ARG NAME` with no default
+    raw: str  # value as written
+    line: int
+    column: int
+    start: int  # file offset of the key
+    end: int  # file offset just past the value
+
+
+@dataclass
+class Instruction:
+    index: int
+    keyword: str
+    flags: tuple[str, ...]
+    value: tuple[str, ...]
+    original: str
+    line: int
+    end_line: int
+    start: int  # file offset of the first character of the instruction
+    end: int  # file offset just past its last line (newline excluded)
+    json: bool
+    stage: Stage | None
+    shell: tuple[str, ...] = POSIX_SHELL
+    script: Script | None = None
+    pairs: list[Pair] = field(default_factory=list)
+    heredoc: bool = False
+
+    @property
+    def shell_is_bash(self) -> bool:
+        exe = self.shell[0].rsplit("/", 1)[-1] if self.shell else "sh"
+        return exe in ("bash", "zsh", "ksh", "mksh")
+
+
+@dataclass
+class Stage:
+    index: int
+    base: str
+    alias: str | None
+    line: int
+    instructions: list[Instruction] = field(default_factory=list)
+    parent: Stage | None = None  # a FROM that names an earlier stage
+
+
+@dataclass
+class DockerfileFacts:
+    path: str
+    text: str
+    lines: list[str]
+    line_offsets: list[int]
+    instructions: list[Instruction]
+    stages: list[Stage]
+    global_args: list[Instruction]
+    comments: dict[int, str]  # line → comment text (whole-line comments only)
+
+    def line_text(self, line: int) -> str:
+        return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+
+    def offset(self, line: int, column: int = 1) -> int:
+        return self.line_offsets[line - 1] + column - 1
+
+
+def _offsets(text: str) -> list[int]:
+    out = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            out.append(i + 1)
+    return out
+
+
+def _parse(text: str) -> tuple[object, ...]:
+    import dockerfile
+
+    return tuple(dockerfile.parse_string(text))
+
+
+def _failure_line(lines: list[str]) -> int:
+    """The first line from which every longer prefix of the file fails to parse."""
+    if len(lines) > 2000:
+        return 1
+    line = len(lines)
+    for n in range(len(lines), 0, -1):
+        try:
+            _parse("\n".join(lines[:n]) + "\n")
+        except Exception:
+            line = n
+            continue
+        break
+    return line
+
+
+def _pairs(inst: Instruction, facts_lines: list[str], offsets: list[int]) -> list[Pair]:
+    """Locate each KEY=VALUE (or legacy `KEY value`) of ENV/ARG/LABEL in the physical text."""
+    out: list[Pair] = []
+    span_text = "\n".join(facts_lines[inst.line - 1 : inst.end_line])
+    base = offsets[inst.line - 1]
+    head = re.match(r"\s*\w+\s+", span_text)
+    cursor = head.end() if head else 0
+    values = list(inst.value)
+    items: list[tuple[str, str | None]] = []
+    if inst.keyword == "ARG":
+        for v in values:
+            k, eq, d = v.partition("=")
+            items.append((k, d if eq else None))
+    elif len(values) >= 2 and inst.keyword in ("ENV", "LABEL"):
+        items = [(values[i], values[i + 1]) for i in range(0, len(values) - 1, 2)]
+    for key, raw in items:
+        m = re.compile(rf"(?<![\w$]){re.escape(key)}(?=[=\s])").search(span_text, cursor)
+        if m is None:
+            continue
+        start = m.start()
+        end = start + len(key)
+        if raw is not None:
+            rest = span_text[end:]
+            gap = re.match(r"\s*=?\s*", rest)
+            vstart = end + (gap.end() if gap else 0)
+            vend = vstart + len(raw)
+            if span_text[vstart : vstart + len(raw)] != raw:
+                vend = vstart + len(raw.split("\n")[0])
+            end = vend
+        cursor = end
+        line = inst.line + span_text.count("\n", 0, start)
+        line_start = span_text.rfind("\n", 0, start) + 1
+        value = None if raw is None else unquote(raw)
+        out.append(Pair(key, value, raw or "", line, start - line_start + 1, base + start,
+                        base + end))
+    return out
+
+
+def _script_text(inst: Instruction, lines: list[str]) -> tuple[str, int, list[int]]:
+    """The RUN body as bash will see it, laid out on the instruction's physical lines."""
+    phys = lines[inst.line - 1 : inst.end_line]
+    first = phys[0]
+    m = re.match(r"\s*RUN\s+((?:--\S+\s+)*)", first, re.I)
+    cut = m.end() if m else 0
+    body = [" " * cut + first[cut:]]
+    for ln in phys[1:]:
+        stripped = ln.strip()
+        # Docker drops blank and comment lines inside a continuation; bash would not, so
+        # they become bare continuations here (columns of other lines are untouched).
+        body.append(" " * (len(ln) - 1) + "\\" if (not stripped or stripped.startswith("#"))
+                    else ln)
+    return "\n".join(body), inst.line, []
+
+
+def shell_for_base(base: str, shells: dict[str, list[str]]) -> tuple[str, ...] | None:
+    for pattern, shell in shells.items():
+        if fnmatch.fnmatch(base, pattern) or fnmatch.fnmatch(base.split("@")[0], pattern):
+            return tuple(shell)
+    return None
+
+
+def parse_dockerfile(path: str, text: str, base_shells: dict[str, list[str]]) -> DockerfileFacts:
+    """Parse ``text``; raise ParseFailure(line, message) when BuildKit would reject it."""
+    if "\x00" in text:
+        raise ParseFailure(text[: text.index("\x00")].count("\n") + 1, "file contains NUL bytes")
+    lines = text.split("\n")
+    try:
+        commands = _parse(text)
+    except Exception as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else "parse error"
+        raise ParseFailure(_failure_line(lines), reason) from None
+    offsets = _offsets(text)
+    comments = {i + 1: ln.strip() for i, ln in enumerate(lines) if ln.strip().startswith("#")}
+    facts = DockerfileFacts(path, text, lines, offsets, [], [], [], comments)
+    stage: Stage | None = None
+    by_alias: dict[str, Stage] = {}
+    shell: tuple[str, ...] = POSIX_SHELL
+    for i, c in enumerate(commands):
+        kw = str(getattr(c, "cmd", "")).upper()
+        line = int(getattr(c, "start_line", 1))
+        end_line = int(getattr(c, "end_line", line))
+        if kw not in INSTRUCTIONS:
+            raise ParseFailure(line, f"unknown instruction: {getattr(c, 'cmd', '')}")
+        value = tuple(getattr(c, "value", ()) or ())
+        if kw in ("FROM", "COPY", "ADD", "ENV", "LABEL", "WORKDIR", "USER") and not value:
+            raise ParseFailure(line, f"{kw} requires at least one argument")
+        end_col = len(lines[end_line - 1]) if end_line - 1 < len(lines) else 0
+        inst = Instruction(
+            i, kw, tuple(getattr(c, "flags", ()) or ()), value, str(getattr(c, "original", "")),
+            line, end_line, offsets[line - 1], offsets[end_line - 1] + end_col,
+            bool(getattr(c, "json", False)), stage, shell,
+            heredoc=bool(getattr(c, "heredocs", ())),
+        )
+        if kw == "FROM":
+            base = value[0]
+            alias = value[2] if len(value) >= 3 and value[1].upper() == "AS" else None
+            parent = by_alias.get(base.lower())
+            stage = Stage(len(facts.stages), base, alias, line, parent=parent)
+            if alias:
+                by_alias[alias.lower()] = stage
+            facts.stages.append(stage)
+            if parent is not None and parent.instructions:
+                shell = parent.instructions[-1].shell
+            else:
+                shell = shell_for_base(base, base_shells) or POSIX_SHELL
+            inst.stage = stage
+            inst.shell = shell
+        elif kw == "SHELL":
+            shell = value
+            inst.shell = shell
+        if kw in ("ENV", "ARG", "LABEL"):
+            inst.pairs = _pairs(inst, lines, offsets)
+        if kw == "RUN" and not inst.json:
+            heredocs = getattr(c, "heredocs", ())
+            if heredocs and value and str(value[0]).lstrip().startswith("<<"):
+                content = heredocs[0].content
+                inst.script = parse_script(content, line + 1,
+                                           offsets[line : line + content.count("\n") + 1])
+            else:
+                body, first, _ = _script_text(inst, lines)
+                inst.script = parse_script(body, first, offsets[line - 1 : end_line])
+        facts.instructions.append(inst)
+        if stage is None:
+            if kw == "ARG":
+                facts.global_args.append(inst)
+        else:
+            stage.instructions.append(inst)
+    return facts
+
+
+def arg_default(stage_insts: list[Instruction], name: str, before: int) -> str | None:
+    """The value ARG/ENV give ``name`` before instruction ``before`` in this stage."""
+    value = None
+    for inst in stage_insts:
+        if inst.index >= before:
+            break
+        for p in inst.pairs:
+            if p.key == name and inst.keyword in ("ARG", "ENV") and p.value is not None:
+                value = p.value
+    return value
+
+
+def expand(text: str, stage_insts: list[Instruction], before: int) -> str:
+    """Substitute ``$X``/``${X}`` with the ARG/ENV values known at ``before``."""
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        got = arg_default(stage_insts, name, before)
+        return got if got is not None else m.group(0)
+
+    return re.sub(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)", sub, text)

@@ -1,0 +1,147 @@
+"""A GitHub Actions workflow with line numbers kept (PyYAML's composed node tree)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cannery.lint.facts.dockerfile import ParseFailure
+from cannery.lint.facts.shell import Script, parse_script
+
+
+@dataclass
+class Value:
+    text: str
+    line: int
+    column: int
+
+
+@dataclass
+class Step:
+    index: int
+    line: int
+    name: str
+    uses: str
+    with_: dict[str, Value]
+    env: dict[str, Value]
+    run: Script | None
+    run_value: Value | None
+
+
+@dataclass
+class Job:
+    id: str
+    line: int
+    runs_on: str
+    matrix: dict[str, list[str]]
+    matrix_line: int
+    steps: list[Step] = field(default_factory=list)
+
+
+@dataclass
+class WorkflowFacts:
+    path: str
+    text: str
+    lines: list[str]
+    jobs: list[Job]
+    env: dict[str, Value]
+
+
+def _scalar(node: Any) -> str:
+    import yaml
+
+    if isinstance(node, yaml.ScalarNode):
+        return str(node.value)
+    if isinstance(node, yaml.SequenceNode):
+        return ",".join(_scalar(n) for n in node.value)
+    return ""
+
+
+def _mapping(node: Any) -> dict[str, Any]:
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(k.value): v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+
+
+def _value(node: Any) -> Value:
+    return Value(_scalar(node), node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _offsets(text: str) -> list[int]:
+    out = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            out.append(i + 1)
+    return out
+
+
+def _run_script(node: Any, lines: list[str], offsets: list[int]) -> Script:
+    style = getattr(node, "style", None)
+    if style in ("|", ">"):
+        first = node.start_mark.line + 1  # 0-based index of the first content line
+        last = node.end_mark.line  # exclusive
+        body = lines[first:last]
+        while body and not body[-1].strip():
+            body.pop()
+        indent = min((len(b) - len(b.lstrip()) for b in body if b.strip()), default=0)
+        text = "\n".join(b[indent:] for b in body)
+        return parse_script(text, first + 1, offsets[first : first + len(body)] or [0],
+                            [indent] * max(1, len(body)))
+    line = node.start_mark.line
+    col = node.start_mark.column + (1 if style in ("'", '"') else 0)
+    return parse_script(str(node.value), line + 1, [offsets[line]], [col])
+
+
+def parse_workflow(path: str, text: str) -> WorkflowFacts:
+    import yaml
+
+    if "\x00" in text:
+        raise ParseFailure(text[: text.index("\x00")].count("\n") + 1, "file contains NUL bytes")
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ParseFailure(line, f"YAML: {problem}") from None
+    except RecursionError:
+        raise ParseFailure(1, "YAML nested too deeply") from None
+    lines = text.split("\n")
+    offsets = _offsets(text)
+    top = _mapping(root)
+    wf = WorkflowFacts(path, text, lines, [],
+                       {k: _value(v) for k, v in _mapping(top.get("env")).items()})
+    for job_id, job_node in _mapping(top.get("jobs")).items():
+        job_map = _mapping(job_node)
+        strategy = _mapping(job_map.get("strategy"))
+        matrix_node = strategy.get("matrix")
+        matrix: dict[str, list[str]] = {}
+        for key, val in _mapping(matrix_node).items():
+            import yaml as _y
+
+            if isinstance(val, _y.SequenceNode):
+                matrix[key] = [_scalar(v) if isinstance(v, _y.ScalarNode) else
+                               " ".join(f"{k}={_scalar(x)}" for k, x in _mapping(v).items())
+                               for v in val.value]
+        runs_on = job_map.get("runs-on")
+        job = Job(job_id, job_node.start_mark.line + 1,
+                  _scalar(runs_on) if runs_on is not None else "", matrix,
+                  matrix_node.start_mark.line + 1 if matrix_node is not None else 0)
+        steps = job_map.get("steps")
+        for i, step_node in enumerate(getattr(steps, "value", []) or []):
+            sm = _mapping(step_node)
+            run_node = sm.get("run")
+            script = None
+            if run_node is not None and getattr(run_node, "tag", "").endswith(":str"):
+                script = _run_script(run_node, lines, offsets)
+            job.steps.append(Step(
+                i, step_node.start_mark.line + 1, _scalar(sm.get("name")) if "name" in sm else "",
+                _scalar(sm["uses"]) if "uses" in sm else "",
+                {k: _value(v) for k, v in _mapping(sm.get("with")).items()},
+                {k: _value(v) for k, v in _mapping(sm.get("env")).items()},
+                script, _value(run_node) if run_node is not None else None,
+            ))
+        wf.jobs.append(job)
+    return wf

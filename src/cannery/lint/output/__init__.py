@@ -1,0 +1,1 @@
+"""Formatters: they see only findings and never re-derive anything."""

@@ -1,0 +1,67 @@
+"""The base every rule module builds on: identity, default severity, fix safety, helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from cannery.lint.model import Finding, Fix, Severity, Span
+
+
+@dataclass
+class LintContext:
+    """What rules may consult besides the file: options and Ascend domain facts."""
+
+    implicit_args: frozenset[str]
+    trusted_registries: tuple[str, ...]
+    soc_families: dict[str, str]  # SOC_VERSION → chip token (910b, a3, …)
+    root: str = "."  # repository root, for paths a workflow names
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Rule:
+    """Subclasses set the class attributes and implement ``check``.
+
+    The class docstring is the rule's documentation (What it does / Why is this bad? /
+    Example / Use instead); ``cannery lint --explain NAME`` prints it.
+    """
+
+    name: ClassVar[str]
+    code: ClassVar[str]
+    severity: ClassVar[Severity]
+    targets: ClassVar[tuple[str, ...]]  # "dockerfile", "workflow"
+    fix: ClassVar[str] = "none"  # none | safe | unsafe
+
+    def check(self, facts: Any, ctx: LintContext) -> Iterator[Finding]:
+        raise NotImplementedError
+
+    def finding(
+        self,
+        path: str,
+        line: int,
+        column: int,
+        message: str,
+        *,
+        end_line: int = 0,
+        end_column: int = 0,
+        hint: str = "",
+        severity: Severity | None = None,
+        fix: Fix | None = None,
+        related: tuple[tuple[Span, str], ...] = (),
+    ) -> Finding:
+        return Finding(
+            rule=self.name,
+            code=self.code,
+            severity=severity or self.severity,
+            message=message,
+            span=Span(path, line, column, end_line or line, end_column),
+            hint=hint,
+            fix=fix,
+            related=related,
+        )
+
+    def at(self, path: str, pos: Any, message: str, **kw: Any) -> Finding:
+        """A finding at a shell Pos (or anything with line/column/end_line/end_column)."""
+        return self.finding(path, pos.line, pos.column, message, end_line=pos.end_line,
+                            end_column=pos.end_column, **kw)

@@ -1,0 +1,1 @@
+"""One rule per module. The registry (cannery.lint.registry) lists them all."""

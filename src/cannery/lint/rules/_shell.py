@@ -1,0 +1,140 @@
+"""Shell knowledge shared by rules: downloads, checksums, builds, uses of a file."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlparse
+
+from cannery.lint.facts.shell import Command, Word
+
+CHECKSUM_TOOLS = {"sha256sum", "sha512sum", "sha384sum", "sha224sum", "sha1sum", "shasum",
+                  "b2sum", "cksum"}
+SIGNATURE_TOOLS = {"gpg", "gpg2", "gpgv", "cosign", "minisign", "signify", "slsa-verifier"}
+CLEANUP = {"rm", "apt-get", "apt", "yum", "dnf", "conda", "pip", "echo", "true", ":", "cd",
+           "ls", "printf", "pip3", "df", "du", "sync"}
+
+
+def basename(path: str) -> str:
+    path = path.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    return path.rsplit("/", 1)[-1]
+
+
+def url_of(cmd: Command) -> Word | None:
+    for w in cmd.args:
+        if re.match(r"^(https?|ftp)://", w.value):
+            return w
+    return None
+
+
+def downloaded_file(cmd: Command) -> str | None:
+    """The file a wget/curl command writes, if it writes one (not stdout)."""
+    url = url_of(cmd)
+    if cmd.name == "wget":
+        out = cmd.flag_value("-O", "--output-document")
+        if out is not None:
+            return None if out.value == "-" else out.value
+        if url is None:
+            return None
+        prefix = cmd.flag_value("-P", "--directory-prefix")
+        name = basename(url.value)
+        return f"{prefix.value.rstrip('/')}/{name}" if prefix else name
+    if cmd.name == "curl":
+        out = cmd.flag_value("-o", "--output")
+        if out is not None:
+            return None if out.value == "-" else out.value
+        if cmd.has_flag("-O", "--remote-name") and url is not None:
+            return basename(url.value)
+        for op, target in cmd.redirects:
+            if op in (">", ">>"):
+                return target.value
+    return None
+
+
+def is_download(cmd: Command) -> bool:
+    return cmd.name in ("wget", "curl") and url_of(cmd) is not None
+
+
+def is_verification(cmd: Command) -> bool:
+    if cmd.name in CHECKSUM_TOOLS:
+        return cmd.has_flag("-c", "--check") or bool(cmd.pipeline and cmd.pipe_index > 0)
+    if cmd.name in SIGNATURE_TOOLS:
+        return cmd.name in ("gpgv", "minisign", "signify", "slsa-verifier") or any(
+            "verify" in a for a in cmd.argv)
+    return cmd.name == "pip" and cmd.has_flag("--require-hashes")
+
+
+def mentions(cmd: Command, path: str) -> Word | None:
+    want = basename(path)
+    for w in cmd.args:
+        if w.value == path or basename(w.value) == want:
+            return w
+    if cmd.raw_name and (cmd.raw_name == path or basename(cmd.raw_name) == want):
+        return None if not want else Word(cmd.raw_name, cmd.raw_name, cmd.pos, cmd.start, cmd.end)
+    return None
+
+
+def use_kind(cmd: Command, path: str) -> str | None:
+    """How ``cmd`` consumes a downloaded file: executed, sourced, extracted, installed."""
+    want = basename(path)
+    if cmd.raw_name and basename(cmd.raw_name) == want and cmd.raw_name.startswith(("./", "/")):
+        return "executed"
+    if mentions(cmd, path) is None:
+        return None
+    if cmd.name in ("bash", "sh", "zsh", "dash", "python", "python3", "perl"):
+        return "executed"
+    if cmd.name in ("source", "."):
+        return "sourced"
+    if cmd.name in ("tar", "unzip", "7z", "gunzip", "bunzip2", "xz", "unxz", "cpio"):
+        return "extracted"
+    if cmd.name in ("dpkg", "rpm", "apt-get", "apt", "yum", "dnf", "pip", "conda", "npm",
+                    "install"):
+        return "installed"
+    if cmd.name == "chmod":
+        return None
+    if re.search(r"\.(run|sh|bin)$", want) and cmd.name not in ("rm", "mv", "cp", "ls", "echo"):
+        return None
+    return None
+
+
+def builds_from_source(cmd: Command) -> bool:
+    """pip/setup.py/make invocations that compile (and so link against what is installed)."""
+    if cmd.name in ("make", "cmake", "ninja", "bazel", "meson"):
+        return True
+    if cmd.name in ("python", "python3") and any(a.endswith("setup.py") for a in cmd.argv):
+        return True
+    if cmd.name == "pip" and cmd.subcommand() in ("install", "wheel"):
+        argv = cmd.argv
+        if "-e" in argv or "--editable" in argv or "--no-build-isolation" in argv:
+            return True
+        for a in argv[1:]:
+            if a.startswith(("git+", "./", "../", "/")) or a == ".":
+                return True
+    return False
+
+
+def pip_packages(cmd: Command) -> list[tuple[str, str, Word]]:
+    """(name, specifier, word) of each requirement a `pip install` names."""
+    if cmd.name != "pip" or cmd.subcommand() != "install":
+        return []
+    out = []
+    skip_next = False
+    for w in cmd.args:
+        v = w.value
+        if skip_next:
+            skip_next = False
+            continue
+        if v in ("-r", "-c", "-e", "-i", "--index-url", "--extra-index-url", "-f",
+                 "--find-links", "--requirement", "--constraint", "--editable",
+                 "--trusted-host", "--target", "-t", "--prefix", "--root"):
+            skip_next = True
+            continue
+        if v.startswith("-") or v == "install":
+            continue
+        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*(.*)$", v)
+        if m and not v.startswith(("git+", "http", ".", "/")):
+            out.append((m.group(1).lower().replace("-", "_"), m.group(3), w))
+    return out
+
+
+def host_of(url: str) -> str:
+    return urlparse(url).hostname or ""

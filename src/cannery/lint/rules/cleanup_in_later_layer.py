@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction
+from cannery.lint.model import Finding, Severity
+from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rules._shell import basename, downloaded_file
+
+CACHES = (
+    (re.compile(r"^/var/lib/apt/lists"), ("apt-get", "apt"), "update", "the apt lists"),
+    (re.compile(r"^/root/\.cache/pip|^~/\.cache/pip|^\$HOME/\.cache/pip"), ("pip",), "install",
+     "the pip cache"),
+)
+
+
+def _created(inst: Instruction) -> set[str]:
+    out: set[str] = set()
+    if inst.keyword in ("COPY", "ADD") and len(inst.value) >= 2:
+        out.add(inst.value[-1].rstrip("/"))
+    if inst.script is None:
+        return out
+    for c in inst.script.commands:
+        f = downloaded_file(c) if c.name in ("wget", "curl") else None
+        if f:
+            out.add(f)
+        if c.name == "git" and c.subcommand() == "clone":
+            pos = [w.value for w in c.positional()[1:]]
+            if len(pos) >= 2:
+                out.add(pos[1].rstrip("/"))
+            elif pos:
+                out.add(basename(pos[0]).removesuffix(".git"))
+    return out
+
+
+class CleanupInLaterLayer(Rule):
+    """## What it does
+    Finds clean-up that runs in a later `RUN` than the one that made the files: `rm` of a
+    file downloaded, cloned or copied by an earlier instruction, `apt-get clean` or
+    `rm -rf /var/lib/apt/lists/*` in a step that ran no apt, `pip cache purge` in a step
+    that installed nothing.
+
+    ## Why is this bad?
+    Layers only add. The earlier layer keeps the files; deleting them later hides them but
+    the image is just as large, and one more layer is pushed.
+
+    ## Example
+    ```dockerfile
+    RUN curl -fsSLO https://example.com/big.run && bash big.run
+    RUN rm -f big.run
+    ```
+
+    ## Use instead
+    ```dockerfile
+    RUN curl -fsSLO https://example.com/big.run && bash big.run && rm -f big.run
+    ```
+    """
+
+    name = "cleanup-in-later-layer"
+    code = "CD007"
+    severity = Severity.WARNING
+    targets = ("dockerfile",)
+
+    def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
+        for stage in facts.stages:
+            made: dict[str, int] = {}
+            for inst in stage.instructions:
+                if inst.script is not None:
+                    names = {c.name for c in inst.script.commands}
+                    subs = {(c.name, c.subcommand()) for c in inst.script.commands}
+                    for c in inst.script.commands:
+                        if c.name == "rm":
+                            for w in c.positional():
+                                target = w.value.rstrip("/")
+                                if target in made or basename(target) in made:
+                                    line = made.get(target) or made[basename(target)]
+                                    yield self.at(facts.path, w.pos, f"{w.value} was created by "
+                                                  f"the instruction at line {line}; removing it "
+                                                  "in a later layer does not shrink the image",
+                                                  hint="remove it in the step that creates it")
+                                for rx, tools, sub, what in CACHES:
+                                    if rx.match(target) and not any(
+                                            (t, sub) in subs for t in tools):
+                                        yield self.at(facts.path, w.pos, f"clearing {what} in a "
+                                                      "step that did not fill them: the layer "
+                                                      "that did keeps them",
+                                                      hint="clean up in the same RUN")
+                        elif c.name in ("apt-get", "apt") and c.subcommand() == "clean" and not (
+                                {("apt-get", "install"), ("apt", "install")} & subs):
+                            yield self.at(facts.path, c.pos, "apt-get clean in a step that "
+                                          "installed nothing: the earlier layer keeps its cache")
+                        elif (c.name == "pip" and c.argv[:2] == ["cache", "purge"]
+                              and ("pip", "install") not in subs):
+                            yield self.at(facts.path, c.pos, "pip cache purge in a step that "
+                                          "installed nothing: the earlier layer keeps its cache",
+                                          hint="use pip install --no-cache-dir")
+                    del names
+                for path in _created(inst):
+                    made.setdefault(path, inst.line)
+                    made.setdefault(basename(path), inst.line)

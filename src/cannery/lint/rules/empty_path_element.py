@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from cannery.lint.facts.dockerfile import DockerfileFacts
+from cannery.lint.model import Edit, Finding, Fix, Severity
+from cannery.lint.rule import LintContext, Rule
+
+PATH_VARS = {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH",
+             "CPLUS_INCLUDE_PATH", "PKG_CONFIG_PATH", "CMAKE_PREFIX_PATH", "MANPATH",
+             "ASCEND_CUSTOM_OPP_PATH", "LD_PRELOAD", "CLASSPATH", "GOPATH", "PERL5LIB"}
+
+
+def _ref(name: str) -> str:
+    return rf"\$(?:\{{{name}\}}|{name}\b)"
+
+
+def problem(key: str, raw: str, known_set: bool) -> str | None:
+    """Why ``raw`` (an ENV/export value of ``key``) may hold an empty element, or None."""
+    if key not in PATH_VARS:
+        return None
+    v = raw.strip("\"'")
+    if v.startswith(":") or v.endswith(":") or "::" in v:
+        return "a literal empty element"
+    if known_set:
+        return None
+    if re.search(":" + _ref(key) + r"(?!\w)", v) or re.search("^" + _ref(key) + ":", v):
+        return f"${key} is unset here, so this leaves an empty element"
+    return None
+
+
+def rewrite(key: str, raw: str) -> str | None:
+    """a:$X → a${X:+:$X}; $X:a → ${X:+$X:}a (keeping the original reference text)."""
+    m = re.search(r":(" + _ref(key) + r")(?!\w)", raw)
+    if m:
+        ref = m.group(1)
+        return raw[: m.start()] + "${" + key + ":+:" + ref + "}" + raw[m.end() :]
+    m = re.search(r"^([\"']?)(" + _ref(key) + "):", raw)
+    if m:
+        ref = m.group(2)
+        return m.group(1) + "${" + key + ":+" + ref + ":}" + raw[m.end() :]
+    return None
+
+
+class EmptyPathElement(Rule):
+    """## What it does
+    Finds search-path variables (`PATH`, `LD_LIBRARY_PATH`, `PYTHONPATH`, …) written as
+    `X=/new:$X` where `X` may be unset, or with a literal leading, trailing or doubled `:`.
+
+    ## Why is this bad?
+    An empty element means "the current directory": `python` then imports from wherever the
+    container happens to run, and the loader searches the working directory for libraries.
+
+    ## Example
+    ```dockerfile
+    ENV LD_LIBRARY_PATH=/usr/local/Ascend/cann-8.5.2/lib64:$LD_LIBRARY_PATH
+    ```
+
+    ## Use instead
+    ```dockerfile
+    ENV LD_LIBRARY_PATH=/usr/local/Ascend/cann-8.5.2/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    ```
+    """
+
+    name = "empty-path-element"
+    code = "CD011"
+    severity = Severity.WARNING
+    targets = ("dockerfile",)
+    fix = "safe"
+
+    def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
+        for stage in facts.stages:
+            set_before: set[str] = {"PATH"}  # every base image has PATH
+            for inst in stage.instructions:
+                if inst.keyword == "ENV":
+                    for pr in inst.pairs:
+                        why = problem(pr.key, pr.raw, pr.key in set_before)
+                        if why:
+                            new = rewrite(pr.key, pr.raw)
+                            fix = None
+                            if new is not None:
+                                vstart = pr.end - len(pr.raw)
+                                fix = Fix(f"guard ${pr.key} with ${{{pr.key}:+…}}",
+                                          (Edit(vstart, pr.end, new),), safe=True)
+                            yield self.finding(facts.path, pr.line, pr.column,
+                                               f"{pr.key}: {why} (an empty element means the "
+                                               "current directory)",
+                                               end_column=pr.column + len(pr.key), fix=fix,
+                                               hint=f"use ${{{pr.key}:+:${pr.key}}}")
+                    set_before.update(pr.key for pr in inst.pairs)
+                elif inst.script is not None:
+                    for a in inst.script.assignments:
+                        if a.value is None:
+                            continue
+                        why = problem(a.name, a.value.text, a.name in set_before)
+                        if why:
+                            yield self.at(facts.path, a.pos, f"{a.name}: {why}",
+                                          hint=f"use ${{{a.name}:+:${a.name}}}")

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from cannery.knowledge import env_script_vars
+from cannery.lint.facts.dockerfile import DockerfileFacts
+from cannery.lint.model import Finding, Severity
+from cannery.lint.rule import LintContext, Rule
+
+INSTALLER = re.compile(r"Ascend-cann-(toolkit|nnal)_", re.I)
+
+
+class EnvNotPersisted(Rule):
+    """## What it does
+    Finds environment set up inside a `RUN` that later instructions or the running container
+    need, with no `ENV` persisting it: CANN's or ATB's `set_env.sh` sourced after installing a
+    toolkit, or a variable exported in one `RUN` and read (`$VAR`) by a later one.
+
+    ## Why is this bad?
+    Each `RUN` is a new shell: what it sources or exports is gone in the next step and in
+    `docker run`. The image then runs with the base's toolkit paths (or none), which shows up
+    only on the NPU host as a missing library or the wrong CANN.
+
+    ## Example
+    ```dockerfile
+    RUN bash Ascend-cann-toolkit_8.5.2_linux-x86_64.run --install && \\
+        source /usr/local/Ascend/ascend-toolkit/set_env.sh
+    ```
+
+    ## Use instead
+    ```dockerfile
+    ENV ASCEND_TOOLKIT_HOME=/usr/local/Ascend/cann-8.5.2 \\
+        LD_LIBRARY_PATH=/usr/local/Ascend/cann-8.5.2/lib64${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}
+    ```
+    (every variable set_env.sh sets; `cannery render` writes them from the catalog)
+    """
+
+    name = "env-not-persisted"
+    code = "CD009"
+    severity = Severity.ERROR
+    targets = ("dockerfile",)
+
+    def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
+        for stage in facts.stages:
+            insts = stage.instructions
+            installs_toolkit = any(
+                i.script is not None and INSTALLER.search(i.script.text) for i in insts)
+            for inst in insts:
+                if inst.script is None:
+                    continue
+                later = [i for i in insts if i.index > inst.index]
+                persisted = {p.key for i in insts if i.keyword == "ENV" for p in i.pairs
+                             if i.index > inst.index}
+                for cmd in inst.script.commands:
+                    if cmd.name not in ("source", ".") or not cmd.args:
+                        continue
+                    path = cmd.args[0].value
+                    known = env_script_vars(path)
+                    if known is None:
+                        continue
+                    key = known[0]
+                    if key in persisted:
+                        continue
+                    readers = [i for i in later if re.search(
+                        rf"\$\{{?{re.escape(key)}\b", i.original)]
+                    if not installs_toolkit and not readers:
+                        continue
+                    need = (f"line {readers[0].line} reads ${key}" if readers else
+                            "the running container needs it")
+                    yield self.at(facts.path, cmd.pos,
+                                  f"{path} sets {', '.join(known[:4])}… only for this RUN; "
+                                  f"{need}, and no ENV persists it",
+                                  hint="persist the variables with ENV")
+                for a in inst.script.assignments:
+                    if not a.exported or a.name in persisted:
+                        continue
+                    readers = [i for i in later if i.keyword == "RUN" and re.search(
+                        rf"\$\{{?{re.escape(a.name)}\b", i.original)]
+                    defined = {p.key for i in insts if i.keyword in ("ENV", "ARG")
+                               for p in i.pairs}
+                    if readers and a.name not in defined:
+                        yield self.at(facts.path, a.pos,
+                                      f"export {a.name} lasts only for this RUN, but line "
+                                      f"{readers[0].line} reads ${a.name}",
+                                      hint=f"ENV {a.name}=… (or export it in that RUN)")

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from cannery.lint.facts.dockerfile import DockerfileFacts
+from cannery.lint.model import Finding, Severity
+from cannery.lint.rule import LintContext, Rule
+
+HISTORY = {"log", "describe", "rev-list", "blame", "bisect", "shortlog"}
+
+
+class FullCloneForOneCommit(Rule):
+    """## What it does
+    Finds `git clone` without `--depth` (or `--filter`) in an image build, where only one
+    commit is ever checked out and no later git command reads the history.
+
+    ## Why is this bad?
+    The whole history is downloaded and, unless deleted in the same step, stored in a layer:
+    transformers' history alone is hundreds of MB, for a build that needs one tree.
+
+    ## Example
+    ```dockerfile
+    RUN git clone https://github.com/huggingface/transformers.git && \\
+        cd transformers && git checkout cc7ab9be508ce6ed3637bba9e50367b29b742dc6
+    ```
+
+    ## Use instead
+    ```dockerfile
+    RUN git init transformers && cd transformers && \\
+        git fetch --depth 1 https://github.com/huggingface/transformers.git \\
+          cc7ab9be508ce6ed3637bba9e50367b29b742dc6 && git checkout FETCH_HEAD
+    ```
+    """
+
+    name = "full-clone-for-one-commit"
+    code = "CD006"
+    severity = Severity.WARNING
+    targets = ("dockerfile",)
+
+    def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
+        for inst in facts.instructions:
+            if inst.script is None:
+                continue
+            cmds = inst.script.commands
+            for i, cmd in enumerate(cmds):
+                if cmd.name != "git" or cmd.subcommand() != "clone":
+                    continue
+                if any(a.startswith(("--depth", "--shallow", "--filter", "--single-branch"))
+                       for a in cmd.argv) or "--mirror" in cmd.argv or "--bare" in cmd.argv:
+                    continue
+                later = [c for c in cmds[i + 1 :] if c.name == "git"]
+                if any(c.subcommand() in HISTORY for c in later):
+                    continue
+                checkout = next((c for c in later if c.subcommand() in ("checkout", "reset")),
+                                None)
+                what = (f"then checks out one commit (line {checkout.pos.line})" if checkout
+                        else "and builds one commit")
+                yield self.at(facts.path, cmd.pos,
+                              f"git clone downloads the full history {what}",
+                              hint="git fetch --depth 1 URL <commit> (or clone --depth 1)")

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from cannery.lint.facts.workflow import WorkflowFacts
+from cannery.lint.model import Finding, Severity
+from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rules._workflow import builds, expand_env
+
+
+class MissingDockerfile(Rule):
+    """## What it does
+    Checks that the Dockerfile a workflow builds (`file:` of docker/build-push-action, or
+    `docker build -f`) exists in the repository.
+
+    ## Why is this bad?
+    A renamed or deleted Dockerfile (`Dockerfile.ascend_8.5.2_a2_qwen3-5` →
+    `…_qwen3_5`) fails only when the workflow next runs, often a manual or nightly one,
+    long after the rename was merged.
+
+    ## Example
+    ```yaml
+    with: {file: docker/ascend/Dockerfile.ascend_8.5.2_a2_qwen3_5}
+    ```
+
+    ## Use instead
+    Point `file:` at a path that exists (this check runs in pre-commit).
+    """
+
+    name = "missing-dockerfile"
+    code = "CW005"
+    severity = Severity.ERROR
+    targets = ("workflow",)
+
+    def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
+        root = Path(ctx.root)
+        for b in builds(facts):
+            if b.file is None:
+                continue
+            name = expand_env(b.file.text, facts, b.job, b.step)
+            if "${{" in name:
+                continue
+            if not (root / name).is_file():
+                yield self.finding(facts.path, b.file.line, b.file.column,
+                                   f"{name} does not exist (relative to {root})",
+                                   hint="fix the path")
+        for job in facts.jobs:
+            for step in job.steps:
+                if step.run is None:
+                    continue
+                for cmd in step.run.commands:
+                    if cmd.name in ("docker", "podman", "buildah") and "build" in cmd.argv:
+                        f = cmd.flag_value("-f", "--file")
+                        if f and "$" not in f.value and not (root / f.value).is_file():
+                            yield self.at(facts.path, f.pos, f"{f.value} does not exist "
+                                          f"(relative to {root})", hint="fix the path")

@@ -1,0 +1,75 @@
+"""Inline and file-level suppressions, and the report of those that suppress nothing.
+
+    # cannery: ignore=rule-a,rule-b     the next instruction (Dockerfile) or line (workflow)
+    # cannery: ignore-file=rule-a        the whole file ("ignore-file" alone: every rule)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from cannery.lint.model import Finding, Severity, Span
+
+DIRECTIVE = re.compile(r"#\s*cannery:\s*(ignore-file|ignore)\b\s*(?:=\s*([\w\-, ]+))?")
+
+
+@dataclass
+class Directive:
+    line: int
+    column: int
+    scope: str  # ignore | ignore-file
+    rules: tuple[str, ...]  # empty: all (file scope only)
+    first: int  # lines it covers
+    last: int
+    used: set[str] = field(default_factory=set)
+
+
+def directives(lines: list[str], ranges: list[tuple[int, int]]) -> list[Directive]:
+    """``ranges``: (first, last) line of each instruction (Dockerfile); empty for workflows."""
+    out = []
+    for no, text in enumerate(lines, start=1):
+        m = DIRECTIVE.search(text)
+        if not m:
+            continue
+        rules = tuple(r.strip() for r in (m.group(2) or "").split(",") if r.strip())
+        if m.group(1) == "ignore-file":
+            first, last = 1, len(lines)
+        elif text.strip().startswith("#"):
+            nxt = next(((a, b) for a, b in ranges if a > no), None) if ranges else None
+            first, last = nxt if nxt else (no + 1, no + 1)
+        else:  # trailing comment: this line
+            first = last = no
+        out.append(Directive(no, m.start() + 1, m.group(1), rules, first, last))
+    return out
+
+
+def apply(findings: list[Finding], found: list[Directive], path: str,
+          known: set[str]) -> list[Finding]:
+    """Drop suppressed findings; add unused-suppression findings for the leftovers."""
+    kept = []
+    for f in findings:
+        hit = None
+        for d in found:
+            if d.first <= f.span.line <= d.last and (not d.rules or f.rule in d.rules
+                                                     or f.code in d.rules):
+                hit = d
+                break
+        if hit is None:
+            kept.append(f)
+        else:
+            hit.used.add(f.rule)
+    for d in found:
+        unknown = [r for r in d.rules if r not in known]
+        unused = [r for r in d.rules if r in known and r not in d.used]
+        if unknown:
+            kept.append(_unused(path, d, f"unknown rule {', '.join(unknown)} in suppression"))
+        if unused or (not d.rules and not d.used):
+            what = ", ".join(unused) if unused else "every rule"
+            kept.append(_unused(path, d, f"suppression of {what} matches no finding"))
+    return kept
+
+
+def _unused(path: str, d: Directive, message: str) -> Finding:
+    return Finding("unused-suppression", "CX002", Severity.INFO, message,
+                   Span(path, d.line, d.column), hint="remove the comment")
