@@ -133,7 +133,7 @@ def _pairs(inst: Instruction, facts_lines: list[str], offsets: list[int]) -> lis
     elif len(values) >= 2 and inst.keyword in ("ENV", "LABEL"):
         items = [(values[i], values[i + 1]) for i in range(0, len(values) - 1, 2)]
     for key, raw in items:
-        m = re.compile(rf"(?<![\w$]){re.escape(key)}(?=[=\s])").search(span_text, cursor)
+        m = re.compile(rf"(?<![\w$]){re.escape(key)}(?=[=\s]|$)").search(span_text, cursor)
         if m is None:
             continue
         start = m.start()

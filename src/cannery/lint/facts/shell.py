@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-# Commands that only read state; a step made only of these changes nothing.
+# Global options that take a separate value, per tool (so `git -C dir clone` is a clone).
+GLOBAL_OPTS = {"git": ("-C", "-c", "--git-dir", "--work-tree", "--namespace"),
+               "pip": ("--log", "--proxy", "--cache-dir")}
 QUOTES = re.compile(r"""^(['"])(.*)\1$""", re.S)
 
 
@@ -87,8 +89,33 @@ class Command:
         return [w for w in self.args if not w.value.startswith("-")]
 
     def subcommand(self) -> str:
-        pos = self.positional()
-        return pos[0].value if pos else ""
+        """The first operand, skipping global options that take a value (git -C DIR …)."""
+        skip = GLOBAL_OPTS.get(self.name, ())
+        args = self.args
+        i = 0
+        while i < len(args):
+            v = args[i].value
+            if v in skip:
+                i += 2
+                continue
+            if v.startswith("-"):
+                i += 1
+                continue
+            return v
+        return ""
+
+    def operands(self) -> list[Word]:
+        """Arguments after the subcommand that are not options."""
+        sub = self.subcommand()
+        seen = False
+        out = []
+        for w in self.args:
+            if not seen:
+                seen = w.value == sub
+                continue
+            if not w.value.startswith("-"):
+                out.append(w)
+        return out
 
 
 @dataclass

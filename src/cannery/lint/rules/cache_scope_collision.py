@@ -2,11 +2,38 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
 from cannery.lint.rules._workflow import builds
+
+
+def _sibling_caches(path: Path) -> dict[tuple[str, str], tuple[str, str]]:
+    """Cache keys written by the other workflows in the same directory: key → (file, image)."""
+    from cannery.lint.facts.dockerfile import ParseFailure
+    from cannery.lint.facts.workflow import parse_workflow
+
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    try:
+        siblings = sorted(p for p in path.parent.iterdir()
+                          if p.suffix in (".yml", ".yaml") and p.name != path.name)
+    except OSError:
+        return out
+    for other in siblings:
+        try:
+            wf = parse_workflow(str(other), other.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, ParseFailure):
+            continue
+        for b in builds(wf):
+            if b.cache_to is None:
+                continue
+            for spec in b.cache_to.text.split("\n"):
+                key = _key(spec.strip())
+                if key is not None and "${{" not in key[1]:
+                    out.setdefault(key, (other.name, b.file.text if b.file else "Dockerfile"))
+    return out
 
 
 def _key(spec: str) -> tuple[str, str] | None:
@@ -55,6 +82,7 @@ class CacheScopeCollision(Rule):
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
         seen: dict[tuple[str, str], tuple[int, str]] = {}
+        others = _sibling_caches(Path(facts.path))
         for b in builds(facts):
             if b.cache_to is None:
                 continue
@@ -79,5 +107,13 @@ class CacheScopeCollision(Rule):
                         facts.path, b.cache_to.line, b.cache_to.column,
                         f"{key[0]} cache {key[1]!r} is also used for {prev[1]} (line "
                         f"{prev[0]}): two images evict each other's cache",
+                        hint="give each image its own scope")
+                elif prev is None and key in others and others[key][1] != image:
+                    where, other_image = others[key]
+                    yield self.finding(
+                        facts.path, b.cache_to.line, b.cache_to.column,
+                        f"{key[0]} cache {key[1]!r} is also written by {where} for "
+                        f"{other_image}: GitHub's cache is shared by every workflow of the "
+                        "repository, so the images evict each other",
                         hint="give each image its own scope")
                 seen.setdefault(key, (b.cache_to.line, image))

@@ -26,7 +26,7 @@ def _created(inst: Instruction) -> set[str]:
         if f:
             out.add(f)
         if c.name == "git" and c.subcommand() == "clone":
-            pos = [w.value for w in c.positional()[1:]]
+            pos = [w.value for w in c.operands()]
             if len(pos) >= 2:
                 out.add(pos[1].rstrip("/"))
             elif pos:

@@ -16,11 +16,16 @@ def _ref(name: str) -> str:
     return rf"\$(?:\{{{name}\}}|{name}\b)"
 
 
+def _unguarded(key: str, raw: str) -> str:
+    """``raw`` with ``${KEY:+…}`` and ``${KEY:-default}`` forms blanked out (they are safe)."""
+    return re.sub(r"\$\{" + key + r":[+-](?:[^{}]|\$\{[^}]*\})*\}", "GUARDED", raw)
+
+
 def problem(key: str, raw: str, known_set: bool) -> str | None:
     """Why ``raw`` (an ENV/export value of ``key``) may hold an empty element, or None."""
     if key not in PATH_VARS:
         return None
-    v = raw.strip("\"'")
+    v = _unguarded(key, raw.strip("\"'"))
     if v.startswith(":") or v.endswith(":") or "::" in v:
         return "a literal empty element"
     if known_set:

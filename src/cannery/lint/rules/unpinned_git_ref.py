@@ -66,7 +66,12 @@ class UnpinnedGitRef(Rule):
                             and any(FULL.match(val(a)) for a in c.argv)
                             for c in later[:nxt]
                         )
-                        if pinned:
+                        short_later = any(
+                            c.name == "git" and c.subcommand() in ("checkout", "reset")
+                            and any(SHORT.match(val(w.value)) for w in c.operands())
+                            for c in later[:nxt]
+                        )
+                        if pinned or short_later:  # a short SHA is reported where it stands
                             continue
                         branch = cmd.flag_value("-b", "--branch")
                         if branch is None:
@@ -81,7 +86,7 @@ class UnpinnedGitRef(Rule):
                                           hint="git fetch --depth 1 URL <40-hex> && "
                                           "git checkout FETCH_HEAD")
                     elif sub in ("checkout", "reset"):
-                        for w in cmd.positional()[1:]:
+                        for w in cmd.operands():
                             ref = val(w.value)
                             if SHORT.match(ref):
                                 yield self.at(p, w.pos, f"git {sub} {ref}: a short SHA can "
