@@ -144,7 +144,7 @@ def schema() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        app(args=argv, standalone_mode=False)
+        rc = app(args=argv, standalone_mode=False)
     except FatalError as exc:
         if _debug:
             raise
@@ -170,4 +170,4 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
         )
         sys.exit(3)
-    sys.exit(0)
+    sys.exit(rc if isinstance(rc, int) else 0)

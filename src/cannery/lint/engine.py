@@ -102,8 +102,10 @@ class Engine:
         except ParseFailure as exc:
             if "parse-error" in self.config.ignore:
                 return []
+            line_text = text.split("\n")[exc.line - 1] if exc.line <= text.count("\n") + 1 else ""
+            col = len(line_text) - len(line_text.lstrip()) + 1
             return [self._severity(Finding("parse-error", "CX001", Severity.ERROR, exc.message,
-                                           Span(path, exc.line, 1)))]
+                                           Span(path, exc.line, col)))]
         findings: list[Finding] = []
         for rule in self.rules:
             if kind not in rule.targets:

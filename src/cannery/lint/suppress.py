@@ -47,12 +47,16 @@ def directives(lines: list[str], ranges: list[tuple[int, int]]) -> list[Directiv
 def apply(findings: list[Finding], found: list[Directive], path: str,
           known: set[str]) -> list[Finding]:
     """Drop suppressed findings; add unused-suppression findings for the leftovers."""
+    from cannery.lint.registry import Registry
+
+    for d in found:  # codes and renamed rules become current names
+        d.rules = tuple((Registry.resolve(r).name if Registry.resolve(r) else r)  # type: ignore[union-attr]
+                        for r in d.rules)
     kept = []
     for f in findings:
         hit = None
         for d in found:
-            if d.first <= f.span.line <= d.last and (not d.rules or f.rule in d.rules
-                                                     or f.code in d.rules):
+            if d.first <= f.span.line <= d.last and (not d.rules or f.rule in d.rules):
                 hit = d
                 break
         if hit is None:
