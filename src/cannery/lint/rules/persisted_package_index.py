@@ -11,6 +11,7 @@ from cannery.lint.rules._shell import host_of
 INDEX_ENV = {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "UV_INDEX_URL",
              "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "NPM_CONFIG_REGISTRY",
              "CONDA_CHANNELS", "GOPROXY"}
+URL = re.compile(r"(?<![a-z])[a-z]{1,15}://[^\s'\"]+")  # bounded scheme: linear on long words
 CONFIG_FILES = re.compile(r"(pip\.conf|pip\.ini|\.npmrc|\.condarc|sources\.list|\.pypirc)$")
 
 
@@ -44,7 +45,7 @@ class PersistedPackageIndex(Rule):
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
         def trusted(text: str) -> bool:
-            hosts = {host_of(u) for u in re.findall(r"[a-z]+://[^\s'\"]+", text)}
+            hosts = {host_of(u) for u in URL.findall(text)}
             return bool(hosts) and all(h in ctx.trusted_registries for h in hosts)
 
         for inst in facts.instructions:
