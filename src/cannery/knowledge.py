@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import sys
 from functools import lru_cache
-from importlib import resources
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 
 @lru_cache(maxsize=1)
 def ascend_data() -> dict[str, object]:
+    from importlib import resources
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
     text = (resources.files("cannery.catalog") / "data" / "ascend.toml").read_text("utf-8")
     data: dict[str, object] = tomllib.loads(text)
     return data

@@ -296,3 +296,15 @@ def test_pre_commit_hook_definition() -> None:
                "Containerfile", ".github/workflows/build.yml"):
         assert pattern.search(ok), ok
     assert not pattern.search("README.md")
+
+
+def test_workflow_naming_an_impossible_path(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Found by the fuzz test: a 5,000-character file name made is_file() raise."""
+    wf = tmp_path / ".github" / "workflows"
+    wf.mkdir(parents=True)
+    (wf / "a.yml").write_text("on: push\njobs:\n  b:\n    runs-on: x\n    steps:\n"
+                              "      - uses: docker/build-push-action@v6\n        with:\n"
+                              f"          file: {'x' * 5000}\n")
+    res = cli("lint", "--format", "json", str(tmp_path))
+    rules = [f["rule"] for f in json.loads(res.out)["findings"]]
+    assert rules == ["missing-dockerfile"]

@@ -4,18 +4,12 @@
 from __future__ import annotations
 
 import difflib
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cannery.errors import InputError
 from cannery.lint.model import Severity
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 # Base images whose SHELL is bash (Ascend's CANN images set SHELL ["/bin/bash", "-c"]).
 DEFAULT_SHELLS: dict[str, list[str]] = {
@@ -113,6 +107,19 @@ def apply_table(cfg: LintConfig, table: dict[str, Any], where: str) -> LintConfi
     return replace(cfg, **changes, source=where)
 
 
+def _toml(path: Path) -> Any:
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"{path}: cannot read lint config: {exc}") from None
+
+
 def find_config(start: Path) -> list[tuple[Path, dict[str, Any]]]:
     """The config tables that apply at ``start``: the nearest directory that has either file."""
     here = start.resolve()
@@ -123,10 +130,7 @@ def find_config(start: Path) -> list[tuple[Path, dict[str, Any]]]:
         for path, keys in ((py, ("tool", "cannery", "lint")), (dot, ("lint",))):
             if not path.is_file():
                 continue
-            try:
-                data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-                raise InputError(f"{path}: cannot read lint config: {exc}") from None
+            data = _toml(path)
             for k in keys:
                 data = data.get(k, {}) if isinstance(data, dict) else {}
             if data:
@@ -139,10 +143,7 @@ def find_config(start: Path) -> list[tuple[Path, dict[str, Any]]]:
 def load_config(start: Path, explicit: Path | None = None) -> LintConfig:
     cfg = LintConfig()
     if explicit is not None:
-        try:
-            data = tomllib.loads(explicit.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise InputError(f"{explicit}: cannot read lint config: {exc}") from None
+        data = _toml(explicit)
         table = data.get("tool", {}).get("cannery", {}).get("lint") or data.get("lint", {})
         return apply_table(cfg, table, str(explicit))
     for path, table in find_config(start):

@@ -71,21 +71,17 @@ class Engine:
     rules: list[Rule] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        from cannery.knowledge import soc_chips
-
         chosen = [r for r in RULES if r.name not in ("parse-error", "unused-suppression",
                                                      "internal-error")]
         if self.config.select is not None:
             chosen = [r for r in chosen if r.name in self.config.select]
         chosen = [r for r in chosen if r.name not in self.config.ignore]
         self.rules = [r() for r in chosen]
-        self._chips = soc_chips()
 
     def context(self, path: Path, kind: str) -> LintContext:
         return LintContext(
             implicit_args=self.config.implicit_args,
             trusted_registries=self.config.trusted_registries,
-            soc_families=self._chips,
             root=str(repo_root(path)) if kind == "workflow" else str(path.parent),
         )
 

@@ -15,9 +15,15 @@ class LintContext:
 
     implicit_args: frozenset[str]
     trusted_registries: tuple[str, ...]
-    soc_families: dict[str, str]  # SOC_VERSION → chip token (910b, a3, …)
     root: str = "."  # repository root, for paths a workflow names
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def soc_families(self) -> dict[str, str]:
+        """SOC_VERSION → chip token (910b, a3, …), read only when a rule asks."""
+        from cannery.knowledge import soc_chips
+
+        return soc_chips()
 
 
 class Rule:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import urlparse
 
 from cannery.lint.facts.shell import Command, Word
 
@@ -137,4 +136,6 @@ def pip_packages(cmd: Command) -> list[tuple[str, str, Word]]:
 
 
 def host_of(url: str) -> str:
+    from urllib.parse import urlparse
+
     return urlparse(url).hostname or ""

@@ -9,6 +9,13 @@ from cannery.lint.rule import LintContext, Rule
 from cannery.lint.rules._workflow import builds, expand_env
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long, or not a path at all, names no file
+        return False
+
+
 class MissingDockerfile(Rule):
     """## What it does
     Checks that the Dockerfile a workflow builds (`file:` of docker/build-push-action, or
@@ -41,7 +48,7 @@ class MissingDockerfile(Rule):
             name = expand_env(b.file.text, facts, b.job, b.step)
             if "${{" in name:
                 continue
-            if not (root / name).is_file():
+            if not _is_file(root / name):
                 yield self.finding(facts.path, b.file.line, b.file.column,
                                    f"{name} does not exist (relative to {root})",
                                    hint="fix the path")
@@ -52,6 +59,6 @@ class MissingDockerfile(Rule):
                 for cmd in step.run.commands:
                     if cmd.name in ("docker", "podman", "buildah") and "build" in cmd.argv:
                         f = cmd.flag_value("-f", "--file")
-                        if f and "$" not in f.value and not (root / f.value).is_file():
+                        if f and "$" not in f.value and not _is_file(root / f.value):
                             yield self.at(facts.path, f.pos, f"{f.value} does not exist "
                                           f"(relative to {root})", hint="fix the path")
