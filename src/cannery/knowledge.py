@@ -8,14 +8,15 @@ from functools import lru_cache
 
 @lru_cache(maxsize=1)
 def ascend_data() -> dict[str, object]:
-    from importlib import resources
+    from pathlib import Path
 
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
 
-    text = (resources.files("cannery.catalog") / "data" / "ascend.toml").read_text("utf-8")
+    # a plain path, not importlib.resources: this runs on every lint and must start fast
+    text = (Path(__file__).parent / "catalog" / "data" / "ascend.toml").read_text("utf-8")
     data: dict[str, object] = tomllib.loads(text)
     return data
 

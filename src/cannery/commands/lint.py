@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 from pathlib import Path
@@ -40,6 +39,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _explain(name: str) -> int:
+    import difflib
+
     from cannery.lint.registry import REMOVED, Registry
 
     rule = Registry.resolve(name)
@@ -108,6 +109,8 @@ def run(argv: list[str]) -> int:
         if args.fix or args.diff:
             new, _ = engine.fix_text(name, text, kind, unsafe=args.unsafe_fixes)
             if new != text:
+                import difflib
+
                 if args.diff:
                     diffs.append("".join(difflib.unified_diff(
                         text.splitlines(True), new.splitlines(True), f"a/{name}", f"b/{name}")))

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ KEYS = ("select", "ignore", "severity", "base-image-shells", "implicit-args",
         "trusted-registries", "fail-on")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class LintConfig:
     select: tuple[str, ...] | None = None  # None: every rule
     ignore: tuple[str, ...] = ()
@@ -50,6 +49,8 @@ def _rule_list(value: Any, where: str) -> tuple[str, ...]:
         raise InputError(f"{where}: expected a list of rule names")
     for v in value:
         if Registry.resolve(v) is None:
+            import difflib
+
             hint = difflib.get_close_matches(v, Registry.names(), n=1)
             raise InputError(f"{where}: unknown rule {v!r}"
                              + (f" (did you mean {hint[0]!r}?)" if hint else ""))
@@ -59,6 +60,8 @@ def _rule_list(value: Any, where: str) -> tuple[str, ...]:
 def apply_table(cfg: LintConfig, table: dict[str, Any], where: str) -> LintConfig:
     for key in table:
         if key not in KEYS:
+            import difflib
+
             hint = difflib.get_close_matches(key, KEYS, n=1)
             raise InputError(f"{where}: unknown key {key!r}"
                              + (f" (did you mean {hint[0]!r}?)" if hint else

@@ -65,7 +65,7 @@ def repo_root(path: Path) -> Path:
     return Path.cwd()
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Engine:
     config: LintConfig
     rules: list[Rule] = field(default_factory=list)

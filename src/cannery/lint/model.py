@@ -25,7 +25,7 @@ class Severity(enum.IntEnum):
         return self.name.lower()
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Span:
     """1-based line and column (in characters); end is inclusive line, exclusive column."""
 

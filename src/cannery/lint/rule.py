@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from cannery.lint.model import Finding, Fix, Severity, Span
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class LintContext:
     """What rules may consult besides the file: options and Ascend domain facts."""
 

@@ -14,7 +14,7 @@ from cannery.lint.model import Finding, Severity, Span
 DIRECTIVE = re.compile(r"#\s*cannery:\s*(ignore-file|ignore)\b\s*(?:=\s*([\w\-, ]+))?")
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Directive:
     line: int
     column: int

@@ -23,7 +23,7 @@ class ParseFailure(Exception):
         self.message = message
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Pair:
     """One KEY=VALUE of an ENV, ARG or LABEL, with where it stands in the file."""
 
@@ -36,7 +36,7 @@ class Pair:
     end: int  # file offset just past the value
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Instruction:
     index: int
     keyword: str
@@ -60,7 +60,7 @@ class Instruction:
         return exe in ("bash", "zsh", "ksh", "mksh")
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Stage:
     index: int
     base: str
@@ -70,7 +70,7 @@ class Stage:
     parent: Stage | None = None  # a FROM that names an earlier stage
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class DockerfileFacts:
     path: str
     text: str

@@ -26,7 +26,7 @@ def _parser() -> Any:
     return Parser(Language(tree_sitter_bash.language()))
 
 
-@dataclass(frozen=True)
+@dataclass(repr=False, eq=False)
 class Pos:
     line: int  # 1-based, in the file
     column: int  # 1-based, in characters
@@ -34,7 +34,7 @@ class Pos:
     end_column: int
 
 
-@dataclass(frozen=True)
+@dataclass(repr=False, eq=False)
 class Word:
     text: str  # as written
     value: str  # quotes removed (expansions left as written)
@@ -43,7 +43,7 @@ class Word:
     end: int
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Command:
     """A simple command, normalised: ``python3 -m pip install`` has name ``pip``."""
 
@@ -118,7 +118,7 @@ class Command:
         return out
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Assignment:
     name: str
     value: Word | None
@@ -130,7 +130,7 @@ class Assignment:
     index: int = 0
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Branching:
     """An if/elif chain or a case statement, for arch-dispatch checks."""
 
@@ -141,7 +141,7 @@ class Branching:
     labels: list[str]
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Script:
     text: str
     commands: list[Command]

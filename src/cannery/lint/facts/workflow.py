@@ -9,14 +9,14 @@ from cannery.lint.facts.dockerfile import ParseFailure
 from cannery.lint.facts.shell import Script, parse_script
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Value:
     text: str
     line: int
     column: int
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Step:
     index: int
     line: int
@@ -28,7 +28,7 @@ class Step:
     run_value: Value | None
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Job:
     id: str
     line: int
@@ -38,7 +38,7 @@ class Job:
     steps: list[Step] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class WorkflowFacts:
     path: str
     text: str

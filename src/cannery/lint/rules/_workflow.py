@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from cannery.lint.facts.workflow import Job, Step, Value, WorkflowFacts
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Build:
     job: Job
     step: Step
