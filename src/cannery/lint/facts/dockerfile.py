@@ -53,6 +53,7 @@ class Instruction:
     script: Script | None = None
     pairs: list[Pair] = field(default_factory=list)
     heredoc: bool = False
+    workdir: str = "/"  # effective WORKDIR when this instruction runs
 
     @property
     def shell_is_bash(self) -> bool:
@@ -194,6 +195,7 @@ def parse_dockerfile(path: str, text: str, base_shells: dict[str, list[str]]) ->
     stage: Stage | None = None
     by_alias: dict[str, Stage] = {}
     shell: tuple[str, ...] = POSIX_SHELL
+    workdir = "/"
     for i, c in enumerate(commands):
         kw = str(getattr(c, "cmd", "")).upper()
         line = int(getattr(c, "start_line", 1))
@@ -220,13 +222,19 @@ def parse_dockerfile(path: str, text: str, base_shells: dict[str, list[str]]) ->
             facts.stages.append(stage)
             if parent is not None and parent.instructions:
                 shell = parent.instructions[-1].shell
+                workdir = parent.instructions[-1].workdir
             else:
                 shell = shell_for_base(base, base_shells) or POSIX_SHELL
+                workdir = "/"
             inst.stage = stage
             inst.shell = shell
         elif kw == "SHELL":
             shell = value
             inst.shell = shell
+        elif kw == "WORKDIR":
+            target = value[0]
+            workdir = target if target.startswith("/") else f"{workdir.rstrip('/')}/{target}"
+        inst.workdir = workdir
         if kw in ("ENV", "ARG", "LABEL"):
             inst.pairs = _pairs(inst, lines, offsets)
         if kw == "RUN" and not inst.json:

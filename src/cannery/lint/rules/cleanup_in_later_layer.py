@@ -15,22 +15,30 @@ CACHES = (
 )
 
 
+def absolute(path: str, workdir: str) -> str:
+    """A relative path as the instruction's WORKDIR makes it (a `cd` in the step is not
+    followed; basenames are compared too)."""
+    if path.startswith(("/", "~", "$")):
+        return path.rstrip("/")
+    return f"{workdir.rstrip('/')}/{path}".rstrip("/")
+
+
 def _created(inst: Instruction) -> set[str]:
     out: set[str] = set()
     if inst.keyword in ("COPY", "ADD") and len(inst.value) >= 2:
-        out.add(inst.value[-1].rstrip("/"))
+        out.add(absolute(inst.value[-1], inst.workdir))
     if inst.script is None:
         return out
     for c in inst.script.commands:
         f = downloaded_file(c) if c.name in ("wget", "curl") else None
         if f:
-            out.add(f)
+            out.add(absolute(f, inst.workdir))
         if c.name == "git" and c.subcommand() == "clone":
             pos = [w.value for w in c.operands()]
             if len(pos) >= 2:
-                out.add(pos[1].rstrip("/"))
+                out.add(absolute(pos[1], inst.workdir))
             elif pos:
-                out.add(basename(pos[0]).removesuffix(".git"))
+                out.add(absolute(basename(pos[0]).removesuffix(".git"), inst.workdir))
     return out
 
 
@@ -72,7 +80,7 @@ class CleanupInLaterLayer(Rule):
                     for c in inst.script.commands:
                         if c.name == "rm":
                             for w in c.positional():
-                                target = w.value.rstrip("/")
+                                target = absolute(w.value, inst.workdir)
                                 if target in made or basename(target) in made:
                                     line = made.get(target) or made[basename(target)]
                                     yield self.at(facts.path, w.pos, f"{w.value} was created by "

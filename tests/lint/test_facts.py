@@ -1,0 +1,60 @@
+"""The parsed views rules rely on: physical positions, per-stage SHELL, WORKDIR and ARGs."""
+
+from __future__ import annotations
+
+from cannery.lint.config import DEFAULT_SHELLS
+from cannery.lint.facts.dockerfile import parse_dockerfile
+from cannery.lint.facts.workflow import parse_workflow
+
+TEXT = """\
+ARG BASE=ubuntu:22.04
+FROM swr.example.com/ascendhub/cann:8.5.1-910b-ubuntu22.04-py3.11 AS cann
+WORKDIR /opt
+WORKDIR src
+RUN a && \\
+    # a comment Docker drops
+    b --flag "x y" && \\
+    c
+FROM cann AS child
+RUN d
+FROM ${BASE}
+SHELL ["/bin/bash", "-c"]
+RUN <<EOF
+echo one
+echo two
+EOF
+"""
+
+
+def test_positions_shell_workdir() -> None:
+    f = parse_dockerfile("Dockerfile", TEXT, DEFAULT_SHELLS)
+    runs = [i for i in f.instructions if i.keyword == "RUN"]
+    first = runs[0]
+    assert (first.line, first.end_line) == (5, 8)
+    assert first.workdir == "/opt/src" and first.shell_is_bash
+    assert first.script is not None
+    b = next(c for c in first.script.commands if c.name == "b")
+    assert (b.pos.line, b.pos.column) == (7, 5)
+    assert [w.value for w in b.args] == ["--flag", "x y"]
+    assert f.text[b.args[1].start : b.args[1].end] == '"x y"'
+    # a stage built FROM another inherits its shell and workdir
+    assert runs[1].stage is not None and runs[1].stage.parent is not None
+    assert runs[1].shell_is_bash and runs[1].workdir == "/opt/src"
+    # ubuntu's shell is sh until SHELL says otherwise; the heredoc body keeps its lines
+    heredoc = runs[2]
+    assert heredoc.heredoc and heredoc.shell_is_bash
+    assert heredoc.script is not None
+    assert [(c.name, c.pos.line) for c in heredoc.script.commands] == [("echo", 14), ("echo", 15)]
+    assert [p.key for p in f.global_args[0].pairs] == ["BASE"]
+
+
+def test_workflow_run_block_positions() -> None:
+    text = ("on: push\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n"
+            "      - name: x\n        run: |\n          echo one\n"
+            "          curl -fsSLo t https://example.com/t\n")
+    wf = parse_workflow(".github/workflows/x.yml", text)
+    (step,) = wf.jobs[0].steps
+    assert step.run is not None
+    curl = next(c for c in step.run.commands if c.name == "curl")
+    assert (curl.pos.line, curl.pos.column) == (9, 11)
+    assert text[curl.start : curl.start + 4] == "curl"
