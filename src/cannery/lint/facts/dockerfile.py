@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from cannery.lint.facts.shell import Script, parse_script, unquote
+from cannery.lint.facts.shell import Command, Script, line_offsets, parse_script, unquote
 
 INSTRUCTIONS = {
     "ADD", "ARG", "CMD", "COPY", "ENTRYPOINT", "ENV", "EXPOSE", "FROM", "HEALTHCHECK", "LABEL",
@@ -70,6 +71,14 @@ class Stage:
     instructions: list[Instruction] = field(default_factory=list)
     parent: Stage | None = None  # a FROM that names an earlier stage
 
+    @property
+    def root(self) -> Stage:
+        """The stage whose FROM names an image (not another stage)."""
+        stage = self
+        while stage.parent is not None:
+            stage = stage.parent
+        return stage
+
 
 @dataclass(repr=False, eq=False)
 class DockerfileFacts:
@@ -82,19 +91,18 @@ class DockerfileFacts:
     global_args: list[Instruction]
     comments: dict[int, str]  # line → comment text (whole-line comments only)
 
+    def commands(self) -> Iterator[tuple[Instruction, Command]]:
+        """Every simple command of every shell-form RUN, in file order."""
+        for inst in self.instructions:
+            if inst.script is not None:
+                for cmd in inst.script.commands:
+                    yield inst, cmd
+
     def line_text(self, line: int) -> str:
         return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
 
     def offset(self, line: int, column: int = 1) -> int:
         return self.line_offsets[line - 1] + column - 1
-
-
-def _offsets(text: str) -> list[int]:
-    out = [0]
-    for i, ch in enumerate(text):
-        if ch == "\n":
-            out.append(i + 1)
-    return out
 
 
 def _parse(text: str) -> tuple[object, ...]:
@@ -189,7 +197,7 @@ def parse_dockerfile(path: str, text: str, base_shells: dict[str, list[str]]) ->
     except Exception as exc:
         reason = str(exc).splitlines()[0] if str(exc) else "parse error"
         raise ParseFailure(_failure_line(lines), reason) from None
-    offsets = _offsets(text)
+    offsets = line_offsets(text)
     comments = {i + 1: ln.strip() for i, ln in enumerate(lines) if ln.strip().startswith("#")}
     facts = DockerfileFacts(path, text, lines, offsets, [], [], [], comments)
     stage: Stage | None = None

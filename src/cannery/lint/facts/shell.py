@@ -241,11 +241,11 @@ def _normalise(name: str, args: list[Word], env: dict[str, Word]) -> tuple[str, 
     return base, args
 
 
-def parse_script(text: str, first_line: int = 1, line_offsets: list[int] | None = None,
+def parse_script(text: str, first_line: int = 1, starts: list[int] | None = None,
                  col_shift: list[int] | None = None) -> Script:
     """Parse ``text``; positions are reported from ``first_line`` with the given offsets."""
     nlines = text.count("\n") + 1
-    offsets = line_offsets or _offsets(text)
+    offsets = starts or line_offsets(text)
     shift = col_shift or [0] * nlines
     m = _Mapper(text, first_line, offsets, shift)
     tree = _parser().parse(text.encode())
@@ -397,7 +397,8 @@ def parse_script(text: str, first_line: int = 1, line_offsets: list[int] | None 
     return script
 
 
-def _offsets(text: str) -> list[int]:
+def line_offsets(text: str) -> list[int]:
+    """Character offset of the start of each line of ``text``."""
     out = [0]
     for i, ch in enumerate(text):
         if ch == "\n":

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from cannery.lint.facts.dockerfile import ParseFailure
-from cannery.lint.facts.shell import Script, parse_script
+from cannery.lint.facts.shell import Command, Script, line_offsets, parse_script
 
 
 @dataclass(repr=False, eq=False)
@@ -46,6 +47,14 @@ class WorkflowFacts:
     jobs: list[Job]
     env: dict[str, Value]
 
+    def commands(self) -> Iterator[tuple[Job, Step, Command]]:
+        """Every simple command of every `run:` step, in file order."""
+        for job in self.jobs:
+            for step in job.steps:
+                if step.run is not None:
+                    for cmd in step.run.commands:
+                        yield job, step, cmd
+
 
 def _scalar(node: Any) -> str:
     import yaml
@@ -67,14 +76,6 @@ def _mapping(node: Any) -> dict[str, Any]:
 
 def _value(node: Any) -> Value:
     return Value(_scalar(node), node.start_mark.line + 1, node.start_mark.column + 1)
-
-
-def _offsets(text: str) -> list[int]:
-    out = [0]
-    for i, ch in enumerate(text):
-        if ch == "\n":
-            out.append(i + 1)
-    return out
 
 
 def _run_script(node: Any, lines: list[str], offsets: list[int]) -> Script:
@@ -109,7 +110,7 @@ def parse_workflow(path: str, text: str) -> WorkflowFacts:
     except RecursionError:
         raise ParseFailure(1, "YAML nested too deeply") from None
     lines = text.split("\n")
-    offsets = _offsets(text)
+    offsets = line_offsets(text)
     top = _mapping(root)
     wf = WorkflowFacts(path, text, lines, [],
                        {k: _value(v) for k, v in _mapping(top.get("env")).items()})

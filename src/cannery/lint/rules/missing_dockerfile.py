@@ -52,13 +52,9 @@ class MissingDockerfile(Rule):
                 yield self.finding(facts.path, b.file.line, b.file.column,
                                    f"{name} does not exist (relative to {root})",
                                    hint="fix the path")
-        for job in facts.jobs:
-            for step in job.steps:
-                if step.run is None:
-                    continue
-                for cmd in step.run.commands:
-                    if cmd.name in ("docker", "podman", "buildah") and "build" in cmd.argv:
-                        f = cmd.flag_value("-f", "--file")
-                        if f and "$" not in f.value and not _is_file(root / f.value):
-                            yield self.at(facts.path, f.pos, f"{f.value} does not exist "
-                                          f"(relative to {root})", hint="fix the path")
+        for _job, _step, cmd in facts.commands():
+            if cmd.name in ("docker", "podman", "buildah") and "build" in cmd.argv:
+                f = cmd.flag_value("-f", "--file")
+                if f and "$" not in f.value and not _is_file(root / f.value):
+                    yield self.at(facts.path, f.pos, f"{f.value} does not exist (relative to "
+                                  f"{root})", hint="fix the path")

@@ -51,14 +51,10 @@ class MultiPlatformSingleRunner(Rule):
                                    f"({b.job.runs_on or 'unknown'}): all but one run under "
                                    "emulation", hint="one native runner per platform, push by "
                                    "digest, then merge")
-        for job in facts.jobs:
-            for step in job.steps:
-                if step.run is None:
-                    continue
-                for cmd in step.run.commands:
-                    if (cmd.name == "docker" and "buildx" in cmd.argv[:1]) or cmd.name == "buildah":
-                        v = cmd.flag_value("--platform")
-                        if v and len(split_list(v.value)) > 1 and "${{" not in v.value:
-                            yield self.at(facts.path, v.pos, "several platforms built on one "
-                                          "runner: all but one run under emulation",
-                                          hint="one native runner per platform")
+        for _job, _step, cmd in facts.commands():
+            if (cmd.name == "docker" and cmd.argv[:1] == ["buildx"]) or cmd.name == "buildah":
+                v = cmd.flag_value("--platform")
+                if v and len(split_list(v.value)) > 1 and "${{" not in v.value:
+                    yield self.at(facts.path, v.pos, "several platforms built on one runner: "
+                                  "all but one run under emulation",
+                                  hint="one native runner per platform")

@@ -38,18 +38,15 @@ class RcFileEnv(Rule):
     targets = ("dockerfile",)
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
-        for inst in facts.instructions:
-            if inst.script is None:
-                continue
-            for cmd in inst.script.commands:
-                targets = [w for op, w in cmd.redirects if op in (">", ">>")]
-                if cmd.name == "tee":
-                    targets += cmd.positional()
-                for t in targets:
-                    if RC.search(t.value.replace("~", "/root")) and (
-                            "export" in " ".join(cmd.argv) or "source" in " ".join(cmd.argv)
-                            or "set_env" in " ".join(cmd.argv) or "PATH" in " ".join(cmd.argv)
-                            or cmd.name == "tee"):
-                        yield self.at(facts.path, cmd.pos, f"environment written to {t.value}: "
-                                      "only interactive shells read it, not docker run or "
-                                      "later RUN steps", hint="persist it with ENV")
+        for _inst, cmd in facts.commands():
+            targets = [w for op, w in cmd.redirects if op in (">", ">>")]
+            if cmd.name == "tee":
+                targets += cmd.positional()
+            text = " ".join(cmd.argv)
+            env_like = cmd.name == "tee" or any(
+                word in text for word in ("export", "source", "set_env", "PATH"))
+            for t in targets:
+                if env_like and RC.search(t.value.replace("~", "/root")):
+                    yield self.at(facts.path, cmd.pos, f"environment written to {t.value}: "
+                                  "only interactive shells read it, not docker run or later "
+                                  "RUN steps", hint="persist it with ENV")

@@ -40,23 +40,16 @@ class SecretInArgv(Rule):
     targets = ("workflow",)
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
-        for job in facts.jobs:
-            for step in job.steps:
-                if step.run is None:
-                    continue
-                for cmd in step.run.commands:
-                    if cmd.name in BUILTINS:
-                        continue
-                    for w in cmd.args:
-                        if SECRET.search(w.text):
-                            yield self.at(facts.path, w.pos, f"a secret is an argument of "
-                                          f"{cmd.name}: visible to every process on the runner",
-                                          hint="pass it through env: and stdin")
-                            break
-                    else:
-                        if cmd.name in LOGIN and "login" in cmd.argv:
-                            p = cmd.flag_value("-p", "--password")
-                            if p is not None:
-                                yield self.at(facts.path, p.pos, f"{cmd.name} login --password "
-                                              "puts the password in the process list",
-                                              hint="use --password-stdin")
+        for _job, _step, cmd in facts.commands():
+            if cmd.name in BUILTINS:
+                continue
+            secret = next((w for w in cmd.args if SECRET.search(w.text)), None)
+            if secret is not None:
+                yield self.at(facts.path, secret.pos, f"a secret is an argument of {cmd.name}: "
+                              "visible to every process on the runner",
+                              hint="pass it through env: and stdin")
+            elif cmd.name in LOGIN and "login" in cmd.argv:
+                p = cmd.flag_value("-p", "--password")
+                if p is not None:
+                    yield self.at(facts.path, p.pos, f"{cmd.name} login --password puts the "
+                                  "password in the process list", hint="use --password-stdin")

@@ -38,18 +38,15 @@ class SedLinePatch(Rule):
     targets = ("dockerfile",)
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
-        for inst in facts.instructions:
-            if inst.script is None:
+        for _inst, cmd in facts.commands():
+            if cmd.name != "sed" or not any(a.startswith("-i") or a == "--in-place"
+                                            for a in cmd.argv):
                 continue
-            for cmd in inst.script.commands:
-                if cmd.name != "sed" or not any(a.startswith("-i") or a == "--in-place"
-                                                for a in cmd.argv):
-                    continue
-                scripts = [w for w in cmd.args if not w.value.startswith("-")]
-                exprs = [cmd.flag_value("-e", "--expression")]
-                for w in [e for e in exprs if e is not None] + scripts[:1]:
-                    if LINE_ADDRESS.search(w.value):
-                        yield self.at(facts.path, w.pos, f"sed edits by line number "
-                                      f"({w.value!s:.40}): it breaks silently when the file "
-                                      "changes", hint="match the text instead, or apply a patch")
-                        break
+            expr = cmd.flag_value("-e", "--expression")
+            scripts = [w for w in cmd.args if not w.value.startswith("-")]
+            for w in ([expr] if expr is not None else []) + scripts[:1]:
+                if LINE_ADDRESS.search(w.value):
+                    yield self.at(facts.path, w.pos, f"sed edits by line number "
+                                  f"({w.value!s:.40}): it breaks silently when the file "
+                                  "changes", hint="match the text instead, or apply a patch")
+                    break

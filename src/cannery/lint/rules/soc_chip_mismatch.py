@@ -42,9 +42,7 @@ class SocChipMismatch(Rule):
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
         global_soc = [p for i in facts.global_args for p in i.pairs if p.key == "SOC_VERSION"]
         for stage in facts.stages:
-            root = stage
-            while root.parent is not None:
-                root = root.parent
+            root = stage.root
             m = CHIP.search(root.base)
             if not m:
                 continue

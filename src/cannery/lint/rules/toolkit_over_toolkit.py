@@ -41,9 +41,7 @@ class ToolkitOverToolkit(Rule):
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
         for stage in facts.stages:
-            root = stage
-            while root.parent is not None:
-                root = root.parent
+            root = stage.root
             m = BASE_VERSION.search(root.base)
             if not m:
                 continue

@@ -36,22 +36,14 @@ class UnsafeTagDeletion(Rule):
     targets = ("workflow",)
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
-        for job in facts.jobs:
-            for step in job.steps:
-                if step.run is None:
+        for _job, _step, cmd in facts.commands():
+            deleting = (cmd.name in ("skopeo", "crane") and cmd.subcommand() == "delete") or (
+                cmd.name == "oras" and cmd.argv[:2] == ["manifest", "delete"])
+            if not deleting:
+                continue
+            for w in cmd.positional():
+                if w.value in ("manifest", "delete") or "@sha256:" in w.value:
                     continue
-                for cmd in step.run.commands:
-                    argv = cmd.argv
-                    deleting = (cmd.name == "skopeo" and cmd.subcommand() == "delete") or (
-                        cmd.name == "crane" and cmd.subcommand() == "delete") or (
-                        cmd.name == "oras" and argv[:2] == ["manifest", "delete"])
-                    if not deleting:
-                        continue
-                    refs = [w for w in cmd.positional()[1:] if w.value not in ("manifest",
-                                                                               "delete")]
-                    for w in refs:
-                        if "@sha256:" not in w.value:
-                            yield self.at(facts.path, w.pos, f"{cmd.name} deletes the "
-                                          f"manifest {w.value} resolves to, and with it every "
-                                          "other tag on that image",
-                                          hint="delete only the tag (regctl tag delete)")
+                yield self.at(facts.path, w.pos, f"{cmd.name} deletes the manifest {w.value} "
+                              "resolves to, and with it every other tag on that image",
+                              hint="delete only the tag (regctl tag delete)")
