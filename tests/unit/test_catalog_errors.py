@@ -95,6 +95,15 @@ CASES = [
         "cyclic extends",
     ),
     (
+        "layout-vs-env",
+        lambda t: t.replace(
+            'version = "8.5.2"\nenv = "cann"',
+            'version = "8.5.2"\nlayout = "ascend-toolkit"\nenv = "cann"',
+        ),
+        "ASCEND_TOOLKIT_HOME = ",
+        "layout 'ascend-toolkit' installs to /usr/local/Ascend/ascend-toolkit/latest",
+    ),
+    (
         "empty-platforms",
         lambda t: t.replace('platforms = ["linux/amd64", "linux/arm64"]', "platforms = []"),
         "platforms = []",

@@ -29,6 +29,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 EMBEDDED = "<embedded>/default.toml"
+# Where each install layout puts the toolkit (ASCEND.md): CANN ≥ 8.5 and ≤ 8.3.
+LAYOUT_HOME = {"cann": "/usr/local/Ascend/cann-{version}",
+               "ascend-toolkit": "/usr/local/Ascend/ascend-toolkit/latest"}
 
 
 @dataclass(frozen=True)
@@ -257,6 +260,12 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
     if cat.catalog.registry and cat.catalog.registry not in cat.registries:
         col.error(("catalog", "registry"), f"unknown registry {cat.catalog.registry!r}")
     for tname, tk in cat.toolkits.items():
+        home = cat.envs.get(tk.env, {}).get("ASCEND_TOOLKIT_HOME")
+        want = LAYOUT_HOME[tk.layout].replace("{version}", tk.version)
+        if isinstance(home, str) and home.replace("{version}", tk.version) != want:
+            col.error(("envs", tk.env, "ASCEND_TOOLKIT_HOME"),
+                      f"{home!r} does not match toolkit {tname!r} (layout {tk.layout!r} installs "
+                      f"to {want})")
         if tk.env not in cat.envs:
             col.error(
                 ("toolkits", tname, "env"),
