@@ -270,3 +270,51 @@ def test_rendered_installer_step_fails_closed_on_checksum_mismatch(  # type: ign
         text=True,
     )
     assert unknown.returncode == 1 and "TARGETARCH=s390x" in unknown.stderr
+
+
+@pytest.mark.parametrize("needs_login", [False, True], ids=["anonymous-token", "login-token"])
+def test_bearer_token_auth(  # type: ignore[no-untyped-def]
+    needs_login: bool, tmp_path: Path, cli, https_files, git_repo, test_ca, monkeypatch
+) -> None:
+    """A registry behind a token service (Bearer auth, as Docker Hub and quay.io do): lock
+    follows the 401 challenge to the realm, with the scope the registry asked for, and
+    presents Docker-config credentials to the token service only."""
+    from tests.services.token import TokenServer
+
+    storage = tmp_path / "registry"
+    storage.mkdir()
+    open_reg = LocalRegistry(storage)  # push without auth, then serve the same storage
+    digest = push_image(open_reg.url, "ascendhub/cann", "8.5.1-910b-ubuntu22.04-py3.11")
+    open_reg.stop()
+    creds = ("puller", "t0ken-Passw0rd") if needs_login else None
+    tokens = TokenServer(tmp_path / "token", credentials=creds)
+    reg = LocalRegistry(storage, auth=tokens.registry_auth())
+    try:
+        server, www = https_files
+        for arch in ("x86_64", "aarch64"):
+            (www / f"Ascend-cann-toolkit_8.5.2_linux-{arch}.run").write_text("#!/bin/sh\n")
+        base_image = f"{reg.host}/ascendhub/cann:8.5.1-910b-ubuntu22.04-py3.11"
+        catalog = tmp_path / "catalog.toml"
+        catalog.write_text(minimal(registry=reg.host, base_image=base_image, files=server.url,
+                                   git=f"file://{git_repo}"))
+        cfg = tmp_path / "docker"
+        cfg.mkdir()
+        monkeypatch.setenv("DOCKER_CONFIG", str(cfg))
+        if needs_login:
+            res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+            assert res.code == 2 and "token service refused (401)" in res.err
+            token = base64.b64encode(":".join(creds).encode()).decode()  # type: ignore[arg-type]
+            (cfg / "config.json").write_text(json.dumps({"auths": {reg.host: {"auth": token}}}))
+        res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+        assert res.code == 0, res.err
+        assert read_lock(tmp_path / "cannery.lock").bases[base_image].digest == digest
+        last = tokens.requests[-1]
+        assert last["service"] == "cannery-test"
+        assert last["scope"] == "repository:ascendhub/cann:pull"
+        assert last["authorization"] == ("Basic" if needs_login else "")
+        if creds:
+            for text in (res.out, res.err):
+                assert creds[1] not in text
+    finally:
+        reg.stop()
+        tokens.stop()

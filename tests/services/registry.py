@@ -25,7 +25,11 @@ def free_port() -> int:
 
 class LocalRegistry:
     def __init__(
-        self, root: Path, tls: tuple[Path, Path] | None = None, htpasswd: Path | None = None
+        self,
+        root: Path,
+        tls: tuple[Path, Path] | None = None,
+        htpasswd: Path | None = None,
+        auth: str = "",
     ) -> None:
         binary = shutil.which("docker-registry")
         if binary is None:
@@ -37,7 +41,7 @@ class LocalRegistry:
         tls_cfg = ""
         if tls:
             tls_cfg = f"\n  tls:\n    certificate: {tls[0]}\n    key: {tls[1]}"
-        auth_cfg = ""
+        auth_cfg = auth  # a ready `auth:` section (token service)
         if htpasswd:
             auth_cfg = f"auth:\n  htpasswd:\n    realm: cannery-test\n    path: {htpasswd}\n"
         config = root / "config.yml"
