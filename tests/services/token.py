@@ -39,10 +39,10 @@ class TokenServer:
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: object) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query))
                 auth = self.headers.get("Authorization", "")
                 server.requests.append({**query, "authorization": auth.split(" ")[0]})
