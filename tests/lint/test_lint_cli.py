@@ -251,10 +251,16 @@ def test_unknown_config_key_is_an_error(tmp_path: Path, cli, monkeypatch) -> Non
 
 
 def test_config_schema_accepts_the_defaults(tmp_path: Path) -> None:
-    from cannery.lint.config import DEFAULT_IMPLICIT_ARGS, DEFAULT_SHELLS, schema
+    from cannery.lint.config import (
+        DEFAULT_BASE_ENV,
+        DEFAULT_IMPLICIT_ARGS,
+        DEFAULT_SHELLS,
+        schema,
+    )
 
     defaults = {"select": [r.name for r in RULES], "ignore": [], "severity": {},
-                "base-image-shells": DEFAULT_SHELLS, "implicit-args": list(DEFAULT_IMPLICIT_ARGS),
+                "base-image-shells": DEFAULT_SHELLS, "base-image-env": DEFAULT_BASE_ENV,
+                "implicit-args": list(DEFAULT_IMPLICIT_ARGS),
                 "trusted-registries": [], "fail-on": "warning"}
     (tmp_path / "schema.json").write_text(json.dumps(schema()))
     (tmp_path / "defaults.json").write_text(json.dumps(defaults))

@@ -17,6 +17,12 @@ DEFAULT_SHELLS: dict[str, list[str]] = {
     "*/cann:*": ["/bin/bash", "-c"],
     "quay.io/ascend/*": ["/bin/bash", "-c"],
 }
+# Variables a base image already sets (so `X=/new:$X` cannot leave an empty element there).
+# Ascend's CANN images persist what set_env.sh exports.
+_CANN_BASE_ENV = ["ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH",
+                  "ASCEND_AICPU_PATH", "TOOLCHAIN_HOME", "LD_LIBRARY_PATH", "PYTHONPATH", "PATH"]
+DEFAULT_BASE_ENV: dict[str, list[str]] = {pattern: list(_CANN_BASE_ENV)
+                                          for pattern in DEFAULT_SHELLS}
 # ARGs that builds read from the environment without a `$` in the Dockerfile.
 DEFAULT_IMPLICIT_ARGS = (
     "SOC_VERSION", "TARGETARCH", "TARGETPLATFORM", "TARGETOS", "TARGETVARIANT",
@@ -26,8 +32,8 @@ DEFAULT_IMPLICIT_ARGS = (
     "https_proxy", "ftp_proxy", "no_proxy", "all_proxy", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
     "DEBIAN_FRONTEND", "BUILDKIT_INLINE_CACHE", "SOURCE_DATE_EPOCH",
 )
-KEYS = ("select", "ignore", "severity", "base-image-shells", "implicit-args",
-        "trusted-registries", "fail-on")
+KEYS = ("select", "ignore", "severity", "base-image-shells", "base-image-env",
+        "implicit-args", "trusted-registries", "fail-on")
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -36,6 +42,7 @@ class LintConfig:
     ignore: tuple[str, ...] = ()
     severity: dict[str, Severity] = field(default_factory=dict)
     base_image_shells: dict[str, list[str]] = field(default_factory=lambda: dict(DEFAULT_SHELLS))
+    base_image_env: dict[str, list[str]] = field(default_factory=lambda: dict(DEFAULT_BASE_ENV))
     implicit_args: frozenset[str] = frozenset(DEFAULT_IMPLICIT_ARGS)
     trusted_registries: tuple[str, ...] = ()
     fail_on: Severity = Severity.WARNING
@@ -92,6 +99,13 @@ def apply_table(cfg: LintConfig, table: dict[str, Any], where: str) -> LintConfi
         # the project's patterns are tried before the defaults
         changes["base_image_shells"] = {
             **merged, **{k: v for k, v in cfg.base_image_shells.items() if k not in merged}}
+    if "base-image-env" in table:
+        env = table["base-image-env"]
+        if not isinstance(env, dict) or not all(isinstance(v, list) for v in env.values()):
+            raise InputError(f"{where}: base-image-env: expected pattern = [\"VAR\", …]")
+        changes["base_image_env"] = {
+            **{k: list(map(str, v)) for k, v in env.items()},
+            **{k: v for k, v in cfg.base_image_env.items() if k not in env}}
     if "implicit-args" in table:
         args = table["implicit-args"]
         if not isinstance(args, list):
@@ -170,6 +184,8 @@ def schema() -> dict[str, Any]:
             "ignore": {"type": "array", "items": rule},
             "severity": {"type": "object", "propertyNames": rule, "additionalProperties": level},
             "base-image-shells": {"type": "object", "additionalProperties": {
+                "type": "array", "items": {"type": "string"}}},
+            "base-image-env": {"type": "object", "additionalProperties": {
                 "type": "array", "items": {"type": "string"}}},
             "implicit-args": {"type": "array", "items": {"type": "string"}},
             "trusted-registries": {"type": "array", "items": {"type": "string"}},

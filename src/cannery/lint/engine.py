@@ -82,6 +82,7 @@ class Engine:
         return LintContext(
             implicit_args=self.config.implicit_args,
             trusted_registries=self.config.trusted_registries,
+            base_env=self.config.base_image_env,
             root=str(repo_root(path)) if kind == "workflow" else str(path.parent),
         )
 

@@ -16,6 +16,17 @@ class LintContext:
     implicit_args: frozenset[str]
     trusted_registries: tuple[str, ...]
     root: str = "."  # repository root, for paths a workflow names
+    base_env: dict[str, list[str]] = field(default_factory=dict)  # image pattern → vars set
+
+    def env_of_base(self, image: str) -> set[str]:
+        """Variables the base image ``image`` is known to set."""
+        import fnmatch
+
+        out: set[str] = set()
+        for pattern, names in self.base_env.items():
+            if fnmatch.fnmatch(image, pattern):
+                out.update(names)
+        return out
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -374,14 +374,12 @@ def parse_script(text: str, first_line: int = 1, starts: list[int] | None = None
                 "case", value.text.decode() if value is not None else "", default, m.pos(node),
                 labels))
             return
-        conds = node.children_by_field_name("condition")
-        subject = " ".join(c.text.decode() for c in conds)
+        subject = _condition(node)
         labels = []
         default = False
         for child in node.named_children:
             if child.type == "elif_clause":
-                subject += " " + " ".join(
-                    c.text.decode() for c in child.children_by_field_name("condition"))
+                subject += " " + _condition(child)
             elif child.type == "else_clause":
                 default = True
         labels = re.findall(r"[\"']?(x86_64|aarch64|amd64|arm64|ppc64le|s390x)[\"']?", subject)
@@ -395,6 +393,16 @@ def parse_script(text: str, first_line: int = 1, starts: list[int] | None = None
     for a in script.assignments:
         a.index = sum(1 for c in script.commands if c.start < a.start)
     return script
+
+
+def _condition(node: Any) -> str:
+    """The text between `if`/`elif` and `then` (field names differ across grammar versions)."""
+    parts = []
+    for child in node.children[1:]:
+        if child.type == "then":
+            break
+        parts.append(child.text.decode(errors="replace"))
+    return " ".join(parts)
 
 
 def line_offsets(text: str) -> list[int]:

@@ -103,7 +103,8 @@ def builds_from_source(cmd: Command) -> bool:
         return True
     if cmd.name == "pip" and cmd.subcommand() in ("install", "wheel"):
         argv = cmd.argv
-        if "-e" in argv or "--editable" in argv or "--no-build-isolation" in argv:
+        if any(a.startswith(("-e", "--editable")) for a in argv) or (
+                "--no-build-isolation" in argv):
             return True
         for a in argv[1:]:
             if a.startswith(("git+", "./", "../", "/")) or a == ".":

@@ -47,11 +47,13 @@ class ArchDispatchNoFallback(Rule):
             for b in inst.script.branches:
                 if b.has_default:
                     continue
+                # a dispatch names two architectures or more; `if x86_64 then extra` is not one
+                names = set(ARCH_NAMES.findall(" ".join(b.labels) + " " + b.subject))
                 if b.kind == "case":
-                    arch = bool(ARCH_SUBJECT.search(b.subject)) or any(
-                        ARCH_NAMES.search(label) for label in b.labels)
+                    arch = len(names) >= 2 or (bool(ARCH_SUBJECT.search(b.subject))
+                                               and len(b.labels) >= 2)
                 else:
-                    arch = bool(ARCH_SUBJECT.search(b.subject) and ARCH_NAMES.search(b.subject))
+                    arch = bool(ARCH_SUBJECT.search(b.subject)) and len(names) >= 2
                 if arch:
                     what = "case" if b.kind == "case" else "if/elif"
                     yield self.at(facts.path, b.pos, f"{what} on the architecture has no "

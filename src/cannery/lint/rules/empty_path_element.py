@@ -52,6 +52,8 @@ class EmptyPathElement(Rule):
     """## What it does
     Finds search-path variables (`PATH`, `LD_LIBRARY_PATH`, `PYTHONPATH`, …) written as
     `X=/new:$X` where `X` may be unset, or with a literal leading, trailing or doubled `:`.
+    A variable is known to be set when an earlier `ENV` sets it or the base image does
+    (`base-image-env`; CANN bases persist what `set_env.sh` exports).
 
     ## Why is this bad?
     An empty element means "the current directory": `python` then imports from wherever the
@@ -76,7 +78,8 @@ class EmptyPathElement(Rule):
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
         for stage in facts.stages:
-            set_before: set[str] = {"PATH"}  # every base image has PATH
+            # every base image has PATH; CANN bases also persist set_env.sh (configurable)
+            set_before: set[str] = {"PATH"} | ctx.env_of_base(stage.root.base)
             for inst in stage.instructions:
                 if inst.keyword == "ENV":
                     for pr in inst.pairs:

@@ -48,7 +48,10 @@ class FullCloneForOneCommit(Rule):
                 if any(a.startswith(("--depth", "--shallow", "--filter", "--single-branch"))
                        for a in cmd.argv) or "--mirror" in cmd.argv or "--bare" in cmd.argv:
                     continue
-                later = [c for c in cmds[i + 1 :] if c.name == "git"]
+                rest = cmds[i + 1 :]
+                nxt = next((j for j, c in enumerate(rest) if c.name == "git"
+                            and c.subcommand() == "clone"), len(rest))
+                later = [c for c in rest[:nxt] if c.name == "git"]  # up to the next clone
                 if any(c.subcommand() in HISTORY for c in later):
                     continue
                 checkout = next((c for c in later if c.subcommand() in ("checkout", "reset")),

@@ -73,8 +73,17 @@ class UnpinnedGitRef(Rule):
                         )
                         if pinned or short_later:  # a short SHA is reported where it stands
                             continue
+                        moved = next((w for c in later[:nxt] if c.name == "git"
+                                      and c.subcommand() in ("checkout", "switch")
+                                      for w in c.operands()[:1] if not w.value.startswith("-")),
+                                     None)
                         branch = cmd.flag_value("-b", "--branch")
-                        if branch is None:
+                        if moved is not None:  # cloned, then switched to a branch or tag
+                            ref = val(moved.value)
+                            yield self.at(p, moved.pos, f"git checkout {ref}: a branch or tag "
+                                          "can move; pin a full commit",
+                                          hint="git checkout <40-hex commit>")
+                        elif branch is None:
                             yield self.at(p, cmd.pos, "git clone of the default branch: it "
                                           "moves with every push", hint="fetch a full commit")
                         else:
