@@ -74,8 +74,17 @@ def _mapping(node: Any) -> dict[str, Any]:
     return {str(k.value): v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
 
 
-def _value(node: Any) -> Value:
-    return Value(_scalar(node), node.start_mark.line + 1, node.start_mark.column + 1)
+def _value(node: Any, lines: list[str] | None = None) -> Value:
+    line, col = node.start_mark.line + 1, node.start_mark.column + 1
+    if getattr(node, "style", None) in ("|", ">") and lines is not None:
+        # a block scalar: point at its first line of content, not at the `|`
+        first = node.start_mark.line + 1
+        while first < node.end_mark.line and first < len(lines) and not lines[first].strip():
+            first += 1
+        if first < len(lines) and lines[first].strip():
+            text = lines[first]
+            line, col = first + 1, len(text) - len(text.lstrip()) + 1
+    return Value(_scalar(node), line, col)
 
 
 def _run_script(node: Any, lines: list[str], offsets: list[int]) -> Script:
@@ -140,8 +149,8 @@ def parse_workflow(path: str, text: str) -> WorkflowFacts:
             job.steps.append(Step(
                 i, step_node.start_mark.line + 1, _scalar(sm.get("name")) if "name" in sm else "",
                 _scalar(sm["uses"]) if "uses" in sm else "",
-                {k: _value(v) for k, v in _mapping(sm.get("with")).items()},
-                {k: _value(v) for k, v in _mapping(sm.get("env")).items()},
+                {k: _value(v, lines) for k, v in _mapping(sm.get("with")).items()},
+                {k: _value(v, lines) for k, v in _mapping(sm.get("env")).items()},
                 script, _value(run_node) if run_node is not None else None,
             ))
         wf.jobs.append(job)
