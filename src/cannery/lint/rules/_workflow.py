@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from cannery.lint.facts.workflow import Job, Step, Value, WorkflowFacts
@@ -29,6 +30,17 @@ def builds(wf: WorkflowFacts) -> list[Build]:
                 out.append(Build(job, step, w.get("file"), w.get("platforms"), w.get("tags"),
                                  w.get("outputs"), w.get("cache-from"), w.get("cache-to")))
     return out
+
+
+def dockerfiles(wf: WorkflowFacts) -> Iterator[tuple[Build, Value, str]]:
+    """Each build step that names a Dockerfile: (build, its `file:` value, the path with
+    `${{ env.X }}` filled in). Paths that still hold an expression are skipped."""
+    for b in builds(wf):
+        if b.file is None:
+            continue
+        name = expand_env(b.file.text, wf, b.job, b.step)
+        if "${{" not in name:
+            yield b, b.file, name
 
 
 def split_list(text: str) -> list[str]:

@@ -6,7 +6,7 @@ from pathlib import Path
 from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
-from cannery.lint.rules._workflow import builds, expand_env
+from cannery.lint.rules._workflow import dockerfiles
 
 
 def _is_file(path: Path) -> bool:
@@ -42,14 +42,9 @@ class MissingDockerfile(Rule):
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
         root = Path(ctx.root)
-        for b in builds(facts):
-            if b.file is None:
-                continue
-            name = expand_env(b.file.text, facts, b.job, b.step)
-            if "${{" in name:
-                continue
+        for _b, file, name in dockerfiles(facts):
             if not _is_file(root / name):
-                yield self.finding(facts.path, b.file.line, b.file.column,
+                yield self.finding(facts.path, file.line, file.column,
                                    f"{name} does not exist (relative to {root})",
                                    hint="fix the path")
         for _job, _step, cmd in facts.commands():

@@ -7,7 +7,7 @@ from pathlib import Path
 from cannery.lint.facts.workflow import Value, WorkflowFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
-from cannery.lint.rules._workflow import builds, expand_env, split_list
+from cannery.lint.rules._workflow import dockerfiles, expand_env, split_list
 
 VERSION = re.compile(r"(?<![\d.])(\d+\.\d+\.(?:\d+|rc\d+|RC\d+))(?![\d.])")
 CHIP = re.compile(r"-(910b|a3|310p|950)-", re.I)
@@ -60,10 +60,8 @@ class TagVersionMismatch(Rule):
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
         root = Path(ctx.root)
-        for b in builds(facts):
-            if b.file is None:
-                continue
-            path = root / expand_env(b.file.text, facts, b.job, b.step)
+        for b, file, name in dockerfiles(facts):
+            path = root / name
             try:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
@@ -86,12 +84,12 @@ class TagVersionMismatch(Rule):
                     tv = VERSION.search(name)
                     if tv and version and tv.group(1).lower() != version:
                         yield self.finding(facts.path, tag.line, tag.column,
-                                           f"tag says CANN {tv.group(1)} but {b.file.text} "
+                                           f"tag says CANN {tv.group(1)} but {file.text} "
                                            f"builds CANN {version}",
                                            hint="derive the tag from the Dockerfile's inputs")
                     tc = CHIP.search(f"-{name}-")
                     if tc and chip and tc.group(1).lower() != chip:
                         yield self.finding(facts.path, tag.line, tag.column,
-                                           f"tag says chip {tc.group(1)} but {b.file.text} "
+                                           f"tag says chip {tc.group(1)} but {file.text} "
                                            f"starts from a {chip} base",
                                            hint="derive the tag from the Dockerfile's inputs")
