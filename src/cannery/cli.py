@@ -4,6 +4,7 @@ unless --debug."""
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -142,6 +143,17 @@ def schema() -> None:
     raise typer.Exit(schema_cmd())
 
 
+def _annotation(line: str) -> str:
+    """A GitHub Actions ::error line, located when the message starts with file:line."""
+    import re
+
+    m = re.match(r"^(?P<file>[^:\s]+):(?P<line>\d+)(?::\d+)?: (?P<msg>.*)$", line)
+    text = (m.group("msg") if m else line).replace("%", "%25").replace("\n", "%0A")
+    if m:
+        return f"::error file={m.group('file')},line={m.group('line')}::{text}"
+    return f"::error::{text}"
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         rc = app(args=argv, standalone_mode=False)
@@ -150,9 +162,12 @@ def main(argv: list[str] | None = None) -> None:
             raise
         from cannery.commands.common import err
 
+        in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
         for line in exc.message.splitlines():
             prefix = "error: " if not line.startswith(("warning", " ")) else ""
             err.print(f"cannery: {prefix}{line}", markup=False)
+            if in_actions:
+                print(_annotation(line), file=sys.stderr)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -84,3 +84,12 @@ def test_version(cli) -> None:  # type: ignore[no-untyped-def]
 
 def test_usage_error_exits_2(cli) -> None:  # type: ignore[no-untyped-def]
     assert cli("plan", "--no-such-flag").code == 2
+
+
+def test_errors_become_github_annotations_in_actions(tmp_path: Path, cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    path = tmp_path / "c.toml"
+    path.write_text(minimal().replace('base = "b910"', 'base = "nope"', 1))
+    res = cli("catalog", "validate", str(path))
+    assert res.code == 2
+    assert f"::error file={path},line=" in res.err and "unknown base 'nope'" in res.err
