@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -48,6 +47,3 @@ def select(loaded: LoadedCatalog, names: list[str] | None) -> list[str]:
         raise InputError(f"unknown image {', '.join(unknown)} (known: {', '.join(known)})")
     return names
 
-
-def is_tty() -> bool:
-    return sys.stdout.isatty()

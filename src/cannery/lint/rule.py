@@ -27,7 +27,6 @@ class LintContext:
             if fnmatch.fnmatch(image, pattern):
                 out.update(names)
         return out
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def soc_families(self) -> dict[str, str]:

@@ -7,7 +7,6 @@ the same way), so every node's row/column maps straight back to the file.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -15,7 +14,6 @@ from typing import Any
 # Global options that take a separate value, per tool (so `git -C dir clone` is a clone).
 GLOBAL_OPTS = {"git": ("-C", "-c", "--git-dir", "--work-tree", "--namespace"),
                "pip": ("--log", "--proxy", "--cache-dir")}
-QUOTES = re.compile(r"""^(['"])(.*)\1$""", re.S)
 
 
 @lru_cache(maxsize=1)
@@ -150,9 +148,6 @@ class Script:
     expansions: list[tuple[str, Pos]]  # variables read: $X, ${X}, ${X:-…}
     has_error: bool
     root: Any = field(repr=False, default=None)
-
-    def after(self, index: int) -> list[Command]:
-        return [c for c in self.commands if c.index > index]
 
 
 class _Mapper:
@@ -412,8 +407,3 @@ def line_offsets(text: str) -> list[int]:
         if ch == "\n":
             out.append(i + 1)
     return out
-
-
-def iter_words(script: Script) -> Iterator[Word]:
-    for c in script.commands:
-        yield from c.args

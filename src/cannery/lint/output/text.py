@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from cannery.lint.model import Finding, Severity
 
 COLOURS = {Severity.INFO: "36", Severity.WARNING: "33", Severity.ERROR: "31",
@@ -42,8 +40,7 @@ def render(findings: list[Finding], sources: dict[str, str], colour: bool) -> st
     return "\n".join(out)
 
 
-def summary(findings: list[Finding], files: int, colour: bool = False,
-            paint: Callable[[str, str], str] | None = None) -> str:
+def summary(findings: list[Finding], files: int) -> str:
     if not findings:
         return f"{files} file(s) checked: no findings"
     counts: dict[Severity, int] = {}

@@ -9,8 +9,6 @@ from cannery.lint.facts.shell import Command, Word
 CHECKSUM_TOOLS = {"sha256sum", "sha512sum", "sha384sum", "sha224sum", "sha1sum", "shasum",
                   "b2sum", "cksum"}
 SIGNATURE_TOOLS = {"gpg", "gpg2", "gpgv", "cosign", "minisign", "signify", "slsa-verifier"}
-CLEANUP = {"rm", "apt-get", "apt", "yum", "dnf", "conda", "pip", "echo", "true", ":", "cd",
-           "ls", "printf", "pip3", "df", "du", "sync"}
 
 
 def basename(path: str) -> str:

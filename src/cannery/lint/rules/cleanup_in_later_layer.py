@@ -75,7 +75,6 @@ class CleanupInLaterLayer(Rule):
             made: dict[str, int] = {}
             for inst in stage.instructions:
                 if inst.script is not None:
-                    names = {c.name for c in inst.script.commands}
                     subs = {(c.name, c.subcommand()) for c in inst.script.commands}
                     for c in inst.script.commands:
                         if c.name == "rm":
@@ -103,7 +102,6 @@ class CleanupInLaterLayer(Rule):
                             yield self.at(facts.path, c.pos, "pip cache purge in a step that "
                                           "installed nothing: the earlier layer keeps its cache",
                                           hint="use pip install --no-cache-dir")
-                    del names
                 for path in _created(inst):
                     made.setdefault(path, inst.line)
                     made.setdefault(basename(path), inst.line)
