@@ -64,28 +64,38 @@ def plan_cmd(
             header_style="bold",
         )
         table.add_column("input", no_wrap=True)
-        table.add_column("value", overflow="fold")
-        table.add_column("locked")
-        table.add_row("base", spec.base_image, spec.base_digest[:19] if spec.base_digest else "no")
+        table.add_column("source", overflow="fold")
+        table.add_column("ref", overflow="fold")
+        table.add_column("pinned to", no_wrap=True)
+        image, _, tag = spec.base_image.rpartition(":")
+        table.add_row("base", image, tag, _short(spec.base_digest) or "UNLOCKED")
         tk = spec.toolkit
-        tk_locked = all(d.sha256 for d in tk.downloads)
-        table.add_row(
-            "toolkit",
-            f"CANN {tk.version}" + ("" if tk.install else " (in base)"),
-            "yes" if tk_locked else "no",
-        )
-        table.add_row("soc", f"{spec.soc} ({spec.family}, chip {spec.chip})", "")
-        table.add_row("platforms", ", ".join(spec.platforms), "")
+        if tk.install:
+            locked = all(d.sha256 for d in tk.downloads)
+            pinned = f"sha256 ×{len(tk.downloads)}" if locked else "UNLOCKED"
+            table.add_row("toolkit", f"CANN installers ({len(tk.downloads)})", tk.version, pinned)
+        else:
+            table.add_row("toolkit", "in the base image", tk.version, "")
+        table.add_row("soc", f"{spec.family}, chip {spec.chip}", spec.soc, "")
+        table.add_row("platforms", ", ".join(spec.platforms), "", "")
         for c in spec.components:
-            value = c.label_version
+            name = c.name + (f" (jobs≤{c.jobs_limit})" if c.jobs_limit else "")
             if c.git:
-                value = f"{c.git.url} {c.git.ref}"
-            limit = f" (jobs≤{c.jobs_limit})" if c.jobs_limit else ""
-            locked = "yes"
-            if c.git and not c.git.commit:
-                locked = "no"
-            elif c.git and c.git.commit and c.git.commit != c.git.ref:
-                locked = c.git.commit[:12]
-            table.add_row(c.name + limit, value, locked)
+                source = c.git.url.removeprefix("https://").removesuffix(".git")
+                ref = c.version or ("(commit)" if c.git.ref == c.git.commit else c.git.ref)
+                pin = _short(c.git.commit) or "UNLOCKED"
+            elif c.pip:
+                source, ref, pin = "pip", " ".join(c.pip), ""
+            else:
+                source, ref = "wheel", c.version or ""
+                pin = "sha256" if all(w.sha256 for w in c.wheels) else "UNLOCKED"
+            table.add_row(name, source, ref, pin)
         out.print(table)
     return 0
+
+
+def _short(digest: str | None) -> str:
+    """A digest or commit, shortened for a table (full values are in --json)."""
+    if not digest:
+        return ""
+    return digest[:19] if digest.startswith("sha256:") else digest[:12]
