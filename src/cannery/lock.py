@@ -11,6 +11,7 @@ import datetime as dt
 import hashlib
 import os
 import re
+import ssl
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -217,16 +218,12 @@ def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
     raise LockError(f"{url}: no tag or branch named {ref!r}")
 
 
-def resolve_url(url: str, verify: object, timeout: float = 60.0) -> tuple[str, int]:
+def resolve_url(url: str, verify: ssl.SSLContext, timeout: float = 60.0) -> tuple[str, int]:
     """Stream ``url`` over verified TLS and return (sha256 hex, size)."""
-    import ssl
-
     import httpx
 
     from cannery.errors import NetworkError
-    from cannery.registry import _reason
-
-    assert isinstance(verify, ssl.SSLContext)
+    from cannery.registry import http_reason
     digest = hashlib.sha256()
     size = 0
     try:
@@ -239,5 +236,5 @@ def resolve_url(url: str, verify: object, timeout: float = 60.0) -> tuple[str, i
                 digest.update(chunk)
                 size += len(chunk)
     except httpx.HTTPError as exc:
-        raise NetworkError(f"{url}: download failed: {_reason(exc)}") from None
+        raise NetworkError(f"{url}: download failed: {http_reason(exc)}") from None
     return digest.hexdigest(), size

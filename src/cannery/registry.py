@@ -97,7 +97,7 @@ class RegistryClient:
                     resp = self._client.get(url, headers={**headers, "Authorization": auth})
             return resp
         except httpx.HTTPError as exc:
-            err = NetworkError(f"{ref.host}: registry unreachable: {_reason(exc)}")
+            err = NetworkError(f"{ref.host}: registry unreachable: {http_reason(exc)}")
             err.plain_http = "WRONG_VERSION_NUMBER" in str(exc) or "record layer" in str(exc)
             raise err from None
 
@@ -119,7 +119,8 @@ class RegistryClient:
                 params["realm"], params=query, auth=httpx.BasicAuth(*creds) if creds else None
             )
         except httpx.HTTPError as exc:
-            raise NetworkError(f"{ref.host}: token service unreachable: {_reason(exc)}") from None
+            reason = http_reason(exc)
+            raise NetworkError(f"{ref.host}: token service unreachable: {reason}") from None
         if resp.status_code != 200:
             raise NetworkError(f"{ref.host}: token service refused ({resp.status_code})")
         body = resp.json()
@@ -160,7 +161,7 @@ class RegistryClient:
         return computed
 
 
-def _reason(exc: Exception) -> str:
+def http_reason(exc: Exception) -> str:
     text = str(exc) or type(exc).__name__
     if "CERTIFICATE_VERIFY_FAILED" in text:
         return "TLS certificate not trusted (give its CA with --ca-cert or CANNERY_CA_CERT)"

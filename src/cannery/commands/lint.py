@@ -81,15 +81,15 @@ def run(argv: list[str]) -> int:
 
     from dataclasses import replace
 
-    from cannery.lint.config import _rule_list, load_config
+    from cannery.lint.config import load_config, rule_list
     from cannery.lint.engine import Engine, discover, read
     from cannery.lint.model import Severity
 
     cfg = load_config(Path.cwd(), args.config)
     if args.select:
-        cfg = replace(cfg, select=_rule_list(args.select.split(","), "--select"))
+        cfg = replace(cfg, select=rule_list(args.select.split(","), "--select"))
     if args.ignore:
-        cfg = replace(cfg, ignore=cfg.ignore + _rule_list(args.ignore.split(","), "--ignore"))
+        cfg = replace(cfg, ignore=cfg.ignore + rule_list(args.ignore.split(","), "--ignore"))
     explicit_fail = args.fail_on is not None
     if explicit_fail:
         try:

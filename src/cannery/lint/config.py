@@ -49,7 +49,7 @@ class LintConfig:
     source: str = "defaults"
 
 
-def _rule_list(value: Any, where: str) -> tuple[str, ...]:
+def rule_list(value: Any, where: str) -> tuple[str, ...]:
     from cannery.lint.registry import Registry
 
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -75,15 +75,15 @@ def apply_table(cfg: LintConfig, table: dict[str, Any], where: str) -> LintConfi
                                 f" (known: {', '.join(KEYS)})"))
     changes: dict[str, Any] = {}
     if "select" in table:
-        changes["select"] = _rule_list(table["select"], f"{where}: select")
+        changes["select"] = rule_list(table["select"], f"{where}: select")
     if "ignore" in table:
-        changes["ignore"] = cfg.ignore + _rule_list(table["ignore"], f"{where}: ignore")
+        changes["ignore"] = cfg.ignore + rule_list(table["ignore"], f"{where}: ignore")
     if "severity" in table:
         sev = dict(cfg.severity)
         if not isinstance(table["severity"], dict):
             raise InputError(f"{where}: severity: expected a table of rule = level")
         for name, level in table["severity"].items():
-            (rule,) = _rule_list([name], f"{where}: severity")
+            (rule,) = rule_list([name], f"{where}: severity")
             try:
                 sev[rule] = Severity.parse(str(level))
             except ValueError as exc:

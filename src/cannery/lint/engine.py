@@ -10,11 +10,12 @@ from pathlib import Path
 from cannery.errors import InputError
 from cannery.lint import suppress
 from cannery.lint.config import LintConfig
-from cannery.lint.facts.dockerfile import ParseFailure, parse_dockerfile
+from cannery.lint.facts import ParseFailure
+from cannery.lint.facts.dockerfile import parse_dockerfile
 from cannery.lint.facts.workflow import parse_workflow
 from cannery.lint.fixes import apply_fixes
 from cannery.lint.model import Finding, Severity, Span
-from cannery.lint.registry import RULES, Registry
+from cannery.lint.registry import RULES
 from cannery.lint.rule import LintContext, Rule
 
 DOCKERFILE_NAMES = ("Dockerfile*", "*.Dockerfile", "*.dockerfile", "Containerfile*")
@@ -116,8 +117,7 @@ class Engine:
         lines = text.split("\n")
         found = suppress.directives(lines, ranges)
         if found:
-            known = set(Registry.names())
-            findings = suppress.apply(findings, found, path, known)
+            findings = suppress.apply(findings, found, path)
         if "unused-suppression" in self.config.ignore or (
                 self.config.select is not None and "unused-suppression" not in self.config.select):
             findings = [f for f in findings if f.rule != "unused-suppression"]

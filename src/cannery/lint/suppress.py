@@ -44,14 +44,21 @@ def directives(lines: list[str], ranges: list[tuple[int, int]]) -> list[Directiv
     return out
 
 
-def apply(findings: list[Finding], found: list[Directive], path: str,
-          known: set[str]) -> list[Finding]:
+def _current_name(rule: str) -> str:
+    """A code or renamed rule as its current name; an unknown name as written."""
+    from cannery.lint.registry import Registry
+
+    found = Registry.resolve(rule)
+    return found.name if found is not None else rule
+
+
+def apply(findings: list[Finding], found: list[Directive], path: str) -> list[Finding]:
     """Drop suppressed findings; add unused-suppression findings for the leftovers."""
     from cannery.lint.registry import Registry
 
-    for d in found:  # codes and renamed rules become current names
-        d.rules = tuple((Registry.resolve(r).name if Registry.resolve(r) else r)  # type: ignore[union-attr]
-                        for r in d.rules)
+    known = set(Registry.names())
+    for d in found:
+        d.rules = tuple(_current_name(r) for r in d.rules)
     kept = []
     for f in findings:
         hit = None

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from cannery.lint.facts import ParseFailure
 from cannery.lint.facts.shell import Command, Script, line_offsets, parse_script, unquote
 
 INSTRUCTIONS = {
@@ -15,13 +16,6 @@ INSTRUCTIONS = {
     "MAINTAINER", "ONBUILD", "RUN", "SHELL", "STOPSIGNAL", "USER", "VOLUME", "WORKDIR",
 }
 POSIX_SHELL = ("/bin/sh", "-c")
-
-
-class ParseFailure(Exception):
-    def __init__(self, line: int, message: str) -> None:
-        super().__init__(message)
-        self.line = line
-        self.message = message
 
 
 @dataclass(repr=False, eq=False)
@@ -164,7 +158,7 @@ def _pairs(inst: Instruction, facts_lines: list[str], offsets: list[int]) -> lis
     return out
 
 
-def _script_text(inst: Instruction, lines: list[str]) -> tuple[str, int, list[int]]:
+def _script_text(inst: Instruction, lines: list[str]) -> str:
     """The RUN body as bash will see it, laid out on the instruction's physical lines."""
     phys = lines[inst.line - 1 : inst.end_line]
     first = phys[0]
@@ -177,7 +171,7 @@ def _script_text(inst: Instruction, lines: list[str]) -> tuple[str, int, list[in
         # they become bare continuations here (columns of other lines are untouched).
         body.append(" " * (len(ln) - 1) + "\\" if (not stripped or stripped.startswith("#"))
                     else ln)
-    return "\n".join(body), inst.line, []
+    return "\n".join(body)
 
 
 def shell_for_base(base: str, shells: dict[str, list[str]]) -> tuple[str, ...] | None:
@@ -252,8 +246,8 @@ def parse_dockerfile(path: str, text: str, base_shells: dict[str, list[str]]) ->
                 inst.script = parse_script(content, line + 1,
                                            offsets[line : line + content.count("\n") + 1])
             else:
-                body, first, _ = _script_text(inst, lines)
-                inst.script = parse_script(body, first, offsets[line - 1 : end_line])
+                inst.script = parse_script(_script_text(inst, lines), line,
+                                           offsets[line - 1 : end_line])
         facts.instructions.append(inst)
         if stage is None:
             if kw == "ARG":

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from cannery.lint.facts.dockerfile import ParseFailure
+from cannery.lint.facts import ParseFailure
 from cannery.lint.facts.shell import Command, Script, line_offsets, parse_script
 
 

@@ -12,7 +12,7 @@ from cannery.lint.rules._workflow import builds
 
 def _sibling_caches(path: Path) -> dict[tuple[str, str], tuple[str, str]]:
     """Cache keys written by the other workflows in the same directory: key → (file, image)."""
-    from cannery.lint.facts.dockerfile import ParseFailure
+    from cannery.lint.facts import ParseFailure
     from cannery.lint.facts.workflow import parse_workflow
 
     out: dict[tuple[str, str], tuple[str, str]] = {}
