@@ -223,7 +223,7 @@ def resolve_url(url: str, verify: ssl.SSLContext, timeout: float = 60.0) -> tupl
     import httpx
 
     from cannery.errors import NetworkError
-    from cannery.registry import http_reason
+    from cannery.oci import http_reason
     digest = hashlib.sha256()
     size = 0
     try:

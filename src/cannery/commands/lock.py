@@ -4,7 +4,7 @@ from pathlib import Path
 
 from cannery.commands.common import err, load_with_lock, out
 from cannery.lock import Input, Resolvers, dump_lock, resolve_git, resolve_url, update_lock
-from cannery.registry import RegistryClient
+from cannery.oci import OCIClient
 from cannery.tls import ca_file, ssl_context
 from cannery.util.fs import atomic_write
 
@@ -14,7 +14,7 @@ def lock_cmd(
 ) -> int:
     loaded, old, path = load_with_lock(catalog, lock)
     ctx = ssl_context(ca_cert)
-    client = RegistryClient(ctx)
+    client = OCIClient(ctx)
     git_ca = ca_file(ca_cert)
     resolvers = Resolvers(
         base=client.resolve,

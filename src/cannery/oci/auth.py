@@ -1,0 +1,183 @@
+"""Where registry credentials come from, and how a 401 challenge is read.
+
+Order, per registry host (first hit wins):
+
+1. ``CANNERY_REGISTRY_USER`` / ``CANNERY_REGISTRY_PASSWORD`` from the environment. They apply to
+   the host named by ``CANNERY_REGISTRY_HOST`` when that is set, else to every host (so CI can
+   log in to its one registry with two secrets).
+2. The Docker config file (``$DOCKER_CONFIG/config.json``, else ``~/.docker/config.json``):
+   ``credHelpers[host]``, then ``credsStore``, each through the ``docker-credential-<name> get``
+   protocol (server on stdin, JSON on stdout: the secret is never in an argv), then ``auths``.
+
+Secrets are returned to the caller and never logged, put in an error message or a repr.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from cannery.errors import InputError
+from cannery.oci.reference import DOCKER_HUB, HUB_ALIASES
+
+ENV_USER = "CANNERY_REGISTRY_USER"
+ENV_PASSWORD = "CANNERY_REGISTRY_PASSWORD"
+ENV_HOST = "CANNERY_REGISTRY_HOST"
+# `docker login` with no server stores Docker Hub under this key, in auths and in helpers.
+HUB_KEY = "https://index.docker.io/v1/"
+
+
+class Credentials:
+    """Looks up (user, password) per registry host; reads the Docker config once, lazily."""
+
+    def __init__(
+        self, env: Mapping[str, str] | None = None, config_dir: Path | None = None
+    ) -> None:
+        self._env = dict(os.environ if env is None else env)
+        if config_dir is None:
+            docker_config = self._env.get("DOCKER_CONFIG")
+            config_dir = Path(docker_config) if docker_config else Path.home() / ".docker"
+        self.config_file = config_dir / "config.json"
+        self._config: dict[str, object] | None = None
+
+    def __repr__(self) -> str:
+        return f"Credentials(config_file={str(self.config_file)!r})"
+
+    def lookup(self, host: str) -> tuple[str, str] | None:
+        user, password = self._env.get(ENV_USER), self._env.get(ENV_PASSWORD)
+        only = self._env.get(ENV_HOST)
+        if user and password and (not only or _same_host(only, host)):
+            return user, password
+        config = self._load()
+        keys = _keys(host)
+        helpers = config.get("credHelpers")
+        if isinstance(helpers, dict):
+            for key in keys:
+                if isinstance(helpers.get(key), str):
+                    return self._helper(helpers[key], _server(host))
+        store = config.get("credsStore")
+        if isinstance(store, str) and store:
+            found = self._helper(store, _server(host))
+            if found:
+                return found
+        auths = config.get("auths")
+        if isinstance(auths, dict):
+            for key in keys:
+                entry = auths.get(key)
+                if isinstance(entry, dict):
+                    found = self._entry(key, entry)
+                    if found:
+                        return found
+        return None
+
+    def _load(self) -> dict[str, object]:
+        if self._config is None:
+            try:
+                text = self.config_file.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                text = "{}"
+            except OSError as exc:
+                raise InputError(f"{self.config_file}: cannot read: {exc.strerror}") from None
+            try:
+                data = json.loads(text)
+            except ValueError as exc:
+                raise InputError(
+                    f"{self.config_file}:{getattr(exc, 'lineno', '?')}: not valid JSON"
+                ) from None
+            if not isinstance(data, dict):
+                raise InputError(f"{self.config_file}: not a JSON object")
+            self._config = data
+        return self._config
+
+    def _entry(self, key: str, entry: dict[str, object]) -> tuple[str, str] | None:
+        auth = entry.get("auth")
+        if isinstance(auth, str) and auth:
+            try:
+                user, sep, password = base64.b64decode(auth, validate=True).decode().partition(":")
+            except (binascii.Error, UnicodeDecodeError):
+                sep = ""
+            if not sep:
+                raise InputError(
+                    f"{self.config_file}: auths.{key}.auth: not base64 of 'user:password'"
+                ) from None
+            return user, password
+        name, secret = entry.get("username"), entry.get("password")
+        if isinstance(name, str) and isinstance(secret, str) and name:
+            return name, secret
+        return None
+
+    def _helper(self, name: str, server: str) -> tuple[str, str] | None:
+        """Run ``docker-credential-NAME get`` with the server on stdin (the helper protocol)."""
+        binary = f"docker-credential-{name}"
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", name) or shutil.which(binary) is None:
+            raise InputError(
+                f"{self.config_file}: credential helper {binary} not found on PATH"
+            )
+        # Not cannery.util.cmd.run: the protocol needs stdin, and stdout holds the secret, which
+        # must stay out of every log line.
+        try:
+            proc = subprocess.run(
+                [binary, "get"],
+                input=server,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=self._env,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise InputError(f"{binary}: could not run: {type(exc).__name__}") from None
+        if proc.returncode != 0:
+            # The protocol's "no such entry": anonymous access, as Docker does.
+            if "credentials not found" in (proc.stdout + proc.stderr).lower():
+                return None
+            raise InputError(f"{binary} get {server}: exit {proc.returncode}")
+        try:
+            data = json.loads(proc.stdout)
+            user, secret = data["Username"], data["Secret"]
+        except (ValueError, KeyError, TypeError):
+            raise InputError(f"{binary} get {server}: malformed answer") from None
+        if not isinstance(user, str) or not isinstance(secret, str):
+            raise InputError(f"{binary} get {server}: malformed answer")
+        return user, secret
+
+
+def _same_host(a: str, b: str) -> bool:
+    return a == b or (a in HUB_ALIASES and b in HUB_ALIASES)
+
+
+def _keys(host: str) -> list[str]:
+    """The keys `docker login` may have stored this host under, most specific first."""
+    hosts = [host]
+    if host in HUB_ALIASES:
+        hosts = [HUB_KEY, DOCKER_HUB, "index.docker.io", "docker.io"]
+    keys: list[str] = []
+    for h in hosts:
+        if h.startswith("https://"):
+            keys.append(h)
+            continue
+        keys += [h, f"https://{h}", f"https://{h}/v1/", f"https://{h}/v2/", f"http://{h}"]
+    return keys
+
+
+def _server(host: str) -> str:
+    """What to ask a credential helper for: Docker asks for the Hub key for Hub, else the host."""
+    return HUB_KEY if host in HUB_ALIASES else host
+
+
+def challenge(header: str) -> tuple[str, dict[str, str]]:
+    """``Bearer realm="…",service="…",scope="…"`` → ("bearer", {realm, service, scope})."""
+    scheme, _, rest = header.strip().partition(" ")
+    params = {k.lower(): v for k, v in re.findall(r'(\w+)="([^"]*)"', rest)}
+    return scheme.lower(), params
+
+
+def basic(creds: tuple[str, str]) -> str:
+    return "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()

@@ -1,0 +1,135 @@
+"""Publish a multi-platform image so that no reader ever sees a partial one.
+
+The order is the guarantee: every blob, then each platform manifest by digest, then the index
+by digest, and only when the index reads back intact are tags pointed at it. Until the last
+step no tag changes; each tag move is one manifest PUT, which the registry applies whole, so a
+reader of a tag sees either the old complete index or the new complete index.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from cannery.errors import InputError, NetworkError
+from cannery.oci.client import DOCKER_MANIFEST, OCI_INDEX, Descriptor, OCIClient, digest_of
+from cannery.oci.reference import Reference, valid_digest
+
+
+def push_image_dir(client: OCIClient, repo: Reference, layout: Path) -> Descriptor:
+    """Upload a single-platform image from ``layout`` and PUT its manifest by digest.
+
+    ``layout`` is what ``buildah push IMG dir:LAYOUT`` writes (containers/image's ``dir:``
+    transport: ``manifest.json`` and one file per blob named by its hex digest), or an OCI image
+    layout (``index.json`` naming exactly one manifest, blobs under ``blobs/<alg>/<hex>``).
+    Blobs the repository already has are skipped. The descriptor returned carries the platform
+    read from the image config, ready for :func:`merge_index`.
+    """
+    manifest_bytes, blob_path = _read_layout(layout)
+    try:
+        manifest = json.loads(manifest_bytes)
+        config = manifest["config"]
+        blobs = [config, *manifest.get("layers", [])]
+        digests = [(str(b["digest"]), int(b["size"])) for b in blobs]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise InputError(f"{layout}: manifest is not an image manifest") from None
+    for digest, size in digests:
+        path = blob_path(digest)
+        if not path.is_file() or path.stat().st_size != size:
+            raise InputError(f"{layout}: blob {digest} missing or not {size} bytes")
+        client.push_blob(repo, path, digest)
+    try:
+        cfg = json.loads(blob_path(str(config["digest"])).read_bytes())
+        platform = {"architecture": str(cfg["architecture"]), "os": str(cfg["os"])}
+        if cfg.get("variant"):
+            platform["variant"] = str(cfg["variant"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise InputError(f"{layout}: image config has no os/architecture") from None
+    media_type = str(manifest.get("mediaType") or DOCKER_MANIFEST)
+    digest = digest_of(manifest_bytes)
+    client.put_manifest(repo.with_digest(digest), manifest_bytes, media_type)
+    return Descriptor(media_type, digest, len(manifest_bytes), platform)
+
+
+def _read_layout(layout: Path) -> tuple[bytes, Callable[[str], Path]]:
+    """The manifest bytes, and where a blob of the layout lives (digests checked first, so a
+    crafted manifest cannot name a file outside the layout)."""
+    oci = not (layout / "manifest.json").is_file()
+
+    def blob(digest: str) -> Path:
+        if not valid_digest(digest):
+            raise InputError(f"{layout}: invalid digest {digest!r}")
+        algorithm, _, hexpart = digest.partition(":")
+        return layout / "blobs" / algorithm / hexpart if oci else layout / hexpart
+
+    if not oci:  # containers/image dir: transport
+        return (layout / "manifest.json").read_bytes(), blob
+    try:
+        entries = json.loads((layout / "index.json").read_bytes())["manifests"]
+        (entry,) = entries
+        data = blob(str(entry["digest"])).read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{layout}: neither a dir: layout nor an OCI image layout") from None
+    except (ValueError, KeyError, TypeError):
+        raise InputError(f"{layout}: index.json must name exactly one manifest") from None
+    return data, blob
+
+
+def merge_index(
+    client: OCIClient, repo: Reference, children: list[Descriptor], annotations: dict[str, str]
+) -> Descriptor:
+    """PUT, by digest, an OCI image index of ``children`` (platform manifests already in
+    ``repo``). Equal inputs give equal bytes, so an equal digest: children sorted by platform,
+    keys in a fixed order, compact separators."""
+    if not children:
+        raise ValueError("an index needs at least one platform manifest")
+    keyed = {}
+    for child in children:
+        if not child.platform:
+            raise ValueError(f"{child.digest}: a child of an index needs a platform")
+        key = _platform_key(child.platform)
+        if key in keyed:
+            raise ValueError(f"two manifests for platform {'/'.join(k for k in key if k)}")
+        keyed[key] = child
+    for key, child in keyed.items():
+        found = client.head_manifest(repo.with_digest(child.digest))
+        if found is None or found.size != child.size:
+            raise NetworkError(
+                f"{repo.name}@{child.digest} ({'/'.join(k for k in key if k)}) is not in the "
+                "registry as described; not writing an index that lists it"
+            )
+    index: dict[str, object] = {
+        "schemaVersion": 2,
+        "mediaType": OCI_INDEX,
+        "manifests": [keyed[k].to_json() for k in sorted(keyed)],
+    }
+    if annotations:
+        index["annotations"] = dict(sorted(annotations.items()))
+    body = json.dumps(index, separators=(",", ":"), ensure_ascii=False).encode()
+    digest = digest_of(body)
+    client.put_manifest(repo.with_digest(digest), body, OCI_INDEX)
+    return Descriptor(OCI_INDEX, digest, len(body), annotations=dict(annotations) or None)
+
+
+def move_tags(client: OCIClient, repo: Reference, index: Descriptor, tags: list[str]) -> list[str]:
+    """Point each tag at ``index`` once it reads back intact by digest; return the tags that
+    changed (a tag already there is not written, so a no-op publish writes nothing)."""
+    body, found = client.get_manifest(repo.with_digest(index.digest))
+    if found.digest != index.digest or len(body) != index.size:
+        raise NetworkError(f"{repo.name}@{index.digest}: index did not read back intact")
+    changed = []
+    for tag in dict.fromkeys(tags):  # each once, in the order given
+        ref = repo.with_tag(tag)
+        current = client.head_manifest(ref)
+        if current is not None and current.digest == index.digest:
+            continue
+        client.put_manifest(ref, body, index.media_type)
+        changed.append(tag)
+    return changed
+
+
+def _platform_key(platform: dict[str, str]) -> tuple[str, str, str]:
+    return (platform.get("os", ""), platform.get("architecture", ""), platform.get("variant", ""))
+
+
