@@ -158,3 +158,53 @@ def push_index(base: str, repo: str, tag: str, note: str = "") -> str:
         )
         r.raise_for_status()
     return "sha256:" + hashlib.sha256(index).hexdigest()
+
+
+def write_dir_layout(
+    root: Path, arch: str, note: str = "", *, os_name: str = "linux", docker: bool = False
+) -> Path:
+    """Write a tiny single-platform image as containers/image's ``dir:`` transport lays it out
+    (what ``buildah push IMG dir:PATH`` writes): manifest.json, one file per blob named by its
+    hex digest, and ``version``. Returns the directory."""
+    import gzip
+    import io
+    import tarfile
+
+    root.mkdir(parents=True, exist_ok=True)
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        data = f"{arch} {note}\n".encode()
+        info = tarfile.TarInfo("note.txt")
+        info.size, info.mtime = len(data), 0
+        tar.addfile(info, io.BytesIO(data))
+    layer = gzip.compress(raw.getvalue(), mtime=0)
+    diff_id = "sha256:" + hashlib.sha256(raw.getvalue()).hexdigest()
+    config = json.dumps(
+        {
+            "architecture": arch,
+            "os": os_name,
+            "config": {"Env": [f"NOTE={note}"]},
+            "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+        }
+    ).encode()
+    blobs = {}
+    for data in (config, layer):
+        hexdigest = hashlib.sha256(data).hexdigest()
+        (root / hexdigest).write_bytes(data)
+        blobs[data] = {"digest": f"sha256:{hexdigest}", "size": len(data)}
+    if docker:
+        types = ("application/vnd.docker.container.image.v1+json",
+                 "application/vnd.docker.image.rootfs.diff.tar.gzip")
+    else:
+        types = ("application/vnd.oci.image.config.v1+json",
+                 "application/vnd.oci.image.layer.v1.tar+gzip")
+    manifest: dict[str, object] = {"schemaVersion": 2}
+    if docker:
+        manifest["mediaType"] = "application/vnd.docker.distribution.manifest.v2+json"
+    else:
+        manifest["mediaType"] = OCI_MANIFEST
+    manifest["config"] = {"mediaType": types[0], **blobs[config]}
+    manifest["layers"] = [{"mediaType": types[1], **blobs[layer]}]
+    (root / "manifest.json").write_bytes(json.dumps(manifest).encode())
+    (root / "version").write_text("Directory Transport Version: 1.1\n")
+    return root

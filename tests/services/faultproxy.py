@@ -1,0 +1,170 @@
+"""A fault-injecting HTTP proxy of the project's own, on 127.0.0.1, in front of a real registry.
+
+Per request it forwards, or drops the connection (before forwarding, after forwarding without
+answering, or half-way through the answer's body), or answers 500/503/429 itself (429 with
+``Retry-After: 0`` or ``1``). Chosen by a seeded ``random.Random`` at a given rate, or by a
+script of actions for deterministic tests. Every action taken is counted.
+
+Scripted-only actions that make the registry look dishonest: ``lie-digest`` forwards but
+replaces ``Docker-Content-Digest`` with another digest; ``corrupt-consistent`` flips a byte of
+the body and sets the header to the digest of the corrupted bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.client
+import http.server
+import random
+import socket
+import threading
+from collections import Counter
+from collections.abc import Callable
+
+FAULTS = ("drop-before", "drop-after", "drop-mid-body", "500", "503", "429")
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"}
+
+
+class FaultProxy:
+    def __init__(
+        self,
+        target_port: int,
+        *,
+        seed: int = 0,
+        rate: float = 0.0,
+        script: list[str] | None = None,
+        when: Callable[[str, str], bool] | None = None,
+    ) -> None:
+        self.target_port = target_port
+        self.rng = random.Random(seed)
+        self.rate = rate
+        self.script = list(script or [])
+        self.when = when
+        self.counts: Counter[str] = Counter()
+        self.log: list[tuple[str, str, str]] = []  # (method, path, action)
+        self._lock = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                proxy._handle(self)
+
+            do_HEAD = do_PUT = do_POST = do_PATCH = do_DELETE = do_GET
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = int(self.httpd.server_address[1])
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def host(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    @property
+    def faults(self) -> int:
+        return sum(n for kind, n in self.counts.items() if kind != "forward")
+
+    def _choose(self, method: str, path: str) -> tuple[str, str]:
+        """(action, Retry-After value) for this request, under the lock (seeded order)."""
+        with self._lock:
+            if self.when is not None and not self.when(method, path):
+                action = "forward"
+            elif self.script:
+                action = self.script.pop(0)
+            elif self.rate and self.rng.random() < self.rate:
+                action = self.rng.choice(FAULTS)
+            else:
+                action = "forward"
+            return action, self.rng.choice(("0", "1"))
+
+    def _record(self, method: str, path: str, action: str) -> None:
+        with self._lock:
+            self.counts[action] += 1
+            self.log.append((method, path, action))
+
+    def _handle(self, h: http.server.BaseHTTPRequestHandler) -> None:
+        body = _read_body(h)
+        method, path = h.command, h.path
+        action, wait = self._choose(method, path)
+        if action == "drop-before":
+            self._record(method, path, action)
+            return _drop(h)
+        if action in ("500", "503", "429"):
+            self._record(method, path, action)
+            h.send_response(int(action))
+            if action == "429":
+                h.send_header("Retry-After", wait)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return None
+        conn = http.client.HTTPConnection("127.0.0.1", self.target_port, timeout=60)
+        try:
+            headers = {k: v for k, v in h.headers.items() if k.lower() not in HOP_BY_HOP}
+            if body or method in ("PUT", "POST", "PATCH"):
+                headers["Content-Length"] = str(len(body))
+            conn.request(method, path, body=body or None, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+            status, reason, out = resp.status, resp.reason, resp.getheaders()
+        finally:
+            conn.close()
+        if action == "drop-after" or (action == "drop-mid-body" and not data):
+            self._record(method, path, "drop-after")
+            return _drop(h)
+        out = [(k, v) for k, v in out if k.lower() not in HOP_BY_HOP]
+        if action == "lie-digest":
+            out = _set(out, "Docker-Content-Digest", "sha256:" + "0" * 64)
+        elif action == "corrupt-consistent" and data:
+            data = bytes([data[0] ^ 0x20]) + data[1:]
+            out = _set(out, "Docker-Content-Digest", "sha256:" + hashlib.sha256(data).hexdigest())
+        self._record(method, path, action)
+        h.send_response(status, reason)
+        for k, v in out:
+            if method == "HEAD" or k.lower() != "content-length":
+                h.send_header(k, v)
+        if method != "HEAD":
+            h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        if method == "HEAD":
+            return None
+        if action == "drop-mid-body":
+            h.wfile.write(data[: len(data) // 2])
+            h.wfile.flush()
+            return _drop(h)
+        h.wfile.write(data)
+        return None
+
+
+def _read_body(h: http.server.BaseHTTPRequestHandler) -> bytes:
+    if h.headers.get("Transfer-Encoding", "").lower() == "chunked":
+        parts = []
+        while True:
+            size = int(h.rfile.readline().split(b";")[0].strip(), 16)
+            if size == 0:
+                h.rfile.readline()
+                return b"".join(parts)
+            parts.append(h.rfile.read(size))
+            h.rfile.readline()
+    return h.rfile.read(int(h.headers.get("Content-Length") or 0))
+
+
+def _drop(h: http.server.BaseHTTPRequestHandler) -> None:
+    """Close the client's connection without (finishing) an answer."""
+    h.close_connection = True
+    with contextlib.suppress(OSError):
+        h.connection.shutdown(socket.SHUT_RDWR)
+
+
+def _set(headers: list[tuple[str, str]], name: str, value: str) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in headers if k.lower() != name.lower()] + [(name, value)]
