@@ -3,7 +3,8 @@
 Per request it forwards, or drops the connection (before forwarding, after forwarding without
 answering, or half-way through the answer's body), or answers 500/503/429 itself (429 with
 ``Retry-After: 0`` or ``1``). Chosen by a seeded ``random.Random`` at a given rate, or by a
-script of actions for deterministic tests. Every action taken is counted.
+script of actions for deterministic tests (where ``429:N`` fixes Retry-After at N, and 502 and
+504 may be asked for too). Every action taken is counted.
 
 Scripted-only actions that make the registry look dishonest: ``lie-digest`` forwards but
 replaces ``Docker-Content-Digest`` with another digest; ``corrupt-consistent`` flips a byte of
@@ -44,6 +45,7 @@ class FaultProxy:
         self.counts: Counter[str] = Counter()
         self.log: list[tuple[str, str, str]] = []  # (method, path, action)
         self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -51,6 +53,16 @@ class FaultProxy:
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                with proxy._lock:
+                    proxy._open.add(self.connection)
+
+            def finish(self) -> None:
+                with proxy._lock:
+                    proxy._open.discard(self.connection)
+                super().finish()
 
             def do_GET(self) -> None:
                 proxy._handle(self)
@@ -68,8 +80,13 @@ class FaultProxy:
         return f"127.0.0.1:{self.port}"
 
     def stop(self) -> None:
+        """Stop listening and cut open keep-alive connections: the port now refuses."""
         self.httpd.shutdown()
         self.httpd.server_close()
+        with self._lock:
+            for conn in self._open:
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
 
     @property
     def faults(self) -> int:
@@ -97,10 +114,12 @@ class FaultProxy:
         body = _read_body(h)
         method, path = h.command, h.path
         action, wait = self._choose(method, path)
+        if action.startswith("429:"):  # scripted: a fixed Retry-After
+            action, wait = "429", action.partition(":")[2]
         if action == "drop-before":
             self._record(method, path, action)
             return _drop(h)
-        if action in ("500", "503", "429"):
+        if action in ("500", "502", "503", "504", "429"):
             self._record(method, path, action)
             h.send_response(int(action))
             if action == "429":

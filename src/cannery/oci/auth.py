@@ -116,15 +116,14 @@ class Credentials:
     def _helper(self, name: str, server: str) -> tuple[str, str] | None:
         """Run ``docker-credential-NAME get`` with the server on stdin (the helper protocol)."""
         binary = f"docker-credential-{name}"
-        if not re.fullmatch(r"[A-Za-z0-9._-]+", name) or shutil.which(binary) is None:
-            raise InputError(
-                f"{self.config_file}: credential helper {binary} not found on PATH"
-            )
+        found = shutil.which(binary, path=self._env.get("PATH"))
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", name) or found is None:
+            raise InputError(f"{self.config_file}: credential helper {binary} not found on PATH")
         # Not cannery.util.cmd.run: the protocol needs stdin, and stdout holds the secret, which
         # must stay out of every log line.
         try:
             proc = subprocess.run(
-                [binary, "get"],
+                [found, "get"],
                 input=server,
                 capture_output=True,
                 text=True,

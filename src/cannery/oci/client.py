@@ -121,6 +121,8 @@ def matches(data: bytes, digest: str) -> bool:
 def http_reason(exc: Exception) -> str:
     """One line for a transport failure, saying what to do about an untrusted certificate."""
     text = str(exc) or type(exc).__name__
+    if _speaks_plain_http(exc):
+        return "server speaks plain HTTP, not TLS (allowed only for localhost, 127.0.0.0/8, ::1)"
     if "CERTIFICATE_VERIFY_FAILED" in text:
         if "mismatch" in text or "not valid for" in text:
             return "TLS certificate is for another host name"
@@ -129,13 +131,14 @@ def http_reason(exc: Exception) -> str:
 
 
 def _ssl_errors(exc: BaseException) -> Iterator[ssl.SSLError]:
+    """The ssl errors behind a transport error (httpx and httpcore chain them as causes)."""
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
         if isinstance(cur, ssl.SSLError):
             yield cur
-        cur = cur.__cause__ or cur.__context__
+        cur = cur.__cause__
 
 
 def _speaks_plain_http(exc: BaseException) -> bool:
@@ -508,6 +511,9 @@ class OCIClient:
             first = ref.host not in self._scheme and url.startswith("https://")
             if not (first and ref.loopback and _speaks_plain_http(exc)):
                 raise
+            self._scheme[ref.host] = "http"  # it answered, in plain HTTP
+            resp = None
+        if resp is None:
             url = "http://" + url.removeprefix("https://")
             resp = self._http.request(method, url, headers=hdrs, content=_content(body))
         self._scheme.setdefault(ref.host, url.partition(":")[0])
