@@ -122,6 +122,122 @@ def lock(
     raise typer.Exit(lock_cmd(catalog, lock, update, ca_cert))
 
 
+CaCertOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--ca-cert", help="Extra CA certificate to trust (env: CANNERY_CA_CERT)"),
+]
+
+
+@app.command("build")
+def build(
+    images: Annotated[Optional[list[str]], typer.Argument(help="Images (default: all)")] = None,  # noqa: UP045
+    catalog: CatalogOpt = None,
+    lock: LockOpt = None,
+    platform: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--platform", help="Build only this platform (repeatable); no tag moves"),
+    ] = None,
+    backend: Annotated[
+        str, typer.Option("--backend", help="buildah (daemonless) or buildx (BuildKit)")
+    ] = "buildah",
+    push: Annotated[
+        bool, typer.Option("--push", help="Push to the catalog's registry, by digest, then tag")
+    ] = False,
+    output: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--output",
+            help="oci:DIR: write a multi-arch OCI image layout, no registry "
+            "(default without --push: oci:cannery-images)",
+        ),
+    ] = None,
+    tag_suffix: Annotated[str, typer.Option("--tag-suffix", help="Appended to each tag")] = "",
+    builder: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--builder", help="buildx builder (remote or Kubernetes BuildKit)"),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Rebuild platforms whose inputs are unchanged")
+    ] = False,
+    locked: Annotated[
+        bool, typer.Option("--locked", help="Fail if cannery.lock would change (for CI)")
+    ] = False,
+    frozen: Annotated[
+        bool, typer.Option("--frozen", help="Never resolve: unlocked inputs are an error")
+    ] = False,
+    ca_cert: CaCertOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary")] = False,
+    digest_dir: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--digest-dir",
+            help="Write each pushed platform's descriptor here and move no tag "
+            "(with --merge-only: read them, merge, tag)",
+        ),
+    ] = None,
+    merge_only: Annotated[
+        bool,
+        typer.Option("--merge-only", help="Merge descriptors from --digest-dir and tag"),
+    ] = False,
+    network: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--network", help="Network mode for RUN steps (e.g. host)"),
+    ] = None,
+    log_dir: Annotated[
+        Path, typer.Option("--log-dir", help="One build log per image and platform")
+    ] = Path(".cannery/logs"),
+) -> None:
+    """Build each platform, push it by digest, merge one index, then move the tag."""
+    from cannery.commands.build import BuildRequest, build_cmd
+
+    raise typer.Exit(
+        build_cmd(
+            BuildRequest(
+                images=images,
+                catalog=catalog,
+                lock=lock,
+                platforms=platform,
+                backend=backend,
+                push=push,
+                output=output,
+                tag_suffix=tag_suffix,
+                builder=builder,
+                force=force,
+                locked=locked,
+                frozen=frozen,
+                ca_cert=ca_cert,
+                as_json=as_json,
+                digest_dir=digest_dir,
+                merge_only=merge_only,
+                network=network,
+                log_dir=log_dir,
+            )
+        )
+    )
+
+
+@app.command("verify")
+def verify(
+    ref: Annotated[str, typer.Argument(help="Pushed image: REGISTRY/REPO:TAG or @DIGEST")],
+    catalog: CatalogOpt = None,
+    lock: LockOpt = None,
+    image: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--image", help="Catalog image to check against (default: by tag)"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON")] = False,
+    ca_cert: CaCertOpt = None,
+    runtime: Annotated[
+        bool,
+        typer.Option("--runtime/--no-runtime", help="Run the in-container checks (buildah)"),
+    ] = True,
+) -> None:
+    """Check a pushed image: platforms, config env, labels, then env and imports at runtime."""
+    from cannery.commands.verify import verify_cmd
+
+    raise typer.Exit(verify_cmd(ref, catalog, lock, image, as_json, ca_cert, runtime))
+
+
 @app.command(
     "lint",
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
