@@ -18,8 +18,8 @@ def _pin(comp: ComponentSpec) -> str:
         where = comp.git.commit[:12] if comp.git.commit else f"{comp.git.ref} (unlocked)"
         return f"{comp.name} {comp.version + ' ' if comp.version else ''}@ {where}"
     if comp.pip:
-        return " ".join(comp.pip)
-    return f"{comp.name} (wheel)"
+        return f"{comp.name}: {' '.join(comp.pip)}"
+    return f"{comp.name} {comp.version + ' ' if comp.version else ''}(wheel, sha256-checked)"
 
 
 def render_docs(

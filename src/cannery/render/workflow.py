@@ -105,14 +105,6 @@ def render_workflow(
         }
     }
     for spec in specs:
-        missing = [p for p in spec.platforms if p not in ci.runners]
-        if missing:
-            from cannery.errors import InputError
-
-            raise InputError(
-                f"image {spec.name}: no runner label for {', '.join(missing)} "
-                "(set it in [ci.runners])"
-            )
         build_id, merge_id = _job_id("build", spec.name), _job_id("merge", spec.name)
         legs = [
             {"platform": p, "arch": _arch(p), "runner": ci.runners[p]} for p in spec.platforms
