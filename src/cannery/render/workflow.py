@@ -120,7 +120,7 @@ def render_workflow(
             **env,
             "permissions": {"contents": "read"},
             "concurrency": {
-                "group": f"cannery-{spec.name}-${{{{ matrix.arch }}}}-${{{{ github.ref }}}}",
+                "group": f"cannery-build-{spec.name}-${{{{ matrix.arch }}}}-${{{{ github.ref }}}}",
                 "cancel-in-progress": False,
             },
             "strategy": {"fail-fast": False, "matrix": {"include": legs}},
@@ -163,7 +163,7 @@ def render_workflow(
             **env,
             "permissions": {"contents": "read"},
             "concurrency": {
-                "group": f"cannery-{spec.name}-${{{{ github.ref }}}}",
+                "group": f"cannery-merge-{spec.name}-${{{{ github.ref }}}}",
                 "cancel-in-progress": False,
             },
             "steps": [
