@@ -239,3 +239,29 @@ def test_lint_action_is_pinned_and_clean() -> None:
         capture_output=True, text=True, timeout=120,
     )
     assert json.loads(res.stdout or "[]") == [], res.stdout[:2000]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_render_then_every_linter_is_clean(  # type: ignore[no-untyped-def]
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
+    """The issue's acceptance line, per catalog: `cannery render && actionlint && zizmor
+    --offline && cannery lint .` in a fresh repository, every step clean."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.chdir(tmp_path)
+    if CASES[name][0] is None:
+        shutil.copy(GOLDEN / "cannery.lock", tmp_path / "cannery.lock")
+        assert cli("render").code == 0
+    else:
+        shutil.copy(EXAMPLE_CATALOG, tmp_path / "cannery.toml")
+        assert cli("render", "--catalog", "cannery.toml").code == 0
+    assert list((tmp_path / ".github" / "workflows").glob("*.yml"))
+    al = subprocess.run([_tool("actionlint"), "-no-color"], capture_output=True, text=True,
+                        timeout=120)
+    assert al.returncode == 0, al.stdout
+    zz = subprocess.run([_tool("zizmor"), "--offline", "--no-progress", "--format", "json", "."],
+                        capture_output=True, text=True, timeout=120)
+    assert zz.returncode == 0 and json.loads(zz.stdout) == [], zz.stdout[:2000]
+    res = cli("lint", "--format", "json", ".")
+    assert res.code == 0 and json.loads(res.out)["findings"] == [], res.out[:2000]
+    assert json.loads(res.out)["files"] == len(list(tmp_path.rglob("*.Dockerfile"))) + 1
