@@ -163,3 +163,52 @@ def test_render_one_kind_to_out(tmp_path: Path, cli) -> None:  # type: ignore[no
     assert res.code == 0
     assert out.read_text() == (EMBEDDED / "cannery-images.yml").read_text()
     assert [p.name for p in tmp_path.iterdir()] == ["wf.yml"]
+
+
+def _runs(path: Path) -> list[str]:
+    import dockerfile
+
+    return [c.value[0] for c in dockerfile.parse_file(str(path)) if c.cmd == "RUN"]
+
+
+def test_sglang_project_subdir_pyproject_and_extras() -> None:
+    runs = _runs(EXAMPLE / "docker/ascend/sglang-a2.Dockerfile")
+    (run,) = [r for r in runs if "/opt/src/sglang" in r]
+    cp = "cp /opt/src/sglang/python/pyproject_npu.toml /opt/src/sglang/python/pyproject.toml"
+    install = "-e '/opt/src/sglang/python[all_npu]'"
+    assert cp in run and install in run
+    assert run.index("checkout -q FETCH_HEAD") < run.index(cp) < run.index(install)
+
+
+@pytest.mark.parametrize("image", ["sglang-a2", "sglang-a3"])
+def test_wheel_zip_is_verified_before_it_is_opened(image: str) -> None:
+    chip = "910b" if image.endswith("a2") else "a3"
+    (run,) = [r for r in _runs(EXAMPLE / f"docker/ascend/{image}.Dockerfile")
+              if "sgl-kernel-npu" in r]
+    assert f"cann8.5.0-{chip}-x86_64.zip" in run and f"cann8.5.0-{chip}-aarch64.zip" in run
+    check = run.index("sha256sum -c -")
+    assert check < run.index("python3 -m zipfile -e") < run.index("xargs -0 python3 -m pip")
+    assert "-c /opt/cannery/constraints.txt" in run  # torch stays at its pin
+    assert "--no-check-certificate" not in run and "--proto =https" in run
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ('git = "https://g/x.git"\nref = "v1"\nsubdir = "../etc"\n', "components.bad.subdir"),
+        ('git = "https://g/x.git"\nref = "v1"\npyproject = "a b.toml"\n',
+         "components.bad.pyproject"),
+        ('git = "https://g/x.git"\nref = "v1"\nextras = ["npu];touch /x;["]\n',
+         "components.bad.extras"),
+        ('pip = ["x"]\nsubdir = "python"\n', "components.bad"),
+    ],
+)
+def test_bad_project_fields(tmp_path: Path, cli, body: str, needle: str) -> None:  # type: ignore[no-untyped-def]
+    """These land in a RUN line: a path outside the source or shell text is rejected."""
+    from tests.catalogs import minimal
+
+    path = tmp_path / "c.toml"
+    path.write_text(minimal() + "\n[components.bad]\n" + body)
+    res = cli("catalog", "validate", str(path))
+    assert res.code == 2
+    assert f"{path}:" in res.err and needle in res.err, res.err

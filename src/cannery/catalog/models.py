@@ -116,6 +116,11 @@ class Component(Strict):
     package: str | None = Field(None, description="Distribution name, if not the component name")
     version: str | None = Field(None, description="Release this source corresponds to (for compat)")
     install: Literal["pip", "editable", "none"] = "pip"
+    subdir: str | None = Field(None, description="Directory of the Python project in the repo")
+    extras: list[str] = Field([], description="Extras to install, e.g. all_npu")
+    pyproject: str | None = Field(
+        None, description="File in the project directory to build with as its pyproject.toml"
+    )
     requirements: list[str] = []
     pip_args: list[str] = []
     build_env: dict[str, str] = {}
@@ -145,6 +150,22 @@ class Component(Strict):
     def _wheel(cls, v: str | None) -> str | None:
         return _https(v) if v is not None else v
 
+    @field_validator("subdir", "pyproject")
+    @classmethod
+    def _inside(cls, v: str | None) -> str | None:
+        # Used in paths inside the fetched source: never outside it, nothing the shell expands.
+        if v is not None and (not REL_PATH.match(v) or ".." in v.split("/")):
+            raise ValueError(f"{v!r}: give a relative path inside the repository")
+        return v
+
+    @field_validator("extras")
+    @classmethod
+    def _extras(cls, v: list[str]) -> list[str]:
+        for extra in v:
+            if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", extra):
+                raise ValueError(f"bad extra name {extra!r}")
+        return v
+
     @field_validator("extra_index")
     @classmethod
     def _index(cls, v: dict[str, str]) -> dict[str, str]:
@@ -163,6 +184,8 @@ class Component(Strict):
             raise ValueError("ref is only for git components")
         if self.pin and self.pip is None:
             raise ValueError("pin is only for pip components")
+        if (self.subdir or self.extras or self.pyproject) and self.git is None:
+            raise ValueError("subdir, extras and pyproject are for git components")
         return self
 
 

@@ -164,7 +164,7 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-8.5.2-910b-ubuntu22.04-py3.11-qwen3-5" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.1-910b-ubuntu22.04-py3.11" \
       org.opencontainers.image.revision="4045d67063052dcb800c918c107b8d5a87046006" \
-      io.cannery.inputs="sha256:6b378b995106e6e775d3e15c3daf046107bb0280feefd23b6bc15c6b77464a79" \
+      io.cannery.inputs="sha256:ad29ccfaaee3d447e9cba57195651cdd015de075ddfc763c00cb9154246d87c6" \
       io.cannery.toolkit="cann-8.5.2" \
       io.cannery.soc="ascend910b1" \
       io.cannery.component.torch-2-9="torch==2.9.0 torch_npu==2.9.0 torchvision==0.24.0" \

@@ -164,7 +164,7 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-8.5.2-a3-ubuntu22.04-py3.11-qwen3-5" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.1-a3-ubuntu22.04-py3.11" \
       org.opencontainers.image.revision="4045d67063052dcb800c918c107b8d5a87046006" \
-      io.cannery.inputs="sha256:04261ad9ff8d78c0539671b520534adc150cff4f45e956b1c6434a2605a566bc" \
+      io.cannery.inputs="sha256:4566be6068852890c79d3b1f900386f9dbf2b60d2d369c528104b2edc37aebe7" \
       io.cannery.toolkit="cann-8.5.2" \
       io.cannery.soc="ascend910_9392" \
       io.cannery.component.torch-2-9="torch==2.9.0 torch_npu==2.9.0 torchvision==0.24.0" \

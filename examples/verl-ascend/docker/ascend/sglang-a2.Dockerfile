@@ -6,6 +6,8 @@
 # cannery: UNLOCKED component torch-npu-2-8: wheel for amd64 (no sha256); run `cannery lock`.
 # cannery: UNLOCKED component torch-npu-2-8: wheel for arm64 (no sha256); run `cannery lock`.
 # cannery: UNLOCKED component sglang: git ref v0.5.10 (no commit); run `cannery lock`.
+# cannery: UNLOCKED component sgl-kernel-npu-910b: wheel for amd64 (no sha256); run `cannery lock`.
+# cannery: UNLOCKED component sgl-kernel-npu-910b: wheel for arm64 (no sha256); run `cannery lock`.
 # cannery: UNLOCKED component mindspeed: git ref core_r0.16.0 (no commit); run `cannery lock`.
 # cannery: UNLOCKED component megatron-lm: git ref core_r0.16.0 (no commit); run `cannery lock`.
 # cannery: UNLOCKED component verl: git ref main (no commit); run `cannery lock`.
@@ -26,7 +28,7 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # System packages (change least often).
 RUN set -eu; \
     apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc g++ cmake libnuma-dev git curl jq build-essential unzip ca-certificates; \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc g++ cmake libnuma-dev git curl jq build-essential ca-certificates; \
     rm -rf /var/lib/apt/lists/*
 RUN python3 -m pip install --no-cache-dir --upgrade pip packaging setuptools==80.10.2
 
@@ -69,15 +71,32 @@ RUN set -eu; \
     wheel="/tmp/$(basename "${torch_npu_2_8_url}")"; mv /tmp/torch_npu_2_8.run "${wheel}"; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt "${wheel}"; rm -f "${wheel}"
 
-# sglang v0.5.10 at ref v0.5.10 (none)
+# Parallel jobs for every build step; empty means the builder's cores.
+ARG BUILD_JOBS=""
+# sglang v0.5.10 at ref v0.5.10 (editable)
 # cannery: UNLOCKED git ref 'v0.5.10': run `cannery lock` to pin a commit.
 RUN set -eu; \
     git init -q /opt/src/sglang; \
     git -C /opt/src/sglang fetch -q --depth 1 https://github.com/sgl-project/sglang.git v0.5.10; \
-    git -C /opt/src/sglang checkout -q FETCH_HEAD
+    git -C /opt/src/sglang checkout -q FETCH_HEAD; \
+    jobs="${BUILD_JOBS:-$(nproc)}"; \
+    export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
+    cp /opt/src/sglang/python/pyproject_npu.toml /opt/src/sglang/python/pyproject.toml; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e '/opt/src/sglang/python[all_npu]'
 
-# Parallel jobs for every build step; empty means the builder's cores.
-ARG BUILD_JOBS=""
+# sgl-kernel-npu-910b: a zip of wheels, checked against its sha256 from cannery.lock
+RUN set -eu; \
+    case "${TARGETARCH}" in \
+      amd64) sgl_kernel_npu_910b_url=https://github.com/sgl-project/sgl-kernel-npu/releases/download/2026.02.01/sgl-kernel-npu-2026.02.01-torch2.8.0-py311-cann8.5.0-910b-x86_64.zip; sgl_kernel_npu_910b_sha256=UNLOCKED ;; \
+      arm64) sgl_kernel_npu_910b_url=https://github.com/sgl-project/sgl-kernel-npu/releases/download/2026.02.01/sgl-kernel-npu-2026.02.01-torch2.8.0-py311-cann8.5.0-910b-aarch64.zip; sgl_kernel_npu_910b_sha256=UNLOCKED ;; \
+      *) echo "cannery: no sgl-kernel-npu-910b wheel for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
+    esac; \
+    curl -fsSL --proto =https --tlsv1.2 -o /tmp/sgl_kernel_npu_910b.run "${sgl_kernel_npu_910b_url}"; \
+    echo "${sgl_kernel_npu_910b_sha256}  /tmp/sgl_kernel_npu_910b.run" | sha256sum -c -; \
+    python3 -m zipfile -e /tmp/sgl_kernel_npu_910b.run /tmp/sgl_kernel_npu_910b/; \
+    find /tmp/sgl_kernel_npu_910b -name '*.whl' -print0 | xargs -0 python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt; \
+    rm -rf /tmp/sgl_kernel_npu_910b /tmp/sgl_kernel_npu_910b.run
+
 # mindspeed at ref core_r0.16.0 (editable)
 # cannery: UNLOCKED git ref 'core_r0.16.0': run `cannery lock` to pin a commit.
 RUN set -eu; \
@@ -116,12 +135,13 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-8.5.0-910b-ubuntu22.04-py3.11-sglang" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.0-910b-ubuntu22.04-py3.11" \
       org.opencontainers.image.revision="main" \
-      io.cannery.inputs="sha256:afcec3b3bcb38408747e3796ef78690dd2672014d39b4601a947901f2160d118" \
+      io.cannery.inputs="sha256:4d2ddc4472a594191b87ab9685060838816d8711f80088b37258f6dc06e5d07d" \
       io.cannery.toolkit="cann-8.5.0" \
       io.cannery.soc="ascend910b1" \
       io.cannery.component.torch-2-8="torch==2.8.0 torchvision==0.23.0" \
       io.cannery.component.torch-npu-2-8="2.8.0.post2" \
       io.cannery.component.sglang="v0.5.10@v0.5.10" \
+      io.cannery.component.sgl-kernel-npu-910b="2026.02.01" \
       io.cannery.component.mindspeed="core_r0.16.0" \
       io.cannery.component.megatron-lm="core_r0.16.0" \
       io.cannery.component.sglang-extras="mbridge click==8.2.1 cachetools nvtx opencv-python-headless==4.10.0.84" \

@@ -143,7 +143,7 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-9.0.0-910b-ubuntu22.04-py3.11-v0.8.0" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.0.0-910b-ubuntu22.04-py3.11" \
       org.opencontainers.image.revision="v0.8.0" \
-      io.cannery.inputs="sha256:570598bf6fb420eb23ba6c9f836a9145e0bf0bce9b016a054e6f344fa4030ec7" \
+      io.cannery.inputs="sha256:9da0710139762df3e47fabdbf95f64ddee51f97ba88af624436e60afd4cb3dc2" \
       io.cannery.toolkit="cann-9.0.0" \
       io.cannery.soc="ascend910b1" \
       io.cannery.component.torch-2-9-post2="torch==2.9.0 torch_npu==2.9.0.post2 torchvision==0.24.0" \

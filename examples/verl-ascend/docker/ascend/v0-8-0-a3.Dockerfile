@@ -143,7 +143,7 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-9.0.0-a3-ubuntu22.04-py3.11-v0.8.0" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.0.0-a3-ubuntu22.04-py3.11" \
       org.opencontainers.image.revision="v0.8.0" \
-      io.cannery.inputs="sha256:615592469e2a572bf4a05aabf25b13f72fbdfbd7f3f57ab4348c548db3ddd94e" \
+      io.cannery.inputs="sha256:6279a5c9df31c8bbf79ad56434c98810002e6a649e6b6141979c0f270712fd17" \
       io.cannery.toolkit="cann-9.0.0" \
       io.cannery.soc="ascend910_9392" \
       io.cannery.component.torch-2-9-post2="torch==2.9.0 torch_npu==2.9.0.post2 torchvision==0.24.0" \

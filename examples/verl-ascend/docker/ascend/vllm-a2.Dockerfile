@@ -133,7 +133,7 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-9.1.0-910b-ubuntu22.04-py3.12-vllm" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-910b-ubuntu22.04-py3.12" \
       org.opencontainers.image.revision="main" \
-      io.cannery.inputs="sha256:9b7da91ea993537e3182ca2e873310c9e590b9c8cb40ee25843ca252fce8a6e7" \
+      io.cannery.inputs="sha256:647fa16f3b24b99c727df1ee263ad2e483cefbdcaa0008148c7bf7c11375ab8a" \
       io.cannery.toolkit="cann-9.1.0" \
       io.cannery.soc="ascend910b1" \
       io.cannery.component.torch-2-10="torch==2.10.0 torch_npu==2.10.0.post4 torchvision==0.25.0" \

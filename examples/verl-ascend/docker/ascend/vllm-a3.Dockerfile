@@ -133,7 +133,7 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-9.1.0-a3-ubuntu22.04-py3.12-vllm" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-a3-ubuntu22.04-py3.12" \
       org.opencontainers.image.revision="main" \
-      io.cannery.inputs="sha256:c0c63de47fe4b0169381c7136f93f57d285d1e016d7e43b5df3a3d059eb0b6e6" \
+      io.cannery.inputs="sha256:43fff7b298f06c56f7f12dccf2424f69f4b6546ec55570267494549304ea302d" \
       io.cannery.toolkit="cann-9.1.0" \
       io.cannery.soc="ascend910_9392" \
       io.cannery.component.torch-2-10="torch==2.10.0 torch_npu==2.10.0.post4 torchvision==0.25.0" \
