@@ -182,3 +182,21 @@ def test_env_table_extends(tmp_path: Path, cli) -> None:  # type: ignore[no-unty
     res = cli("catalog", "validate", str(path))
     assert res.code == 2 and "envs.child.extends: unknown env table 'nope'" in res.err
 
+
+
+@pytest.mark.parametrize(("table", "what"), [("bases", "base"), ("components", "component"),
+                                              ("images", "image")])
+def test_extends_unknown_sibling_is_located(tmp_path: Path, cli, table: str, what: str) -> None:  # type: ignore[no-untyped-def]
+    path = _catalog(tmp_path, f'\n[{table}.kid]\nextends = "nobody"\n')
+    res = cli("catalog", "validate", str(path))
+    assert res.code == 2
+    assert re.search(rf"{re.escape(str(path))}:\d+: {table}\.kid\.extends: unknown {what} "
+                     "'nobody'", res.err), res.err
+
+
+def test_catalog_name_that_github_would_expand_is_refused(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "${{ github.token }}.toml"
+    path.write_text(minimal())
+    res = cli("render", "workflow", "--catalog", str(path), "--out", str(tmp_path / "w.yml"))
+    assert res.code == 2 and "rename the catalog" in res.err
+    assert not (tmp_path / "w.yml").exists()

@@ -21,7 +21,8 @@ import shlex
 from collections.abc import Sequence
 
 from cannery import __version__
-from cannery.catalog.models import Catalog
+from cannery.catalog.models import REL_PATH, Catalog
+from cannery.errors import InputError
 from cannery.plan import ImageSpec
 from cannery.render.actions import Pin, uses
 from cannery.render.yamltext import Gap, Literal, Note, dump
@@ -82,6 +83,10 @@ def render_workflow(
     (None: the embedded catalog); ``lock_file`` likewise for the lock, which cannery finds
     beside the catalog by itself."""
     ci = cat.ci
+    if catalog_file is not None and not REL_PATH.match(catalog_file):
+        # The name lands in run: lines, where GitHub expands ${{ }} before any shell quoting.
+        raise InputError(f"{catalog_file}: rename the catalog to letters, digits, '.', '_', "
+                         "'-' so the workflow can name it")
     cat_args = f" --catalog {shlex.quote(catalog_file)}" if catalog_file else ""
     paths = [p for p in (catalog_file, lock_file) if p]
     paths += [f"{ci.dockerfiles}/**", ci.bake, ci.docs, ci.workflow]
