@@ -212,3 +212,21 @@ def test_bad_project_fields(tmp_path: Path, cli, body: str, needle: str) -> None
     res = cli("catalog", "validate", str(path))
     assert res.code == 2
     assert f"{path}:" in res.err and needle in res.err, res.err
+
+
+def test_workflow_and_bake_agree() -> None:
+    import yaml
+
+    bake = json.loads((EXAMPLE / "docker-bake.json").read_text())["target"]
+    wf = yaml.safe_load((EXAMPLE / ".github/workflows/docker-build-ascend.yml").read_text())
+    images = bake and [n for n in json.loads((EXAMPLE / "docker-bake.json").read_text())
+                       ["group"]["default"]["targets"]]
+    assert sorted(j.removeprefix("merge-") for j in wf["jobs"] if j.startswith("merge-")) == \
+        sorted(images)
+    for name in images:
+        legs = wf["jobs"][f"build-{name}"]["strategy"]["matrix"]["include"]
+        assert [leg["platform"] for leg in legs] == bake[name]["platforms"]
+        assert {f"{name}-{leg['arch']}" for leg in legs} <= set(bake)
+        verify = next(s for s in wf["jobs"][f"merge-{name}"]["steps"] if "IMAGE_REF" in
+                      s.get("env", {}))
+        assert [verify["env"]["IMAGE_REF"]] == bake[name]["tags"]
