@@ -217,10 +217,9 @@ def test_bad_project_fields(tmp_path: Path, cli, body: str, needle: str) -> None
 def test_workflow_and_bake_agree() -> None:
     import yaml
 
-    bake = json.loads((EXAMPLE / "docker-bake.json").read_text())["target"]
+    doc = json.loads((EXAMPLE / "docker-bake.json").read_text())
+    bake, images = doc["target"], doc["group"]["default"]["targets"]
     wf = yaml.safe_load((EXAMPLE / ".github/workflows/docker-build-ascend.yml").read_text())
-    images = bake and [n for n in json.loads((EXAMPLE / "docker-bake.json").read_text())
-                       ["group"]["default"]["targets"]]
     assert sorted(j.removeprefix("merge-") for j in wf["jobs"] if j.startswith("merge-")) == \
         sorted(images)
     for name in images:
