@@ -22,7 +22,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 catalog_app = typer.Typer(help="Inspect and check a catalog.", no_args_is_help=True)
-render_app = typer.Typer(help="Render files from the catalog.", no_args_is_help=True)
+render_app = typer.Typer(
+    help="Render files from the catalog: with no kind, every kind (Dockerfiles, the CI "
+    "workflow, docker-bake.json, the tags doc), at the paths of the catalog's ci table.",
+    invoke_without_command=True,
+)
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(render_app, name="render")
 
@@ -85,20 +89,95 @@ def plan(
     raise typer.Exit(plan_cmd(catalog, lock, as_json, image))
 
 
+CheckOpt = Annotated[
+    bool, typer.Option("--check", help="Write nothing; exit 1 listing files that differ.")
+]
+OutFileOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--out", "-o", help="Output file (default: the catalog's ci table)"),
+]
+
+
+@render_app.callback()
+def render_all(
+    ctx: typer.Context, catalog: CatalogOpt = None, lock: LockOpt = None, check: CheckOpt = False
+) -> None:
+    """Render every kind (or the one named) from the catalog."""
+    if ctx.invoked_subcommand is None:
+        from cannery.commands.render import render_cmd
+
+        raise typer.Exit(render_cmd([], catalog, lock, check))
+
+
 @render_app.command("dockerfile")
 def render_dockerfile(
     images: Annotated[Optional[list[str]], typer.Argument(help="Images (default: all)")] = None,  # noqa: UP045
     catalog: CatalogOpt = None,
     lock: LockOpt = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory")] = Path(
-        "dockerfiles"
-    ),
-    check: Annotated[bool, typer.Option("--check", help="Fail if files on disk differ.")] = False,
+    out: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--out", "-o", help="Output directory (default: the catalog's [ci] "
+                     "dockerfiles, beside the catalog; ./dockerfiles for the embedded one)"),
+    ] = None,
+    check: CheckOpt = False,
 ) -> None:
     """Render one Dockerfile per image, for all of its platforms."""
     from cannery.commands.render import render_dockerfile_cmd
 
     raise typer.Exit(render_dockerfile_cmd(images, catalog, lock, out, check))
+
+
+def _render_one(kind: str, catalog: Path | None, lock: Path | None, out: Path | None,
+                check: bool) -> None:
+    from cannery.commands.render import render_cmd
+
+    raise typer.Exit(render_cmd([kind], catalog, lock, check, out))
+
+
+@render_app.command("workflow")
+def render_workflow(
+    catalog: CatalogOpt = None, lock: LockOpt = None, out: OutFileOpt = None,
+    check: CheckOpt = False,
+) -> None:
+    """Render the GitHub Actions workflow that builds, merges and verifies every image."""
+    _render_one("workflow", catalog, lock, out, check)
+
+
+@render_app.command("bake")
+def render_bake(
+    catalog: CatalogOpt = None, lock: LockOpt = None, out: OutFileOpt = None,
+    check: CheckOpt = False,
+) -> None:
+    """Render docker-bake.json: a target per image and per (image, platform)."""
+    _render_one("bake", catalog, lock, out, check)
+
+
+@render_app.command("docs")
+def render_docs(
+    catalog: CatalogOpt = None, lock: LockOpt = None, out: OutFileOpt = None,
+    check: CheckOpt = False,
+) -> None:
+    """Render the supported-tags Markdown table."""
+    _render_one("docs", catalog, lock, out, check)
+
+
+@render_app.command("refresh-actions")
+def render_refresh_actions(
+    data: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--data", help="Pins file (default: the one inside this package)"),
+    ] = None,
+    base: Annotated[
+        str, typer.Option("--base", help="Where action repositories live")
+    ] = "https://github.com",
+    major: Annotated[
+        bool, typer.Option("--major", help="Allow a new major version")
+    ] = False,
+) -> None:
+    """Re-pin the actions rendered files use to the newest release tag's commit (needs network)."""
+    from cannery.commands.render import refresh_actions_cmd
+
+    raise typer.Exit(refresh_actions_cmd(data, base, major))
 
 
 @app.command("lock")

@@ -84,6 +84,9 @@ class ComponentSpec:
     install: str
     requirements: tuple[str, ...]
     pip_args: tuple[str, ...]
+    subdir: str | None
+    extras: tuple[str, ...]
+    pyproject: str | None
     build_env: tuple[tuple[str, str], ...]
     toolkit_build: bool
     jobs_limit: int | None
@@ -191,6 +194,9 @@ def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) 
         install=comp.install,
         requirements=tuple(comp.requirements),
         pip_args=tuple(comp.pip_args),
+        subdir=comp.subdir,
+        extras=tuple(comp.extras),
+        pyproject=comp.pyproject,
         build_env=tuple(comp.build_env.items()),
         toolkit_build=comp.toolkit_build,
         jobs_limit=comp.jobs.limit if comp.jobs else None,

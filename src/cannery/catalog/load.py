@@ -91,31 +91,40 @@ def _hint(name: str, known: list[str]) -> str:
     return f"known: {', '.join(sorted(known)) or '(none)'}"
 
 
+# Tables whose entries may say `extends = "<sibling>"`: the sibling's keys, then their own.
+EXTENDABLE = {"images": "image", "components": "component", "bases": "base", "envs": "env table"}
+
+
 def _resolve_extends(raw: dict[str, Any], col: _Collector) -> None:
-    images = raw.get("images")
-    if not isinstance(images, dict):
+    for table, what in EXTENDABLE.items():
+        _resolve_table_extends(raw, table, what, col)
+
+
+def _resolve_table_extends(raw: dict[str, Any], table: str, what: str, col: _Collector) -> None:
+    entries = raw.get(table)
+    if not isinstance(entries, dict):
         return
     done: dict[str, dict[str, Any]] = {}
 
     def resolve(name: str, chain: list[str]) -> dict[str, Any] | None:
         if name in done:
             return done[name]
-        body = images[name]
+        body = entries[name]
         if not isinstance(body, dict):
             return None
         parent_name = body.get("extends")
         if parent_name is None:
             done[name] = body
             return body
-        if not isinstance(parent_name, str) or parent_name not in images:
+        if not isinstance(parent_name, str) or parent_name not in entries:
             col.error(
-                ("images", name, "extends"),
-                f"unknown image {parent_name!r} ({_hint(str(parent_name), list(images))})",
+                (table, name, "extends"),
+                f"unknown {what} {parent_name!r} ({_hint(str(parent_name), list(entries))})",
             )
             return None
         if parent_name in chain:
             cycle = " -> ".join([*chain[chain.index(parent_name) :], parent_name])
-            col.error(("images", name, "extends"), f"cyclic extends: {cycle}")
+            col.error((table, name, "extends"), f"cyclic extends: {cycle}")
             return None
         parent = resolve(parent_name, [*chain, parent_name])
         if parent is None:
@@ -123,24 +132,29 @@ def _resolve_extends(raw: dict[str, Any], col: _Collector) -> None:
         merged = copy.deepcopy(parent)
         merged.pop("extends", None)
         for key, value in body.items():
-            if key == "labels" and isinstance(value, dict):
+            if table == "images" and key == "labels" and isinstance(value, dict):
                 merged["labels"] = {**merged.get("labels", {}), **value}
             elif key != "extends":
                 merged[key] = value
         done[name] = merged
         return merged
 
-    for name in list(images):
+    for name in list(entries):
         result = resolve(name, [name])
         if result is not None:
-            images[name] = result
+            entries[name] = result
 
 
 def _merge_knowledge(raw: dict[str, Any]) -> None:
-    """Ascend facts (SoC families, compatibility table) that every catalog starts from."""
+    """Ascend facts (SoC families, toolkit env tables, compatibility table) that every catalog
+    starts from."""
     known = tomllib.loads(_read_data("ascend.toml"))
     families = {**known["families"], **raw.get("families", {})}
     raw["families"] = families
+    # set_env.sh of each CANN line, so a catalog can name them without copying (its own win).
+    envs = raw.get("envs", {})
+    if isinstance(envs, dict):
+        raw["envs"] = {**known["envs"], **envs}
     compat = raw.get("compat", {})
     if isinstance(compat, dict):
         merged = {**known["compat"], **{k: v for k, v in compat.items() if k != "rows"}}
@@ -166,8 +180,8 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
         raise CatalogError([_toml_error(shown, exc)]) from None
 
     col = _Collector(shown, LineMap(text))
-    _resolve_extends(raw, col)
     _merge_knowledge(raw)
+    _resolve_extends(raw, col)
     if col.errors:
         raise CatalogError([str(p) for p in col.errors])
     try:
@@ -281,6 +295,11 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         for var in env:
             if not var.replace("_", "a").isalnum() or var[0].isdigit():
                 col.error(("envs", ename, var), f"{var!r} is not a valid environment variable name")
+    for iname, img in cat.images.items():
+        for i, platform in enumerate(img.platforms):
+            if platform not in cat.ci.runners:
+                col.error(("images", iname, "platforms", i),
+                          f"no CI runner for {platform} (add it to ci.runners)")
     for cname, comp in cat.components.items():
         if comp.jobs and not comp.git:
             col.error(

@@ -14,6 +14,9 @@ PLATFORM = re.compile(r"^linux/(amd64|arm64|arm64/v8|ppc64le|s390x|riscv64)$")
 # Values usable in an image tag template.
 TAG_FIELDS = ("name", "cann", "chip", "os", "os_version", "python", "recipe", "soc", "family")
 URL_FIELDS = ("version", "uname_arch", "arch")
+SECRET_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+RUNNER_LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+REL_PATH = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
 
 
 class Strict(BaseModel):
@@ -41,6 +44,14 @@ class CatalogMeta(Strict):
 
 class Registry(Strict):
     repository: str = Field(description="Repository images are pushed to, e.g. quay.io/ascend/verl")
+    user_secret: str = Field(
+        "REGISTRY_USER", pattern=SECRET_NAME,
+        description="CI secret holding the registry user (the rendered workflow reads it)",
+    )
+    password_secret: str = Field(
+        "REGISTRY_PASSWORD", pattern=SECRET_NAME,
+        description="CI secret holding the registry password or token",
+    )
 
 
 class Base(Strict):
@@ -105,6 +116,11 @@ class Component(Strict):
     package: str | None = Field(None, description="Distribution name, if not the component name")
     version: str | None = Field(None, description="Release this source corresponds to (for compat)")
     install: Literal["pip", "editable", "none"] = "pip"
+    subdir: str | None = Field(None, description="Directory of the Python project in the repo")
+    extras: list[str] = Field([], description="Extras to install, e.g. all_npu")
+    pyproject: str | None = Field(
+        None, description="File in the project directory to build with as its pyproject.toml"
+    )
     requirements: list[str] = []
     pip_args: list[str] = []
     build_env: dict[str, str] = {}
@@ -134,6 +150,22 @@ class Component(Strict):
     def _wheel(cls, v: str | None) -> str | None:
         return _https(v) if v is not None else v
 
+    @field_validator("subdir", "pyproject")
+    @classmethod
+    def _inside(cls, v: str | None) -> str | None:
+        # Used in paths inside the fetched source: never outside it, nothing the shell expands.
+        if v is not None and (not REL_PATH.match(v) or ".." in v.split("/")):
+            raise ValueError(f"{v!r}: give a relative path inside the repository")
+        return v
+
+    @field_validator("extras")
+    @classmethod
+    def _extras(cls, v: list[str]) -> list[str]:
+        for extra in v:
+            if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", extra):
+                raise ValueError(f"bad extra name {extra!r}")
+        return v
+
     @field_validator("extra_index")
     @classmethod
     def _index(cls, v: dict[str, str]) -> dict[str, str]:
@@ -152,6 +184,8 @@ class Component(Strict):
             raise ValueError("ref is only for git components")
         if self.pin and self.pip is None:
             raise ValueError("pin is only for pip components")
+        if (self.subdir or self.extras or self.pyproject) and self.git is None:
+            raise ValueError("subdir, extras and pyproject are for git components")
         return self
 
 
@@ -217,6 +251,55 @@ class Compat(Strict):
 EnvValue = str | list[str]
 
 
+class Ci(Strict):
+    """How `cannery render` lays out files and the GitHub Actions pipeline. Paths are relative to
+    the catalog's directory, which is taken to be the repository root."""
+
+    runners: dict[str, str] = Field(
+        {"linux/amd64": "ubuntu-latest", "linux/arm64": "ubuntu-24.04-arm"},
+        description="Native runner label per platform",
+    )
+    branches: list[str] = Field(["main"], description="Branches whose pushes build images")
+    schedule: str | None = Field(None, description="Optional cron for periodic rebuilds")
+    install: str = Field("", description="pip requirement CI installs cannery from "
+                                         "(default: this cannery's exact version)")
+    environment: str | None = Field(
+        "image-registry", pattern=RUNNER_LABEL,
+        description="Deployment environment of the jobs that read registry secrets "
+                    "(protection rules and environment secrets apply to them only)",
+    )
+    python: str = Field("3.12", pattern=r"^3\.\d+$", description="Python CI runs cannery with")
+    workflow: str = Field(".github/workflows/cannery-images.yml")
+    dockerfiles: str = Field("dockerfiles")
+    bake: str = Field("docker-bake.json")
+    docs: str = Field("TAGS.md")
+
+    @field_validator("runners")
+    @classmethod
+    def _runners(cls, v: dict[str, str]) -> dict[str, str]:
+        for platform, label in v.items():
+            if not PLATFORM.match(platform):
+                raise ValueError(f"bad platform {platform!r}: expected os/arch such as linux/arm64")
+            if not re.match(RUNNER_LABEL, label):
+                raise ValueError(f"bad runner label {label!r}")
+        return v
+
+    @field_validator("workflow", "dockerfiles", "bake", "docs")
+    @classmethod
+    def _relative(cls, v: str) -> str:
+        # Written below the catalog's directory: never outside it, never an odd file name.
+        if not REL_PATH.match(v) or ".." in v.split("/") or v.endswith("/"):
+            raise ValueError(f"{v!r}: give a relative path inside the repository")
+        return v
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, v: str | None) -> str | None:
+        if v is not None and len(v.split()) != 5:
+            raise ValueError(f"cron {v!r} needs five fields")
+        return v
+
+
 class Catalog(Strict):
     catalog: CatalogMeta
     registries: dict[str, Registry] = {}
@@ -227,6 +310,7 @@ class Catalog(Strict):
     images: dict[str, Image] = {}
     families: dict[str, Family] = {}
     compat: Compat = Compat()
+    ci: Ci = Ci()
 
     @field_validator("registries", "bases", "envs", "toolkits", "components", "images")
     @classmethod

@@ -159,6 +159,16 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         out.append(Comment(f"{comp.name}: wheel, checked against its sha256 from cannery.lock"))
         lines = ["set -eu;", *_downloads_run(spec, comp.wheels, f"{comp.name} wheel")]
         v = _var(comp.name)
+        if all(w.url.endswith(".zip") for w in comp.wheels):
+            # A release bundle of wheels: every wheel in it is installed, in one pip call.
+            out[-1] = Comment(f"{comp.name}: a zip of wheels, checked against its sha256 from "
+                              "cannery.lock")
+            lines.append(f"python3 -m zipfile -e /tmp/{v}.run /tmp/{v}/;")
+            lines.append(" ".join(
+                [f"find /tmp/{v} -name '*.whl' -print0 | xargs -0 {pip}", *extra]) + ";")
+            lines.append(f"rm -rf /tmp/{v} /tmp/{v}.run;")
+            out.append(Run(_finish(lines)))
+            return out
         lines.append(f'wheel="/tmp/$(basename "${{{v}_url}}")"; mv /tmp/{v}.run "${{wheel}}";')
         lines.append(
             f'{pip} {" ".join(extra)} "${{wheel}}"; rm -f "${{wheel}}";'.replace("  ", " ")
@@ -197,7 +207,11 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             )
         for req in comp.requirements:
             lines.append(f"{pip} -r {_q(dest + '/' + req)};")
-        target = f"-e {dest}" if comp.install == "editable" else dest
+        project = f"{dest}/{comp.subdir}" if comp.subdir else dest
+        if comp.pyproject:
+            lines.append(f"cp {_q(project + '/' + comp.pyproject)} {project}/pyproject.toml;")
+        spec_ = project + (f"[{','.join(comp.extras)}]" if comp.extras else "")
+        target = f"-e {_q(spec_)}" if comp.install == "editable" else _q(spec_)
         lines.append(f"{pip} {' '.join([*extra, target])};")
     out.append(Run(_finish(lines)))
     return out

@@ -152,7 +152,7 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.1-910b-ubuntu22.04-py3.11" \
       org.opencontainers.image.revision="4045d67063052dcb800c918c107b8d5a87046006" \
       org.opencontainers.image.base.digest="sha256:08acacddf0d23e19767fa5e1757f5763698c2f244aecc05d5122b7325906d0e2" \
-      io.cannery.inputs="sha256:0c0d85e4423f8590524d780ac60d9ad0c820ac58a487de71622b70680d2b32c3" \
+      io.cannery.inputs="sha256:ed4552b3d7b6a9675bf436a4254cbca38558ec9f0e70f315309a41b02e4fef4c" \
       io.cannery.toolkit="cann-8.5.2" \
       io.cannery.soc="ascend910b1" \
       io.cannery.component.torch-2-9="torch==2.9.0 torch_npu==2.9.0 torchvision==0.24.0" \

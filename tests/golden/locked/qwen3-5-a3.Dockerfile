@@ -152,7 +152,7 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.1-a3-ubuntu22.04-py3.11" \
       org.opencontainers.image.revision="4045d67063052dcb800c918c107b8d5a87046006" \
       org.opencontainers.image.base.digest="sha256:7a62999fb43ac003f2ab9f12738ffcd9cc597c955fb08ac11fd04ea2313ae484" \
-      io.cannery.inputs="sha256:476d708279f46d20862596c667e819a9d568a98653e0b64c59e0bf27f3a7eb50" \
+      io.cannery.inputs="sha256:66580066788892eab875085223de8f0d781998243c4ce4fa24474282100fe5ba" \
       io.cannery.toolkit="cann-8.5.2" \
       io.cannery.soc="ascend910_9391" \
       io.cannery.component.torch-2-9="torch==2.9.0 torch_npu==2.9.0 torchvision==0.24.0" \

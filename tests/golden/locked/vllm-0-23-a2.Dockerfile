@@ -123,7 +123,7 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-910b-ubuntu22.04-py3.12" \
       org.opencontainers.image.revision="4045d67063052dcb800c918c107b8d5a87046006" \
       org.opencontainers.image.base.digest="sha256:d4b613eaeb9e8a868addf25a1ac78ad9c306ce3c7633ecd9fb5937130fd7f158" \
-      io.cannery.inputs="sha256:e3633d0134bb91d622f65ed8d4f6c8332d673e0bc0d5dc437ee6691b799bf6f6" \
+      io.cannery.inputs="sha256:4631c9c8d366dc4637cd71e66961e7506a09b724cd7c339926f817ac6a403cfc" \
       io.cannery.toolkit="cann-9.1.0" \
       io.cannery.soc="ascend910b1" \
       io.cannery.component.torch-2-10="torch==2.10.0 torch_npu==2.10.0.post4 torchvision==0.25.0" \

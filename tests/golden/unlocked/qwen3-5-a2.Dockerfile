@@ -164,7 +164,7 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-8.5.2-910b-ubuntu22.04-py3.11-qwen3-5" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.1-910b-ubuntu22.04-py3.11" \
       org.opencontainers.image.revision="4045d67063052dcb800c918c107b8d5a87046006" \
-      io.cannery.inputs="sha256:7e544aa0ec0df29240486255da6b04ccbc0326874137d4534727b45e84157e1e" \
+      io.cannery.inputs="sha256:2a772e0529f4fed9ea337d38925ed979e5b946d810ae054ec12563622c645f8a" \
       io.cannery.toolkit="cann-8.5.2" \
       io.cannery.soc="ascend910b1" \
       io.cannery.component.torch-2-9="torch==2.9.0 torch_npu==2.9.0 torchvision==0.24.0" \

@@ -164,7 +164,7 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-8.5.2-a3-ubuntu22.04-py3.11-qwen3-5" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.1-a3-ubuntu22.04-py3.11" \
       org.opencontainers.image.revision="4045d67063052dcb800c918c107b8d5a87046006" \
-      io.cannery.inputs="sha256:16229994b4bb146948839b7f4860fc6101f3f07cce09b61e955fb6bb75fe43d9" \
+      io.cannery.inputs="sha256:6f291e69db29b23876d24ec322689e1f579841ebe43e54cd53f1a559f18ea7d5" \
       io.cannery.toolkit="cann-8.5.2" \
       io.cannery.soc="ascend910_9391" \
       io.cannery.component.torch-2-9="torch==2.9.0 torch_npu==2.9.0 torchvision==0.24.0" \

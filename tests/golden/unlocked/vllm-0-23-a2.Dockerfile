@@ -131,7 +131,7 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-9.1.0-910b-ubuntu22.04-py3.12-vllm0-23" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-910b-ubuntu22.04-py3.12" \
       org.opencontainers.image.revision="4045d67063052dcb800c918c107b8d5a87046006" \
-      io.cannery.inputs="sha256:4b3240ccc8c15e14de9cc9883ff3b27cc5109a92dffcc203fa94a760e985d4b9" \
+      io.cannery.inputs="sha256:bf626c3a03d5c42fb298981877602cd12cd194b808e0d0e4939bc843c7161cae" \
       io.cannery.toolkit="cann-9.1.0" \
       io.cannery.soc="ascend910b1" \
       io.cannery.component.torch-2-10="torch==2.10.0 torch_npu==2.10.0.post4 torchvision==0.25.0" \
