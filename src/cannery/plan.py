@@ -5,10 +5,8 @@ Render, build and verify consume these specs unchanged.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from cannery.catalog.models import Catalog, Component
 from cannery.lock import Lock, git_key
@@ -144,11 +142,6 @@ class ImageSpec:
     @property
     def base_reference(self) -> str:
         return f"{self.base_image}@{self.base_digest}" if self.base_digest else self.base_image
-
-    def inputs_digest(self) -> str:
-        """sha256 over every resolved input: equal digests mean an identical build."""
-        blob = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
-        return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
 
     def unlocked(self) -> list[str]:
         out: list[str] = []

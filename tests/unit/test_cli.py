@@ -36,7 +36,7 @@ def test_plan_json_of_embedded_catalog(cli) -> None:  # type: ignore[no-untyped-
     # the third image shares nothing shaped around the seed: its base ships its toolkit
     third = images["vllm-0-23-a2"]
     assert third["toolkit"] == {"version": "9.1.0", "install": False, "downloads": []}
-    assert a2["unlocked"] and a2["inputs"].startswith("sha256:")
+    assert a2["unlocked"] and "inputs" not in a2  # the build computes it per platform
 
 
 def test_extends_inherits_and_overrides(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]

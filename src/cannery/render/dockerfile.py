@@ -178,6 +178,16 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         notes.append("Built against CANN: the devlib stub and SOC_VERSION apply to this step only.")
     if comp.jobs_limit is not None:
         notes.append(f"Job limit {comp.jobs_limit}, for this step only: {comp.jobs_reason}.")
+    if comp.install == "pip":
+        notes.append(
+            "The source tree is removed once installed; the commit is in the label\n"
+            f"io.cannery.component.{comp.name}."
+        )
+    else:
+        notes.append(
+            ".git is removed (stat data, reflogs and FETCH_HEAD differ on every build);\n"
+            f"the commit is in the label io.cannery.component.{comp.name}."
+        )
     out.append(Comment("\n".join(notes)))
     dest = f"{SRC}/{comp.name}"
     lines = [
@@ -199,8 +209,39 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             lines.append(f"{pip} -r {_q(dest + '/' + req)};")
         target = f"-e {dest}" if comp.install == "editable" else dest
         lines.append(f"{pip} {' '.join([*extra, target])};")
+    lines.append(f"rm -rf {dest};" if comp.install == "pip" else f"rm -rf {dest}/.git;")
     out.append(Run(_finish(lines)))
     return out
+
+
+def _apt_lines(spec: ImageSpec) -> list[str]:
+    """Install only the packages the base lacks, then drop apt's lists, caches and logs.
+
+    curl is added only when the image downloads something, git only when it has a git
+    component. The lists, binary caches and logs differ on every run, so leaving them would
+    make the layer irreproducible.
+    """
+    apt = list(spec.apt)
+    needs = ["ca-certificates"]
+    if (spec.toolkit.install and spec.toolkit.downloads) or any(c.wheels for c in spec.components):
+        needs.append("curl")
+    if any(c.git for c in spec.components):
+        needs.append("git")
+    apt += [n for n in needs if n not in apt]
+    return [
+        "set -eu;",
+        f"missing=$(for p in {' '.join(apt)}; do",
+        "  dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null | grep -q 'ok installed'"
+        ' || echo "$p";',
+        "done);",
+        'if [ -n "${missing}" ]; then',
+        "  apt-get update;",
+        # unquoted on purpose: one word per missing package
+        "  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing};",
+        "fi;",
+        "rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log"
+        " /var/cache/ldconfig/aux-cache",
+    ]
 
 
 def render_dockerfile(spec: ImageSpec) -> str:
@@ -228,27 +269,16 @@ def render_dockerfile(spec: ImageSpec) -> str:
         Blank(),
         From("arch-${TARGETARCH}", "image"),
         Arg("TARGETARCH"),
+        Comment(
+            "The build passes the lock's timestamp here, so Python writes hash-based .pyc files\n"
+            "and tools clamp file times; unset, nothing changes."
+        ),
+        Arg("SOURCE_DATE_EPOCH"),
         Shell(SHELL),
         Blank(),
     ]
 
-    apt = list(spec.apt)
-    for need in ("ca-certificates", "curl", "git"):
-        if need not in apt:
-            apt.append(need)
-    body += [
-        Comment("System packages (change least often)."),
-        Run(
-            [
-                "set -eu;",
-                "apt-get update;",
-                "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
-                + " ".join(apt)
-                + ";",
-                "rm -rf /var/lib/apt/lists/*",
-            ]
-        ),
-    ]
+    body += [Comment("System packages (change least often)."), Run(_apt_lines(spec))]
     if spec.pip_tools:
         body.append(Run([f"{PIP} --upgrade {' '.join(_q(t) for t in spec.pip_tools)}"]))
     body.append(Blank())
@@ -307,7 +337,6 @@ def render_dockerfile(spec: ImageSpec) -> str:
     if spec.base_digest:
         labels.append(("org.opencontainers.image.base.digest", spec.base_digest))
     labels += [
-        ("io.cannery.inputs", spec.inputs_digest()),
         ("io.cannery.toolkit", f"cann-{tk.version}"),
         ("io.cannery.soc", spec.soc),
     ]
