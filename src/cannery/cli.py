@@ -38,6 +38,13 @@ LockOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option("--lock", help="Lock file (default: cannery.lock beside the catalog, or ./)"),
 ]
+LockedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--locked",
+        help="Exit 2, naming each one, if any input is not pinned by the lock (for CI).",
+    ),
+]
 
 _debug = False
 
@@ -94,11 +101,12 @@ def render_dockerfile(
         "dockerfiles"
     ),
     check: Annotated[bool, typer.Option("--check", help="Fail if files on disk differ.")] = False,
+    locked: LockedOpt = False,
 ) -> None:
     """Render one Dockerfile per image, for all of its platforms."""
     from cannery.commands.render import render_dockerfile_cmd
 
-    raise typer.Exit(render_dockerfile_cmd(images, catalog, lock, out, check))
+    raise typer.Exit(render_dockerfile_cmd(images, catalog, lock, out, check, locked))
 
 
 @app.command("lock")

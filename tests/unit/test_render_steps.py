@@ -166,3 +166,64 @@ def test_editable_git_source_keeps_its_tree_but_not_git(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert f"-e {dest}" in log.read_text()
     assert (dest / "setup.py").exists() and not (dest / ".git").exists()
+
+
+def _unlocked_spec() -> ImageSpec:
+    from cannery.lock import Lock
+
+    return plan(CATALOG.catalog, Lock(), ["qwen3-5-a2"])[0]
+
+
+def test_unlocked_base_stops_the_build_right_after_from(tmp_path: Path) -> None:
+    cmds = list(dockerfile.parse_string(render_dockerfile(_unlocked_spec())))
+    image_from = max(i for i, c in enumerate(cmds) if c.cmd == "FROM")
+    refuse = cmds[image_from + 1]
+    assert refuse.cmd == "RUN"
+    proc = _bash(refuse.value[0], tmp_path)
+    assert proc.returncode == 1
+    assert "UNLOCKED base image swr.cn-south-1" in proc.stderr and "no digest" in proc.stderr
+
+
+def test_unlocked_git_ref_stops_before_fetching(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    log = tmp_path / "git.log"
+    _tool(tmp_path / "bin", "git", f'echo "git $*" >> {log}')
+    steps = [r for r in _runs(_unlocked_spec()) if "git init" in r and "core_r0.16.0" in r]
+    assert steps
+    for step in steps:
+        proc = _bash(step.replace("/opt/src", str(tmp_path / "src")), tmp_path)
+        assert proc.returncode == 1 and "has no commit" in proc.stderr
+    assert not log.exists()
+
+
+def test_unlocked_download_stops_before_fetching(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    log = tmp_path / "curl.log"
+    _tool(tmp_path / "bin", "curl", f'echo "curl $*" >> {log}')
+    step = next(r for r in _runs(_unlocked_spec()) if "toolkit_url=" in r)
+    for arch in ("amd64", "arm64"):
+        proc = _bash(step, tmp_path, {"TARGETARCH": arch})
+        assert proc.returncode == 1
+        assert "UNLOCKED toolkit download has no sha256" in proc.stderr
+    assert not log.exists()
+
+
+def test_locked_render_names_every_unlocked_input(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "out"
+    res = cli("render", "dockerfile", "--locked", "--out", str(out))
+    assert res.code == 2
+    spec = _unlocked_spec()
+    for item in spec.unlocked():
+        assert f"qwen3-5-a2: {item}" in res.err
+    assert "vllm-0-23-a2: base image" in res.err
+    assert not out.exists()  # nothing half-written
+    res = cli(
+        "render",
+        "dockerfile",
+        "--locked",
+        "--lock",
+        str(GOLDEN / "cannery.lock"),
+        "--out",
+        str(out),
+    )
+    assert res.code == 0 and len(list(out.iterdir())) == 3

@@ -3,7 +3,7 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from cannery.commands.common import err, load_with_lock, out, select
+from cannery.commands.common import err, load_with_lock, out, require_locked, select
 from cannery.errors import CheckFailed
 from cannery.plan import plan
 from cannery.render.dockerfile import render_dockerfile
@@ -15,10 +15,17 @@ def dockerfile_name(image: str) -> str:
 
 
 def render_dockerfile_cmd(
-    images: list[str] | None, catalog: Path | None, lock: Path | None, out_dir: Path, check: bool
+    images: list[str] | None,
+    catalog: Path | None,
+    lock: Path | None,
+    out_dir: Path,
+    check: bool,
+    locked: bool = False,
 ) -> int:
     loaded, lk, _ = load_with_lock(catalog, lock)
     specs = plan(loaded.catalog, lk, select(loaded, images))
+    if locked:
+        require_locked(specs)
     files = {out_dir / dockerfile_name(s.name): render_dockerfile(s) for s in specs}
     if check:
         stale = []

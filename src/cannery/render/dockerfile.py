@@ -96,12 +96,22 @@ def _downloads_run(
     lines = _arch_case(spec, what, branches)
     for name in names:
         v = _var(name)
+        if any(d.sha256 is None for d in downloads if d.name == name):
+            lines.append(
+                f'if [ "${{{v}_sha256}}" = {UNLOCKED} ]; then'
+                f" {_refuse(f'{name} download has no sha256 for this platform')} fi;"
+            )
         lines.append(f'curl -fsSL --proto =https --tlsv1.2 -o /tmp/{v}.run "${{{v}_url}}";')
         lines.append(f'echo "${{{v}_sha256}}  /tmp/{v}.run" | sha256sum -c -;')
         if install is not None:
             lines.append(f"bash /tmp/{v}.run {' '.join(install)};")
             lines.append(f"rm -f /tmp/{v}.run;")
     return lines
+
+
+def _refuse(what: str) -> str:
+    """A shell fragment that stops the build because ``what`` is not locked."""
+    return f"echo {_q(f'cannery: UNLOCKED {what}; run cannery lock')} >&2; exit 1;"
 
 
 def _finish(lines: list[str]) -> list[str]:
@@ -190,8 +200,10 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         )
     out.append(Comment("\n".join(notes)))
     dest = f"{SRC}/{comp.name}"
-    lines = [
-        "set -eu;",
+    lines = ["set -eu;"]
+    if not git.commit:
+        lines.append(_refuse(f"git ref {git.ref} of {comp.name} has no commit"))
+    lines += [
         f"git init -q {dest};",
         f"git -C {dest} fetch -q --depth 1 {_q(git.url)} {_q(git.pinned)};",
         f"git -C {dest} checkout -q FETCH_HEAD;",
@@ -212,6 +224,13 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
     lines.append(f"rm -rf {dest};" if comp.install == "pip" else f"rm -rf {dest}/.git;")
     out.append(Run(_finish(lines)))
     return out
+
+
+def _refuse_base(spec: ImageSpec) -> list[Instruction]:
+    """A base image given by tag only could change under the build: stop before using it."""
+    if spec.base_digest:
+        return []
+    return [Run([_refuse(f"base image {spec.base_image} has no digest")[:-1]])]
 
 
 def _apt_lines(spec: ImageSpec) -> list[str]:
@@ -268,6 +287,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
     body += [
         Blank(),
         From("arch-${TARGETARCH}", "image"),
+        *_refuse_base(spec),
         Arg("TARGETARCH"),
         Comment(
             "The build passes the lock's timestamp here, so Python writes hash-based .pyc files\n"

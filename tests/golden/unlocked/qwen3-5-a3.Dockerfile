@@ -23,6 +23,7 @@ FROM base AS arch-arm64
 ENV CANN_ARCH=aarch64
 
 FROM arch-${TARGETARCH} AS image
+RUN echo 'cannery: UNLOCKED base image swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.1-a3-ubuntu22.04-py3.11 has no digest; run cannery lock' >&2; exit 1
 ARG TARGETARCH
 # The build passes the lock's timestamp here, so Python writes hash-based .pyc files
 # and tools clamp file times; unset, nothing changes.
@@ -62,14 +63,17 @@ RUN set -eu; \
       arm64) toolkit_url=https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%208.5.2/Ascend-cann-toolkit_8.5.2_linux-aarch64.run; toolkit_sha256=UNLOCKED; ops_url=https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%208.5.2/Ascend-cann-A3-ops_8.5.2_linux-aarch64.run; ops_sha256=UNLOCKED; nnal_url=https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%208.5.2/Ascend-cann-nnal_8.5.2_linux-aarch64.run; nnal_sha256=UNLOCKED ;; \
       *) echo "cannery: no CANN 8.5.2 installers for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
     esac; \
+    if [ "${toolkit_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED toolkit download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/toolkit.run "${toolkit_url}"; \
     echo "${toolkit_sha256}  /tmp/toolkit.run" | sha256sum -c -; \
     bash /tmp/toolkit.run --quiet --install --install-for-all; \
     rm -f /tmp/toolkit.run; \
+    if [ "${ops_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED ops download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/ops.run "${ops_url}"; \
     echo "${ops_sha256}  /tmp/ops.run" | sha256sum -c -; \
     bash /tmp/ops.run --quiet --install --install-for-all; \
     rm -f /tmp/ops.run; \
+    if [ "${nnal_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED nnal download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/nnal.run "${nnal_url}"; \
     echo "${nnal_sha256}  /tmp/nnal.run" | sha256sum -c -; \
     bash /tmp/nnal.run --quiet --install --install-for-all; \
@@ -95,6 +99,7 @@ ARG BUILD_JOBS=""
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.mindspeed.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref core_r0.16.0 of mindspeed has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/mindspeed; \
     git -C /opt/src/mindspeed fetch -q --depth 1 https://gitcode.com/Ascend/MindSpeed.git core_r0.16.0; \
     git -C /opt/src/mindspeed checkout -q FETCH_HEAD; \
@@ -108,6 +113,7 @@ RUN set -eu; \
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.megatron-lm.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref core_r0.16.0 of megatron-lm has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/megatron-lm; \
     git -C /opt/src/megatron-lm fetch -q --depth 1 https://github.com/NVIDIA/Megatron-LM.git core_r0.16.0; \
     git -C /opt/src/megatron-lm checkout -q FETCH_HEAD; \
@@ -133,6 +139,7 @@ RUN set -eu; \
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.vllm.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref v0.18.0 of vllm has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/vllm; \
     git -C /opt/src/vllm fetch -q --depth 1 https://github.com/vllm-project/vllm.git v0.18.0; \
     git -C /opt/src/vllm checkout -q FETCH_HEAD; \

@@ -18,6 +18,7 @@ FROM base AS arch-arm64
 ENV CANN_ARCH=aarch64
 
 FROM arch-${TARGETARCH} AS image
+RUN echo 'cannery: UNLOCKED base image swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-910b-ubuntu22.04-py3.12 has no digest; run cannery lock' >&2; exit 1
 ARG TARGETARCH
 # The build passes the lock's timestamp here, so Python writes hash-based .pyc files
 # and tools clamp file times; unset, nothing changes.
@@ -71,6 +72,7 @@ ARG BUILD_JOBS=""
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.vllm-0-23.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref v0.23.0 of vllm-0-23 has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/vllm-0-23; \
     git -C /opt/src/vllm-0-23 fetch -q --depth 1 https://github.com/vllm-project/vllm.git v0.23.0; \
     git -C /opt/src/vllm-0-23 checkout -q FETCH_HEAD; \
@@ -89,6 +91,7 @@ ARG SOC_VERSION=ascend910b1
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.vllm-ascend-0-23.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref v0.23.0 of vllm-ascend-0-23 has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/vllm-ascend-0-23; \
     git -C /opt/src/vllm-ascend-0-23 fetch -q --depth 1 https://github.com/vllm-project/vllm-ascend.git v0.23.0; \
     git -C /opt/src/vllm-ascend-0-23 checkout -q FETCH_HEAD; \
@@ -104,6 +107,7 @@ RUN set -eu; \
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.mindspeed-0-18.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref core_r0.18.0 of mindspeed-0-18 has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/mindspeed-0-18; \
     git -C /opt/src/mindspeed-0-18 fetch -q --depth 1 https://gitcode.com/Ascend/MindSpeed.git core_r0.18.0; \
     git -C /opt/src/mindspeed-0-18 checkout -q FETCH_HEAD; \
@@ -117,6 +121,7 @@ RUN set -eu; \
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.megatron-lm-0-18.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref core_r0.18.0 of megatron-lm-0-18 has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/megatron-lm-0-18; \
     git -C /opt/src/megatron-lm-0-18 fetch -q --depth 1 https://github.com/NVIDIA/Megatron-LM.git core_r0.18.0; \
     git -C /opt/src/megatron-lm-0-18 checkout -q FETCH_HEAD; \
