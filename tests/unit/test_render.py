@@ -232,3 +232,19 @@ def test_hadolint_finds_no_error(tmp_path: Path, cli) -> None:  # type: ignore[n
             )
             assert proc.returncode == 0, proc.stdout + proc.stderr
             assert " error:" not in proc.stdout
+
+
+@pytest.mark.parametrize("name", IMAGES)
+def test_build_env_only_in_the_step_that_asks(name: str) -> None:
+    spec = plan(CATALOG.catalog, LOCKED, [name])[0]
+    cmds = _commands(_render(name, LOCKED))
+    declared = " ".join(" ".join(c.value) for c in cmds if c.cmd in ("ARG", "ENV"))
+    assert "SOC_VERSION" not in declared
+    for comp in spec.components:
+        names = [k for k, _ in comp.build_env] + (["SOC_VERSION"] if comp.toolkit_build else [])
+        for key in names:
+            assert key not in declared
+            runs = [c.value[0] for c in cmds if c.cmd == "RUN" and f"export {key}=" in c.value[0]]
+            assert len(runs) == 1 and f"/opt/src/{comp.name} " in runs[0]
+    soc = [c.value[0] for c in cmds if c.cmd == "RUN" and "SOC_VERSION" in c.value[0]]
+    assert all(f"export SOC_VERSION={spec.soc};" in r for r in soc)

@@ -184,8 +184,12 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
     notes = [head + (f" ({comp.install})" if comp.install != "pip" else "")]
     if not git.commit:
         notes.append(f"cannery: UNLOCKED git ref {git.ref!r}: run `cannery lock` to pin a commit.")
-    if comp.toolkit_build:
-        notes.append("Built against CANN: the devlib stub and SOC_VERSION apply to this step only.")
+    env_names = [k for k, _ in comp.build_env] + (["SOC_VERSION"] if comp.toolkit_build else [])
+    if comp.toolkit_build and spec.toolkit.devlib:
+        env_names.append("the devlib stub on LD_LIBRARY_PATH")
+    if env_names and comp.install != "none":
+        what = ", ".join(env_names[:-1]) + (" and " if len(env_names) > 1 else "") + env_names[-1]
+        notes.append(f"Build env for this step only: {what}.")
     if comp.jobs_limit is not None:
         notes.append(f"Job limit {comp.jobs_limit}, for this step only: {comp.jobs_reason}.")
     if comp.install == "pip":
@@ -212,6 +216,8 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         lines += _jobs_lines(comp)
         for key, value in comp.build_env:
             lines.append(f"export {key}={_q(value)};")
+        if comp.toolkit_build:
+            lines.append(f"export SOC_VERSION={_q(spec.soc)};")
         if comp.toolkit_build and spec.toolkit.devlib:
             devlib = spec.toolkit.devlib.replace("{uname_arch}", "${" + ARCH_VAR + "}")
             lines.append(
@@ -330,7 +336,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
     body.append(Blank())
 
     constrained = any(c.pin for c in spec.components)
-    declared_jobs = declared_soc = False
+    declared_jobs = False
     for comp in spec.components:
         if comp.git and comp.install != "none" and not declared_jobs:
             body += [
@@ -338,12 +344,6 @@ def render_dockerfile(spec: ImageSpec) -> str:
                 Arg("BUILD_JOBS", ""),
             ]
             declared_jobs = True
-        if comp.toolkit_build and not declared_soc:
-            body += [
-                Comment("Read by vllm-ascend's build (an ARG is env in later RUNs)."),
-                Arg("SOC_VERSION", spec.soc),
-            ]
-            declared_soc = True
         body += _component(spec, comp, constrained and not comp.pin)
         body.append(Blank())
 

@@ -117,6 +117,7 @@ RUN set -eu; \
     rm -rf /opt/src/megatron-bridge
 
 # vllm v0.18.0 at b5bafc8f7000 (editable)
+# Build env for this step only: VLLM_TARGET_DEVICE.
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.vllm.
 RUN set -eu; \
@@ -130,10 +131,8 @@ RUN set -eu; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/vllm; \
     rm -rf /opt/src/vllm/.git
 
-# Read by vllm-ascend's build (an ARG is env in later RUNs).
-ARG SOC_VERSION=ascend910_9391
 # vllm-ascend v0.18.0 at 54879467c417 (editable)
-# Built against CANN: the devlib stub and SOC_VERSION apply to this step only.
+# Build env for this step only: COMPILE_CUSTOM_KERNELS, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
 # Job limit 1, for this step only: the custom-kernel compile runs out of memory with more than one job.
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.vllm-ascend.
@@ -143,6 +142,7 @@ RUN set -eu; \
     git -C /opt/src/vllm-ascend checkout -q FETCH_HEAD; \
     export MAX_JOBS=1 CMAKE_BUILD_PARALLEL_LEVEL=1 MAKEFLAGS=-j1; \
     export COMPILE_CUSTOM_KERNELS=1; \
+    export SOC_VERSION=ascend910_9391; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-8.5.2/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/vllm-ascend/requirements.txt; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -e /opt/src/vllm-ascend; \

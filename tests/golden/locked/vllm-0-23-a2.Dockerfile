@@ -62,6 +62,7 @@ RUN set -eu; \
 # Parallel jobs for every build step; empty means the builder's cores.
 ARG BUILD_JOBS=""
 # vllm-0-23 v0.23.0 at 698c00fbac79 (editable)
+# Build env for this step only: VLLM_TARGET_DEVICE.
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.vllm-0-23.
 RUN set -eu; \
@@ -74,10 +75,8 @@ RUN set -eu; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/vllm-0-23; \
     rm -rf /opt/src/vllm-0-23/.git
 
-# Read by vllm-ascend's build (an ARG is env in later RUNs).
-ARG SOC_VERSION=ascend910b1
 # vllm-ascend-0-23 v0.23.0 at f282a373945e (editable)
-# Built against CANN: the devlib stub and SOC_VERSION apply to this step only.
+# Build env for this step only: COMPILE_CUSTOM_KERNELS, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
 # Job limit 2, for this step only: the custom-kernel compile needs about 8 GiB per job.
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.vllm-ascend-0-23.
@@ -87,6 +86,7 @@ RUN set -eu; \
     git -C /opt/src/vllm-ascend-0-23 checkout -q FETCH_HEAD; \
     export MAX_JOBS=2 CMAKE_BUILD_PARALLEL_LEVEL=2 MAKEFLAGS=-j2; \
     export COMPILE_CUSTOM_KERNELS=1; \
+    export SOC_VERSION=ascend910b1; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-9.1.0/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/vllm-ascend-0-23/requirements.txt; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation --no-deps -e /opt/src/vllm-ascend-0-23; \

@@ -69,6 +69,7 @@ RUN set -eu; \
 ARG BUILD_JOBS=""
 # vllm-0-23 v0.23.0 at ref v0.23.0 (editable)
 # cannery: UNLOCKED git ref 'v0.23.0': run `cannery lock` to pin a commit.
+# Build env for this step only: VLLM_TARGET_DEVICE.
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.vllm-0-23.
 RUN set -eu; \
@@ -82,11 +83,9 @@ RUN set -eu; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/vllm-0-23; \
     rm -rf /opt/src/vllm-0-23/.git
 
-# Read by vllm-ascend's build (an ARG is env in later RUNs).
-ARG SOC_VERSION=ascend910b1
 # vllm-ascend-0-23 v0.23.0 at ref v0.23.0 (editable)
 # cannery: UNLOCKED git ref 'v0.23.0': run `cannery lock` to pin a commit.
-# Built against CANN: the devlib stub and SOC_VERSION apply to this step only.
+# Build env for this step only: COMPILE_CUSTOM_KERNELS, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
 # Job limit 2, for this step only: the custom-kernel compile needs about 8 GiB per job.
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.vllm-ascend-0-23.
@@ -97,6 +96,7 @@ RUN set -eu; \
     git -C /opt/src/vllm-ascend-0-23 checkout -q FETCH_HEAD; \
     export MAX_JOBS=2 CMAKE_BUILD_PARALLEL_LEVEL=2 MAKEFLAGS=-j2; \
     export COMPILE_CUSTOM_KERNELS=1; \
+    export SOC_VERSION=ascend910b1; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-9.1.0/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/vllm-ascend-0-23/requirements.txt; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation --no-deps -e /opt/src/vllm-ascend-0-23; \
