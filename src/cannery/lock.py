@@ -198,7 +198,10 @@ def update_lock(
 
 
 def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
-    """``git ls-remote`` a tag or branch to its full commit (peeled, for annotated tags)."""
+    """``git ls-remote`` a tag or branch to its full commit (peeled, for annotated tags).
+
+    ``ca_file`` is a complete trust bundle for git (see ``cannery.tls.git_ca_bundle``).
+    """
     from cannery.util.cmd import CommandError, run
 
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0")

@@ -318,3 +318,42 @@ def test_bearer_token_auth(  # type: ignore[no-untyped-def]
     finally:
         reg.stop()
         tokens.stop()
+
+
+def test_git_over_https_ca_cert_adds_trust_to_the_system_roots(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca: LocalCA, tmp_path: Path, monkeypatch
+) -> None:
+    """Two git servers over HTTPS (real `git http-backend`): one signed by a CA the system
+    trusts (SSL_CERT_FILE, which the bundle's system part reads), one by the --ca-cert CA.
+    Both must resolve: --ca-cert adds to git's trust, it does not replace it."""
+    from tests.services.githttp import GitHTTPSServer
+    from tests.services.tlsca import make_ca
+
+    system_ca = make_ca(tmp_path / "system-ca", name="system CA")
+    repos = tmp_path / "repos"
+    repos.mkdir()
+    _git(tmp_path, "clone", "-q", "--bare", str(setup["git"]), str(repos / "v.git"))
+    public = GitHTTPSServer(repos, system_ca)
+    private = GitHTTPSServer(repos, test_ca)
+    try:
+        catalog: Path = setup["catalog"]
+        text = catalog.read_text()
+        local = f'git = "file://{setup["git"]}"'
+        assert text.count(local) == 2
+        text = text.replace(local, f'git = "{public.url}/v.git"', 1)
+        catalog.write_text(text.replace(local, f'git = "{private.url}/v.git"', 1))
+        monkeypatch.setenv("SSL_CERT_FILE", str(system_ca.ca_cert))
+        monkeypatch.delenv("CANNERY_CA_CERT", raising=False)
+        res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+        assert res.code == 0, res.err
+        lock = read_lock(catalog.parent / "cannery.lock")
+        urls = {e.url.split("/v.git")[0] for e in lock.git.values()}
+        assert urls == {public.url, private.url}
+        assert _git(setup["git"], "rev-parse", "main") in {e.commit for e in lock.git.values()}
+        # and no bundle is left behind in the temporary directory
+        import tempfile
+
+        assert not list(Path(tempfile.gettempdir()).glob("cannery-ca-*.pem"))
+    finally:
+        public.stop()
+        private.stop()

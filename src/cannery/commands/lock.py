@@ -5,7 +5,7 @@ from pathlib import Path
 from cannery.commands.common import err, load_with_lock, out
 from cannery.lock import Input, Resolvers, dump_lock, resolve_git, resolve_url, update_lock
 from cannery.registry import RegistryClient
-from cannery.tls import ca_file, ssl_context
+from cannery.tls import git_ca_bundle, ssl_context
 from cannery.util.fs import atomic_write
 
 
@@ -14,19 +14,19 @@ def lock_cmd(
 ) -> int:
     loaded, old, path = load_with_lock(catalog, lock)
     ctx = ssl_context(ca_cert)
-    client = RegistryClient(ctx)
-    git_ca = ca_file(ca_cert)
-    resolvers = Resolvers(
-        base=client.resolve,
-        git=lambda url, ref: resolve_git(url, ref, git_ca),
-        url=lambda url: resolve_url(url, ctx),
-    )
 
     def progress(inp: Input) -> None:
         err.print(f"lock: {inp.kind} {inp.key}", markup=False, style="dim")
 
+    client = RegistryClient(ctx)
     try:
-        new = update_lock(loaded.catalog, old, resolvers, set(update or []), progress)
+        with git_ca_bundle(ca_cert) as git_ca:
+            resolvers = Resolvers(
+                base=client.resolve,
+                git=lambda url, ref: resolve_git(url, ref, git_ca),
+                url=lambda url: resolve_url(url, ctx),
+            )
+            new = update_lock(loaded.catalog, old, resolvers, set(update or []), progress)
     finally:
         client.close()
     text = dump_lock(new)
