@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from cannery.catalog.compat import check_image
 from cannery.catalog.locate import LineMap
-from cannery.catalog.models import Catalog
+from cannery.catalog.models import IMAGE_TAG, Catalog
 from cannery.errors import CatalogError, Location
 
 if sys.version_info >= (3, 11):
@@ -345,6 +345,12 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         from cannery.plan import render_tag  # local: plan imports this module's types
 
         tag = render_tag(cat, iname)
+        if not IMAGE_TAG.match(tag):
+            col.error(
+                (*where, "tag"),
+                f"renders to {tag!r}, not a valid image tag (letters, digits, '_', '.', '-'; "
+                "at most 128; not starting with '.' or '-')",
+            )
         if tag in tags:
             col.error((*where, "tag"), f"tag {tag!r} is also produced by image {tags[tag]!r}")
         tags[tag] = iname

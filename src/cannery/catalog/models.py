@@ -11,6 +11,25 @@ NAME = r"^[a-z0-9][a-z0-9_.-]*$"
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 SHORT_SHA = re.compile(r"^[0-9a-f]{7,39}$")
 PLATFORM = re.compile(r"^linux/(amd64|arm64|arm64/v8|ppc64le|s390x|riscv64)$")
+# An OCI repository name (distribution spec): optional registry host[:port], then lower-case
+# path components separated by '/'.
+_DOMAIN = (
+    r"(?:\[[0-9A-Fa-f:]+\]|[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*)(?::[0-9]+)?"
+)
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+REPOSITORY = re.compile(rf"^(?:{_DOMAIN}/)?{_PATH_PART}(?:/{_PATH_PART})*$")
+# An image tag (distribution spec).
+IMAGE_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+# Compatibility warnings an image may acknowledge (cannery.catalog.compat emits them).
+COMPAT_CODES = (
+    "compat-unlisted",
+    "compat-python",
+    "compat-vllm",
+    "compat-cann",
+    "compat-torch",
+    "compat-torch-npu",
+)
 # Values usable in an image tag template.
 TAG_FIELDS = ("name", "cann", "chip", "os", "os_version", "python", "recipe", "soc", "family")
 URL_FIELDS = ("version", "uname_arch", "arch")
@@ -41,6 +60,17 @@ class CatalogMeta(Strict):
 
 class Registry(Strict):
     repository: str = Field(description="Repository images are pushed to, e.g. quay.io/ascend/verl")
+
+    @field_validator("repository")
+    @classmethod
+    def _repository(cls, v: str) -> str:
+        if REPOSITORY.match(v):
+            return v
+        if ":" in v.rsplit("/", 1)[-1] or "@" in v:
+            raise ValueError(f"{v!r}: give the repository only, without a tag or digest")
+        if REPOSITORY.match(v.lower()):
+            raise ValueError(f"{v!r}: a repository path must be lower case")
+        raise ValueError(f"{v!r} is not a valid repository name (e.g. quay.io/ascend/verl)")
 
 
 class Base(Strict):
@@ -178,8 +208,27 @@ class Image(Strict):
         for p in v:
             if not PLATFORM.match(p):
                 raise ValueError(f"bad platform {p!r}: expected os/arch such as linux/arm64")
-        if len(set(v)) != len(v):
-            raise ValueError("platform listed twice")
+        seen: dict[str, str] = {}
+        for p in v:
+            arch = p.split("/")[1]
+            if arch in seen:
+                other = seen[arch]
+                raise ValueError(
+                    f"platform {p!r} listed twice"
+                    if other == p
+                    else f"platforms {other!r} and {p!r} overlap (both are {arch})"
+                )
+            seen[arch] = p
+        return v
+
+    @field_validator("acknowledge")
+    @classmethod
+    def _acknowledge(cls, v: list[str]) -> list[str]:
+        for code in v:
+            if code not in COMPAT_CODES:
+                raise ValueError(
+                    f"unknown warning code {code!r} (known: {', '.join(COMPAT_CODES)})"
+                )
         return v
 
     @field_validator("tag")
