@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -162,6 +163,31 @@ def _annotation(line: str) -> str:
     return f"::error::{text}"
 
 
+def _crash_log(argv: list[str]) -> Path | None:
+    """Write the traceback of the exception being handled to a crash log (as pre-commit does)."""
+    import datetime as dt
+    import platform
+    import traceback
+
+    from cannery.util.cmd import mask
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    text = (
+        f"cannery {__version__}, Python {platform.python_version()} on {platform.platform()}\n"
+        f"argv: {mask(' '.join(argv))}\n\n{traceback.format_exc()}"
+    )
+    for root in (Path(base) / "cannery", Path(tempfile.gettempdir())):
+        path = root / f"cannery-crash-{stamp}-{os.getpid()}.log"
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError:
+            continue
+        return path
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         rc = app(args=argv, standalone_mode=False)
@@ -188,9 +214,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(2)
         if _debug:
             raise
-        print(
-            f"cannery: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
-            file=sys.stderr,
-        )
+        log = _crash_log(argv if argv is not None else sys.argv[1:])
+        where = f"; details in {log}" if log else " (rerun with --debug)"
+        print(f"cannery: internal error: {type(exc).__name__}: {exc}{where}", file=sys.stderr)
+        print("cannery: this is a bug in cannery; please report it with that file", file=sys.stderr)
         sys.exit(3)
     sys.exit(rc if isinstance(rc, int) else 0)

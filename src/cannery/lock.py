@@ -12,7 +12,6 @@ import hashlib
 import os
 import re
 import ssl
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,14 +21,10 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cannery.errors import LockError
+from cannery.util import toml
 
 if TYPE_CHECKING:
     from cannery.catalog.models import Catalog
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 HEADER = "# cannery.lock: written by `cannery lock`; edit the catalog, not this file.\n"
 
@@ -76,9 +71,9 @@ def read_lock(path: Path) -> Lock:
     except (OSError, UnicodeDecodeError) as exc:
         raise LockError(f"{path}: cannot read: {exc}") from None
     try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise LockError(f"{path}: TOML syntax error: {exc}") from None
+        raw = toml.loads(text)
+    except toml.TOMLDecodeError as exc:
+        raise LockError(toml.syntax_error(str(path), text, exc)) from None
     try:
         lock = Lock.model_validate(raw)
     except ValidationError as exc:

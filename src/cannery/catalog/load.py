@@ -9,8 +9,6 @@ from __future__ import annotations
 import copy
 import difflib
 import hashlib
-import re
-import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -22,11 +20,7 @@ from cannery.catalog.compat import check_image
 from cannery.catalog.locate import LineMap
 from cannery.catalog.models import IMAGE_TAG, Catalog
 from cannery.errors import CatalogError, Location
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from cannery.util import toml
 
 EMBEDDED = "<embedded>/default.toml"
 # Where each install layout puts the toolkit (ASCEND.md): CANN ≥ 8.5 and ≤ 8.3.
@@ -138,7 +132,7 @@ def _resolve_extends(raw: dict[str, Any], col: _Collector) -> None:
 
 def _merge_knowledge(raw: dict[str, Any]) -> None:
     """Ascend facts (SoC families, compatibility table) that every catalog starts from."""
-    known = tomllib.loads(_read_data("ascend.toml"))
+    known = toml.loads(_read_data("ascend.toml"))
     families = {**known["families"], **raw.get("families", {})}
     raw["families"] = families
     compat = raw.get("compat", {})
@@ -161,9 +155,9 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
         except (OSError, UnicodeDecodeError) as exc:
             raise CatalogError([f"{shown}: cannot read: {exc}"]) from None
     try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError([_toml_error(shown, exc)]) from None
+        raw = toml.loads(text)
+    except toml.TOMLDecodeError as exc:
+        raise CatalogError([toml.syntax_error(shown, text, exc)]) from None
 
     col = _Collector(shown, LineMap(text))
     _resolve_extends(raw, col)
@@ -193,20 +187,6 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
         raise CatalogError([str(p) for p in col.errors])
     digest = hashlib.sha256(text.encode()).hexdigest()
     return LoadedCatalog(catalog, shown, digest, col.warnings)
-
-
-def _toml_error(shown: str, exc: Exception) -> str:
-    msg = str(exc)
-    # tomllib: "Invalid value (at line 3, column 7)"
-    m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
-    if m:
-        reason = msg[: m.start()].strip()
-        dup = re.match(r"Cannot (?:declare|overwrite a value) \((.*)\)", reason)
-        if dup:
-            name = ".".join(re.findall(r"'([^']*)'", dup.group(1)))
-            return f"{shown}:{m.group(1)}:{m.group(2)}: {name} is defined twice"
-        return f"{shown}:{m.group(1)}:{m.group(2)}: TOML syntax error: {reason}"
-    return f"{shown}: TOML syntax error: {msg}"
 
 
 def _get(raw: Any, loc: tuple[Any, ...]) -> Any:

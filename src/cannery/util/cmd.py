@@ -8,7 +8,9 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 
-from cannery.errors import FatalError
+from cannery.errors import CommandError
+
+__all__ = ["CommandError", "mask", "run"]
 
 log = logging.getLogger("cannery.cmd")
 
@@ -20,10 +22,6 @@ _SECRET_FLAG = re.compile(r"(?P<flag>--?(?:password|token|secret|creds)[=\s])\S+
 def mask(text: str) -> str:
     text = _SECRET_URL.sub(r"\g<scheme>***@", text)
     return _SECRET_FLAG.sub(r"\g<flag>***", text)
-
-
-class CommandError(FatalError):
-    exit_code = 2
 
 
 def run(
