@@ -8,16 +8,31 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from cannery import __version__
 from cannery.errors import FatalError
 
+# Commands in the order a user needs them; a command not listed here comes after these.
+WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "lint", "schema")
+
+
+class _WorkflowOrder(TyperGroup):
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = list(self.commands)
+        rank = {name: i for i, name in enumerate(WORKFLOW)}
+        return sorted(names, key=lambda n: (rank.get(n, len(WORKFLOW)), names.index(n)))
+
+
 app = typer.Typer(
     name="cannery",
-    help="Build, lock and lint container images for accelerator ML stacks (Ascend CANN first).",
+    help="Plan, lock, render, build and verify container images for accelerator ML stacks "
+    "(Ascend CANN first) from one catalog, and lint hand-written Dockerfiles and workflows.",
+    cls=_WorkflowOrder,
+    rich_markup_mode=None,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -27,23 +42,51 @@ render_app = typer.Typer(help="Render files from the catalog.", no_args_is_help=
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(render_app, name="render")
 
-CatalogArg = Annotated[
-    Optional[Path],  # noqa: UP045 - typer needs Optional on 3.10
-    typer.Argument(help="Catalog TOML (default: the embedded catalog)", show_default=False),
+# The shared shape of every command that works on images: IMAGE… positional, then options.
+# metavar="" on flags keeps typer from printing a type such as <bool> in help.
+ImagesArg = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer needs Optional on 3.10
+    typer.Argument(
+        help="Images to work on (default: every image in the catalog)",
+        metavar="IMAGE",
+        show_default=False,
+    ),
+]
+CatalogPathArg = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Argument(
+        help="Catalog TOML (default: the embedded catalog)", metavar="[PATH]", show_default=False
+    ),
 ]
 CatalogOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--catalog", "-c", help="Catalog TOML (default: the embedded catalog)"),
+    typer.Option(
+        "--catalog", "-c", help="Catalog TOML (default: the embedded catalog)", metavar="PATH"
+    ),
 ]
 LockOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--lock", help="Lock file (default: cannery.lock beside the catalog, or ./)"),
+    typer.Option(
+        "--lock",
+        help="Lock file (default: cannery.lock beside the catalog, or in the current directory)",
+        metavar="PATH",
+    ),
 ]
 LockedOpt = Annotated[
     bool,
     typer.Option(
         "--locked",
         help="Exit 2, naming each one, if any input is not pinned by the lock (for CI).",
+        metavar="",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.", metavar="")]
+CaCertOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--ca-cert",
+        help="Extra CA certificate to trust, added to the system's (env: CANNERY_CA_CERT)",
+        metavar="FILE",
     ),
 ]
 
@@ -58,11 +101,15 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and commands.")] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks and commands.", metavar="")
+    ] = False,
     version: Annotated[
         bool,
-        typer.Option("--version", help="Print the version.", is_eager=True,
-                     callback=_print_version),
+        typer.Option(
+            "--version", help="Print the version.", is_eager=True, callback=_print_version,
+            metavar="",
+        ),
     ] = False,
 ) -> None:
     global _debug
@@ -73,7 +120,7 @@ def _root(
 
 
 @catalog_app.command("validate")
-def catalog_validate(catalog: CatalogArg = None) -> None:
+def catalog_validate(catalog: CatalogPathArg = None) -> None:
     """Validate a catalog: schema, references, compatibility table."""
     from cannery.commands.validate import validate
 
@@ -82,53 +129,56 @@ def catalog_validate(catalog: CatalogArg = None) -> None:
 
 @app.command("plan")
 def plan(
-    catalog: CatalogArg = None,
+    images: ImagesArg = None,
+    catalog: CatalogOpt = None,
     lock: LockOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    image: Annotated[Optional[list[str]], typer.Option("--image", "-i")] = None,  # noqa: UP045
+    as_json: JsonOpt = False,
 ) -> None:
     """Show the fully resolved images: tag, base, toolkit, SoC, platforms, pinned components."""
     from cannery.commands.plan import plan_cmd
 
-    raise typer.Exit(plan_cmd(catalog, lock, as_json, image))
+    raise typer.Exit(plan_cmd(catalog, lock, as_json, images))
+
+
+@app.command("lock")
+def lock(
+    images: ImagesArg = None,
+    catalog: CatalogOpt = None,
+    lock: LockOpt = None,
+    update: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--update",
+            help="Re-resolve this base, toolkit or component ('all' for every one); repeatable",
+            metavar="NAME",
+        ),
+    ] = None,
+    ca_cert: CaCertOpt = None,
+) -> None:
+    """Resolve every moving reference (tags, branches, URLs) into cannery.lock."""
+    from cannery.commands.lock import lock_cmd
+
+    raise typer.Exit(lock_cmd(catalog, lock, update, ca_cert, images))
 
 
 @render_app.command("dockerfile")
 def render_dockerfile(
-    images: Annotated[Optional[list[str]], typer.Argument(help="Images (default: all)")] = None,  # noqa: UP045
+    images: ImagesArg = None,
     catalog: CatalogOpt = None,
     lock: LockOpt = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory")] = Path(
-        "dockerfiles"
-    ),
-    check: Annotated[bool, typer.Option("--check", help="Fail if files on disk differ.")] = False,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Output directory", metavar="DIR")
+    ] = Path("dockerfiles"),
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Write nothing; exit 1 if files on disk differ.", metavar=""),
+    ] = False,
     locked: LockedOpt = False,
 ) -> None:
     """Render one Dockerfile per image, for all of its platforms."""
     from cannery.commands.render import render_dockerfile_cmd
 
     raise typer.Exit(render_dockerfile_cmd(images, catalog, lock, out, check, locked))
-
-
-@app.command("lock")
-def lock(
-    catalog: CatalogArg = None,
-    lock: LockOpt = None,
-    update: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option(
-            "--update", help="Re-resolve this base/toolkit/component ('all' for every one)"
-        ),
-    ] = None,
-    ca_cert: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--ca-cert", help="Extra CA certificate to trust (env: CANNERY_CA_CERT)"),
-    ] = None,
-) -> None:
-    """Resolve every moving reference (tags, branches, URLs) into cannery.lock."""
-    from cannery.commands.lock import lock_cmd
-
-    raise typer.Exit(lock_cmd(catalog, lock, update, ca_cert))
 
 
 @app.command(
@@ -163,6 +213,22 @@ def _annotation(line: str) -> str:
     return f"::error::{text}"
 
 
+def _plain_arguments(cmd: Any) -> None:
+    """Arguments show their metavar only: typer would add a type such as <list[str]>."""
+    for param in cmd.params:
+        if param.param_type_name == "argument" and hasattr(param, "display_type_rich"):
+            param.display_type_rich = lambda ctx: None
+    for sub in getattr(cmd, "commands", {}).values():
+        _plain_arguments(sub)
+
+
+def command() -> Any:
+    """The click command behind the typer app, with help text free of type noise."""
+    cmd = typer.main.get_command(app)
+    _plain_arguments(cmd)
+    return cmd
+
+
 def _crash_log(argv: list[str]) -> Path | None:
     """Write the traceback of the exception being handled to a crash log (as pre-commit does)."""
     import datetime as dt
@@ -190,7 +256,7 @@ def _crash_log(argv: list[str]) -> Path | None:
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        rc = app(args=argv, standalone_mode=False)
+        rc = command().main(args=argv, prog_name="cannery", standalone_mode=False)
     except FatalError as exc:
         if _debug:
             raise

@@ -111,11 +111,13 @@ class Input:
     ref: str = ""
 
 
-def required_inputs(cat: Catalog) -> list[Input]:
+def required_inputs(cat: Catalog, images: list[str] | None = None) -> list[Input]:
+    """The moving references of ``images`` (default: every image), each once, sorted."""
     from cannery.plan import fill_url, platform_arch, toolkit_downloads
 
     out: dict[tuple[str, str], Input] = {}
-    for iname, img in cat.images.items():
+    for iname in images or list(cat.images):
+        img = cat.images[iname]
         base = cat.bases[img.base]
         out[("base", base.image)] = Input("base", base.image, img.base)
         for _pkg, _arch, url in toolkit_downloads(cat, iname):
@@ -152,9 +154,14 @@ def update_lock(
     resolvers: Resolvers,
     update: set[str] | None = None,
     progress: Callable[[Input], None] | None = None,
+    images: list[str] | None = None,
 ) -> Lock:
-    """Resolve what is missing (and what ``update`` names); keep the rest; drop stale entries."""
+    """Resolve what is missing (and what ``update`` names); keep the rest; drop stale entries.
+
+    With ``images``, only their inputs are resolved; other images' entries are kept as they are.
+    """
     inputs = required_inputs(cat)
+    selected = {(i.kind, i.key) for i in required_inputs(cat, images)} if images else None
     update = update or set()
     owners = {i.owner for i in inputs}
     unknown = update - owners - {"all"}
@@ -167,23 +174,28 @@ def update_lock(
     gits: dict[str, GitEntry] = {}
     urls: dict[str, UrlEntry] = {}
     for inp in inputs:
-        fresh = "all" in update or inp.owner in update
-        if progress:
-            progress(inp)
+        chosen = selected is None or (inp.kind, inp.key) in selected
+        fresh = chosen and ("all" in update or inp.owner in update)
         if inp.kind == "base":
             if not fresh and inp.key in old.bases:
                 bases[inp.key] = old.bases[inp.key]
-            else:
+            elif chosen:
+                if progress:
+                    progress(inp)
                 bases[inp.key] = BaseEntry(digest=resolvers.base(inp.key), resolved_at=now())
         elif inp.kind == "git":
             if not fresh and inp.key in old.git:
                 gits[inp.key] = old.git[inp.key]
-            else:
+            elif chosen:
+                if progress:
+                    progress(inp)
                 commit = resolvers.git(inp.url, inp.ref)
                 gits[inp.key] = GitEntry(url=inp.url, ref=inp.ref, commit=commit, resolved_at=now())
         elif not fresh and inp.key in old.urls:
             urls[inp.key] = old.urls[inp.key]
-        else:
+        elif chosen:
+            if progress:
+                progress(inp)
             digest, size = resolvers.url(inp.url)
             urls[inp.key] = UrlEntry(sha256=digest, size=size, resolved_at=now())
     return Lock(bases=bases, git=gits, urls=urls)

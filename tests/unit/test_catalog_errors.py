@@ -159,7 +159,7 @@ def test_missing_file_and_no_traceback_from_a_real_process(tmp_path: Path) -> No
     assert res.err.strip() == f"cannery: error: {tmp_path / 'nope.toml'}: no such catalog file"
     broken = tmp_path / "broken.toml"
     broken.write_text("[catalog\n")
-    res = run_subprocess("plan", str(broken))
+    res = run_subprocess("plan", "--catalog", str(broken))
     assert res.code == 2
     assert f"{broken}:1" in res.err and "Traceback" not in res.err
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cannery.commands.common import err, load_with_lock, out
+from cannery.commands.common import err, load_with_lock, out, select
 from cannery.lock import Input, Resolvers, dump_lock, resolve_git, resolve_url, update_lock
 from cannery.registry import RegistryClient
 from cannery.tls import git_ca_bundle, ssl_context
@@ -10,9 +10,14 @@ from cannery.util.fs import atomic_write
 
 
 def lock_cmd(
-    catalog: Path | None, lock: Path | None, update: list[str] | None, ca_cert: Path | None
+    catalog: Path | None,
+    lock: Path | None,
+    update: list[str] | None,
+    ca_cert: Path | None,
+    images: list[str] | None = None,
 ) -> int:
     loaded, old, path = load_with_lock(catalog, lock)
+    names = select(loaded, images) if images else None
     ctx = ssl_context(ca_cert)
 
     def progress(inp: Input) -> None:
@@ -26,7 +31,9 @@ def lock_cmd(
                 git=lambda url, ref: resolve_git(url, ref, git_ca),
                 url=lambda url: resolve_url(url, ctx),
             )
-            new = update_lock(loaded.catalog, old, resolvers, set(update or []), progress)
+            new = update_lock(
+                loaded.catalog, old, resolvers, set(update or []), progress, names
+            )
     finally:
         client.close()
     text = dump_lock(new)
