@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-import re
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,8 +19,10 @@ from typing import TYPE_CHECKING
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from cannery.catalog.inputs import toolkit_downloads, wheel_urls
 from cannery.errors import LockError
 from cannery.util import toml
+from cannery.util.patterns import COMMIT, COMMIT_PATTERN, OCI_DIGEST_PATTERN, SHA256_HEX_PATTERN
 
 if TYPE_CHECKING:
     from cannery.catalog.models import Catalog
@@ -34,19 +35,19 @@ class _Strict(BaseModel):
 
 
 class BaseEntry(_Strict):
-    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    digest: str = Field(pattern=OCI_DIGEST_PATTERN)
     resolved_at: str
 
 
 class GitEntry(_Strict):
     url: str
     ref: str
-    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    commit: str = Field(pattern=COMMIT_PATTERN)
     resolved_at: str
 
 
 class UrlEntry(_Strict):
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    sha256: str = Field(pattern=SHA256_HEX_PATTERN)
     size: int = Field(ge=0)
     resolved_at: str
 
@@ -113,8 +114,6 @@ class Input:
 
 def required_inputs(cat: Catalog, images: list[str] | None = None) -> list[Input]:
     """The moving references of ``images`` (default: every image), each once, sorted."""
-    from cannery.plan import fill_url, platform_arch, toolkit_downloads
-
     out: dict[tuple[str, str], Input] = {}
     for iname in images or list(cat.images):
         img = cat.images[iname]
@@ -122,15 +121,13 @@ def required_inputs(cat: Catalog, images: list[str] | None = None) -> list[Input
         out[("base", base.image)] = Input("base", base.image, img.base)
         for _pkg, _arch, url in toolkit_downloads(cat, iname):
             out[("url", url)] = Input("url", url, img.toolkit, url=url)
-        arches = dict.fromkeys(platform_arch(p) for p in img.platforms)
         for cname in img.components:
             comp = cat.components[cname]
-            if comp.git and comp.ref and not re.fullmatch(r"[0-9a-f]{40}", comp.ref):
+            if comp.git and comp.ref and not COMMIT.match(comp.ref):
                 key = git_key(comp.git, comp.ref)
                 out[("git", key)] = Input("git", key, cname, url=comp.git, ref=comp.ref)
             if comp.wheel:
-                for arch in arches:
-                    url = fill_url(comp.wheel, arch=arch)
+                for _arch, url in wheel_urls(comp.wheel, img.platforms):
                     out[("url", url)] = Input("url", url, cname, url=url)
     return sorted(out.values(), key=lambda i: (i.kind, i.key))
 

@@ -196,15 +196,19 @@ GAPS = [
     ),
     (
         "upper-case-repository",
-        lambda t: t.replace('repository = "registry.example.com/test/images"',
-                            'repository = "registry.example.com/Test/images"'),
+        lambda t: t.replace(
+            'repository = "registry.example.com/test/images"',
+            'repository = "registry.example.com/Test/images"',
+        ),
         "repository = ",
         "a repository path must be lower case",
     ),
     (
         "repository-with-tag",
-        lambda t: t.replace('repository = "registry.example.com/test/images"',
-                            'repository = "registry.example.com/test/images:latest"'),
+        lambda t: t.replace(
+            'repository = "registry.example.com/test/images"',
+            'repository = "registry.example.com/test/images:latest"',
+        ),
         "repository = ",
         "without a tag or digest",
     ),
@@ -239,3 +243,26 @@ def test_acknowledge_codes_are_the_codes_compat_emits() -> None:
 
     source = Path(compat.__file__).read_text()
     assert set(re.findall(r'"(compat-[a-z-]+)"', source)) == set(COMPAT_CODES)
+
+
+def test_unknown_extra_index_architecture(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace(
+        "pin = true\n", 'pin = true\nextra_index = { amd46 = "https://x.example.com" }\n'
+    )
+    path = tmp_path / "catalog.toml"
+    path.write_text(text)
+    res = cli("catalog", "validate", str(path))
+    assert res.code == 2
+    assert f"{path}:{line_of(text, 'extra_index')}: components.torch.extra_index:" in res.err
+    assert "unknown architecture 'amd46' (did you mean 'amd64'?)" in res.err
+
+
+def test_lock_does_not_import_plan() -> None:
+    """Data flows catalog → lock → plan: the lock reads the catalog, never the planner."""
+    import ast
+
+    import cannery.lock
+
+    tree = ast.parse(Path(cannery.lock.__file__).read_text())
+    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "cannery.plan" not in modules and "cannery.catalog.inputs" in modules

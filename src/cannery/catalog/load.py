@@ -7,7 +7,6 @@ raising, so one run shows everything that is wrong.
 from __future__ import annotations
 
 import copy
-import difflib
 import hashlib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -17,10 +16,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from cannery.catalog.compat import check_image
+from cannery.catalog.inputs import render_tag
 from cannery.catalog.locate import LineMap
 from cannery.catalog.models import IMAGE_TAG, Catalog
 from cannery.errors import CatalogError, Location
 from cannery.util import toml
+from cannery.util.text import did_you_mean
 
 EMBEDDED = "<embedded>/default.toml"
 # Where each install layout puts the toolkit (ASCEND.md): CANN ≥ 8.5 and ≤ 8.3.
@@ -78,13 +79,6 @@ class _Collector:
         self.warnings.append(Problem(self.at(fpath), f"warning[{code}]: {message}", code))
 
 
-def _hint(name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=1)
-    if close:
-        return f"did you mean {close[0]!r}?"
-    return f"known: {', '.join(sorted(known)) or '(none)'}"
-
-
 def _resolve_extends(raw: dict[str, Any], col: _Collector) -> None:
     images = raw.get("images")
     if not isinstance(images, dict):
@@ -104,7 +98,7 @@ def _resolve_extends(raw: dict[str, Any], col: _Collector) -> None:
         if not isinstance(parent_name, str) or parent_name not in images:
             col.error(
                 ("images", name, "extends"),
-                f"unknown image {parent_name!r} ({_hint(str(parent_name), list(images))})",
+                f"unknown image {parent_name!r} ({did_you_mean(str(parent_name), list(images))})",
             )
             return None
         if parent_name in chain:
@@ -175,7 +169,7 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
                 allowed = _allowed_keys(loc[:-1])
                 msg = f"unknown key {loc[-1]!r}"
                 if allowed:
-                    msg += f" ({_hint(str(loc[-1]), allowed)})"
+                    msg += f" ({did_you_mean(str(loc[-1]), allowed)})"
                 del parent
             elif err["type"] == "missing":
                 msg = f"missing required key {loc[-1]!r}"
@@ -249,13 +243,13 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         if tk.env not in cat.envs:
             col.error(
                 ("toolkits", tname, "env"),
-                f"unknown env table {tk.env!r} ({_hint(tk.env, list(cat.envs))})",
+                f"unknown env table {tk.env!r} ({did_you_mean(tk.env, cat.envs)})",
             )
         for i, pkg in enumerate(tk.packages):
             if pkg.family and pkg.family not in cat.families:
                 col.error(
                     ("toolkits", tname, "packages", i, "family"),
-                    f"unknown SoC family {pkg.family!r} ({_hint(pkg.family, list(cat.families))})",
+                    f"unknown SoC family {pkg.family!r} ({did_you_mean(pkg.family, cat.families)})",
                 )
     for ename, env in cat.envs.items():
         for var in env:
@@ -266,7 +260,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             col.error(
                 ("components", cname, "jobs"), "a job limit applies to a built (git) component"
             )
-    soc_family = {soc: fam for fam, f in cat.families.items() for soc in f.socs}
+    socs = [soc for f in cat.families.values() for soc in f.socs]
     tags: dict[str, str] = {}
     for iname, img in cat.images.items():
         where = ("images", iname)
@@ -276,14 +270,14 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             if ref not in table:
                 refs_ok = False
                 col.error(
-                    (*where, fieldname), f"unknown {fieldname} {ref!r} ({_hint(ref, list(table))})"
+                    (*where, fieldname), f"unknown {fieldname} {ref!r} ({did_you_mean(ref, table)})"
                 )
         for i, comp_name in enumerate(img.components):
             if comp_name not in cat.components:
                 refs_ok = False
                 col.error(
                     (*where, "components", i),
-                    f"unknown component {comp_name!r} ({_hint(comp_name, list(cat.components))})",
+                    f"unknown component {comp_name!r} ({did_you_mean(comp_name, cat.components)})",
                 )
         if len(set(img.components)) != len(img.components):
             col.error((*where, "components"), "a component is listed twice")
@@ -297,11 +291,11 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             col.error(where, "no registry: set images.<name>.registry or catalog.registry")
         elif registry not in cat.registries:
             col.error((*where, "registry"), f"unknown registry {registry!r}")
-        family = soc_family.get(img.soc)
+        family = cat.family_of(img.soc)
         if family is None:
             col.error(
                 (*where, "soc"),
-                f"unknown SOC_VERSION {img.soc!r} ({_hint(img.soc, list(soc_family))})",
+                f"unknown SOC_VERSION {img.soc!r} ({did_you_mean(img.soc, socs)})",
             )
             continue
         if not refs_ok:
@@ -322,8 +316,6 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                 f"toolkit {img.toolkit!r} has no package for family {family} "
                 f"(it has: {', '.join(sorted(fams))})",
             )
-        from cannery.plan import render_tag  # local: plan imports this module's types
-
         tag = render_tag(cat, iname)
         if not IMAGE_TAG.match(tag):
             col.error(

@@ -7,10 +7,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from cannery.catalog.platforms import ARCHES, PLATFORM, platform_arch
+from cannery.util.patterns import COMMIT, SHORT_COMMIT
+from cannery.util.text import did_you_mean
+
 NAME = r"^[a-z0-9][a-z0-9_.-]*$"
-FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
-SHORT_SHA = re.compile(r"^[0-9a-f]{7,39}$")
-PLATFORM = re.compile(r"^linux/(amd64|arm64|arm64/v8|ppc64le|s390x|riscv64)$")
 # An OCI repository name (distribution spec): optional registry host[:port], then lower-case
 # path components separated by '/'.
 _DOMAIN = (
@@ -58,7 +59,9 @@ class CatalogMeta(Strict):
     registry: str | None = Field(None, description="Default registry for images (a registries key)")
 
 
-class Registry(Strict):
+class PushTarget(Strict):
+    """A ``[registries.NAME]`` table: where images are pushed (the OCI client is elsewhere)."""
+
     repository: str = Field(description="Repository images are pushed to, e.g. quay.io/ascend/verl")
 
     @field_validator("repository")
@@ -77,7 +80,6 @@ class Base(Strict):
     image: str = Field(
         description="Base image reference with a tag; `cannery lock` pins its digest"
     )
-    shell: list[str] = Field(["/bin/sh", "-c"], description="The base image's SHELL")
     python: str = Field(pattern=r"^3\.\d+$")
     os: str
     os_version: str
@@ -117,7 +119,9 @@ class Toolkit(Strict):
     layout: Literal["cann", "ascend-toolkit"] = "cann"
     env: str = Field(description="Name of the env table (an envs key) set_env.sh corresponds to")
     devlib: str | None = Field(None, description="Build-only stub library dir; never in image ENV")
-    env_scripts: list[str] = []
+    env_scripts: list[str] = Field(
+        [], description="Scripts the toolkit ships to set its env; `cannery verify` compares them"
+    )
     install_args: list[str] = ["--quiet", "--install"]
     packages: list[Package] = []
 
@@ -141,12 +145,14 @@ class Component(Strict):
     toolkit_build: bool = Field(False, description="Compiles against CANN (devlib, SOC_VERSION)")
     jobs: Jobs | None = None
     pin: bool = Field(False, description="Installed first; later installs are constrained to it")
-    extra_index: dict[Literal["amd64", "arm64"], str] = {}
+    extra_index: dict[str, str] = Field(
+        {}, description="Extra package index per TARGETARCH (amd64, arm64, …), per command only"
+    )
 
     @field_validator("ref")
     @classmethod
     def _ref(cls, v: str | None) -> str | None:
-        if v is not None and not FULL_SHA.match(v) and SHORT_SHA.match(v):
+        if v is not None and not COMMIT.match(v) and SHORT_COMMIT.match(v):
             raise ValueError(f"ref {v!r} looks like a short SHA: give the full 40-hex commit")
         return v
 
@@ -167,7 +173,9 @@ class Component(Strict):
     @field_validator("extra_index")
     @classmethod
     def _index(cls, v: dict[str, str]) -> dict[str, str]:
-        for url in v.values():
+        for arch, url in v.items():
+            if arch not in ARCHES:
+                raise ValueError(f"unknown architecture {arch!r} ({did_you_mean(arch, ARCHES)})")
             _https(url)
         return v
 
@@ -198,7 +206,9 @@ class Image(Strict):
     pip_tools: list[str] = []
     components: list[str] = []
     revision_from: str | None = None
-    smoke_imports: list[str] = []
+    smoke_imports: list[str] = Field(
+        [], description="Python modules `cannery verify` imports in the built image"
+    )
     acknowledge: list[str] = Field([], description="Compatibility warnings accepted for this image")
     labels: dict[str, str] = {}
 
@@ -210,7 +220,7 @@ class Image(Strict):
                 raise ValueError(f"bad platform {p!r}: expected os/arch such as linux/arm64")
         seen: dict[str, str] = {}
         for p in v:
-            arch = p.split("/")[1]
+            arch = platform_arch(p)
             if arch in seen:
                 other = seen[arch]
                 raise ValueError(
@@ -227,7 +237,7 @@ class Image(Strict):
         for code in v:
             if code not in COMPAT_CODES:
                 raise ValueError(
-                    f"unknown warning code {code!r} (known: {', '.join(COMPAT_CODES)})"
+                    f"unknown warning code {code!r} ({did_you_mean(code, COMPAT_CODES)})"
                 )
         return v
 
@@ -268,7 +278,7 @@ EnvValue = str | list[str]
 
 class Catalog(Strict):
     catalog: CatalogMeta
-    registries: dict[str, Registry] = {}
+    registries: dict[str, PushTarget] = {}
     bases: dict[str, Base] = {}
     envs: dict[str, dict[str, EnvValue]] = {}
     toolkits: dict[str, Toolkit] = {}
@@ -284,3 +294,7 @@ class Catalog(Strict):
             if not re.match(NAME, key):
                 raise ValueError(f"name {key!r}: use lowercase letters, digits, '-', '_', '.'")
         return v
+
+    def family_of(self, soc: str) -> str | None:
+        """The SoC family (A2, A3, …) that ``soc`` belongs to, or None."""
+        return next((f for f, fam in self.families.items() if soc in fam.socs), None)

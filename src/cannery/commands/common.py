@@ -10,6 +10,7 @@ from cannery.catalog.load import LoadedCatalog, load_catalog
 from cannery.errors import InputError
 from cannery.lock import Lock, read_lock
 from cannery.plan import ImageSpec
+from cannery.util.text import did_you_mean
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -45,7 +46,9 @@ def select(loaded: LoadedCatalog, names: list[str] | None) -> list[str]:
         return known
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise InputError(f"unknown image {', '.join(unknown)} (known: {', '.join(known)})")
+        one = len(unknown) == 1
+        hint = did_you_mean(unknown[0], known) if one else f"known: {', '.join(known)}"
+        raise InputError(f"unknown image {', '.join(unknown)} ({hint})")
     return names
 
 
