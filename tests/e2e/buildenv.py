@@ -26,7 +26,6 @@ repository = "{host}/e2e/{repo}"
 
 [bases.standin]
 image = "{base}"
-shell = ["/bin/bash", "-c"]
 python = "3.11"
 os = "debian"
 os_version = "12"

@@ -7,10 +7,7 @@ raising, so one run shows everything that is wrong.
 from __future__ import annotations
 
 import copy
-import difflib
 import hashlib
-import re
-import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -19,14 +16,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from cannery.catalog.compat import check_image
+from cannery.catalog.inputs import render_tag
 from cannery.catalog.locate import LineMap
-from cannery.catalog.models import Catalog
+from cannery.catalog.models import IMAGE_TAG, Catalog
 from cannery.errors import CatalogError, Location
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from cannery.util import toml
+from cannery.util.text import did_you_mean
 
 EMBEDDED = "<embedded>/default.toml"
 # Where each install layout puts the toolkit (ASCEND.md): CANN ≥ 8.5 and ≤ 8.3.
@@ -84,13 +79,6 @@ class _Collector:
         self.warnings.append(Problem(self.at(fpath), f"warning[{code}]: {message}", code))
 
 
-def _hint(name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=1)
-    if close:
-        return f"did you mean {close[0]!r}?"
-    return f"known: {', '.join(sorted(known)) or '(none)'}"
-
-
 # Tables whose entries may say `extends = "<sibling>"`: the sibling's keys, then their own.
 EXTENDABLE = {"images": "image", "components": "component", "bases": "base", "envs": "env table"}
 
@@ -119,7 +107,8 @@ def _resolve_table_extends(raw: dict[str, Any], table: str, what: str, col: _Col
         if not isinstance(parent_name, str) or parent_name not in entries:
             col.error(
                 (table, name, "extends"),
-                f"unknown {what} {parent_name!r} ({_hint(str(parent_name), list(entries))})",
+                f"unknown {what} {parent_name!r} "
+                f"({did_you_mean(str(parent_name), list(entries))})",
             )
             return None
         if parent_name in chain:
@@ -148,7 +137,7 @@ def _resolve_table_extends(raw: dict[str, Any], table: str, what: str, col: _Col
 def _merge_knowledge(raw: dict[str, Any]) -> None:
     """Ascend facts (SoC families, toolkit env tables, compatibility table) that every catalog
     starts from."""
-    known = tomllib.loads(_read_data("ascend.toml"))
+    known = toml.loads(_read_data("ascend.toml"))
     families = {**known["families"], **raw.get("families", {})}
     raw["families"] = families
     # set_env.sh of each CANN line, so a catalog can name them without copying (its own win).
@@ -175,9 +164,9 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
         except (OSError, UnicodeDecodeError) as exc:
             raise CatalogError([f"{shown}: cannot read: {exc}"]) from None
     try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError([_toml_error(shown, exc)]) from None
+        raw = toml.loads(text)
+    except toml.TOMLDecodeError as exc:
+        raise CatalogError([toml.syntax_error(shown, text, exc)]) from None
 
     col = _Collector(shown, LineMap(text))
     _merge_knowledge(raw)
@@ -195,7 +184,7 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
                 allowed = _allowed_keys(loc[:-1])
                 msg = f"unknown key {loc[-1]!r}"
                 if allowed:
-                    msg += f" ({_hint(str(loc[-1]), allowed)})"
+                    msg += f" ({did_you_mean(str(loc[-1]), allowed)})"
                 del parent
             elif err["type"] == "missing":
                 msg = f"missing required key {loc[-1]!r}"
@@ -207,20 +196,6 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
         raise CatalogError([str(p) for p in col.errors])
     digest = hashlib.sha256(text.encode()).hexdigest()
     return LoadedCatalog(catalog, shown, digest, col.warnings)
-
-
-def _toml_error(shown: str, exc: Exception) -> str:
-    msg = str(exc)
-    # tomllib: "Invalid value (at line 3, column 7)"
-    m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
-    if m:
-        reason = msg[: m.start()].strip()
-        dup = re.match(r"Cannot (?:declare|overwrite a value) \((.*)\)", reason)
-        if dup:
-            name = ".".join(re.findall(r"'([^']*)'", dup.group(1)))
-            return f"{shown}:{m.group(1)}:{m.group(2)}: {name} is defined twice"
-        return f"{shown}:{m.group(1)}:{m.group(2)}: TOML syntax error: {reason}"
-    return f"{shown}: TOML syntax error: {msg}"
 
 
 def _get(raw: Any, loc: tuple[Any, ...]) -> Any:
@@ -283,13 +258,13 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         if tk.env not in cat.envs:
             col.error(
                 ("toolkits", tname, "env"),
-                f"unknown env table {tk.env!r} ({_hint(tk.env, list(cat.envs))})",
+                f"unknown env table {tk.env!r} ({did_you_mean(tk.env, cat.envs)})",
             )
         for i, pkg in enumerate(tk.packages):
             if pkg.family and pkg.family not in cat.families:
                 col.error(
                     ("toolkits", tname, "packages", i, "family"),
-                    f"unknown SoC family {pkg.family!r} ({_hint(pkg.family, list(cat.families))})",
+                    f"unknown SoC family {pkg.family!r} ({did_you_mean(pkg.family, cat.families)})",
                 )
     for ename, env in cat.envs.items():
         for var in env:
@@ -305,7 +280,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             col.error(
                 ("components", cname, "jobs"), "a job limit applies to a built (git) component"
             )
-    soc_family = {soc: fam for fam, f in cat.families.items() for soc in f.socs}
+    socs = [soc for f in cat.families.values() for soc in f.socs]
     tags: dict[str, str] = {}
     for iname, img in cat.images.items():
         where = ("images", iname)
@@ -315,14 +290,14 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             if ref not in table:
                 refs_ok = False
                 col.error(
-                    (*where, fieldname), f"unknown {fieldname} {ref!r} ({_hint(ref, list(table))})"
+                    (*where, fieldname), f"unknown {fieldname} {ref!r} ({did_you_mean(ref, table)})"
                 )
         for i, comp_name in enumerate(img.components):
             if comp_name not in cat.components:
                 refs_ok = False
                 col.error(
                     (*where, "components", i),
-                    f"unknown component {comp_name!r} ({_hint(comp_name, list(cat.components))})",
+                    f"unknown component {comp_name!r} ({did_you_mean(comp_name, cat.components)})",
                 )
         if len(set(img.components)) != len(img.components):
             col.error((*where, "components"), "a component is listed twice")
@@ -336,11 +311,11 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             col.error(where, "no registry: set images.<name>.registry or catalog.registry")
         elif registry not in cat.registries:
             col.error((*where, "registry"), f"unknown registry {registry!r}")
-        family = soc_family.get(img.soc)
+        family = cat.family_of(img.soc)
         if family is None:
             col.error(
                 (*where, "soc"),
-                f"unknown SOC_VERSION {img.soc!r} ({_hint(img.soc, list(soc_family))})",
+                f"unknown SOC_VERSION {img.soc!r} ({did_you_mean(img.soc, socs)})",
             )
             continue
         if not refs_ok:
@@ -361,9 +336,13 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                 f"toolkit {img.toolkit!r} has no package for family {family} "
                 f"(it has: {', '.join(sorted(fams))})",
             )
-        from cannery.plan import render_tag  # local: plan imports this module's types
-
         tag = render_tag(cat, iname)
+        if not IMAGE_TAG.match(tag):
+            col.error(
+                (*where, "tag"),
+                f"renders to {tag!r}, not a valid image tag (letters, digits, '_', '.', '-'; "
+                "at most 128; not starting with '.' or '-')",
+            )
         if tag in tags:
             col.error((*where, "tag"), f"tag {tag!r} is also produced by image {tags[tag]!r}")
         tags[tag] = iname

@@ -39,7 +39,7 @@ from cannery.lock import (
 from cannery.oci import OCIClient
 from cannery.plan import plan
 from cannery.render.dockerfile import render_dockerfile
-from cannery.tls import ca_file, ssl_context
+from cannery.tls import extra_ca, git_ca_bundle, ssl_context
 from cannery.util.fs import atomic_write
 
 ENGINES: dict[str, type[BuildahEngine] | type[BuildxEngine]] = {
@@ -78,22 +78,25 @@ def _entries(lock: Lock) -> set[tuple[str, str]]:
     )
 
 
-def lock_changes(cat: Catalog, lock: Lock) -> tuple[list[Input], list[str]]:
-    """Inputs missing from the lock, and lock entries no image needs any more."""
-    needed = required_inputs(cat)
+def lock_changes(
+    cat: Catalog, lock: Lock, images: list[str] | None = None
+) -> tuple[list[Input], list[str]]:
+    """Inputs of ``images`` missing from the lock, and lock entries no image needs any more."""
     have = _entries(lock)
-    missing = [i for i in needed if (i.kind, i.key) not in have]
-    wanted = {(i.kind, i.key) for i in needed}
+    missing = [i for i in required_inputs(cat, images) if (i.kind, i.key) not in have]
+    wanted = {(i.kind, i.key) for i in required_inputs(cat)}
     stale = sorted(f"{k} {key}" for k, key in have - wanted)
     return missing, stale
 
 
-def ensure_locked(cat: Catalog, lock: Lock, path: Path, req: BuildRequest) -> Lock:
+def ensure_locked(
+    cat: Catalog, lock: Lock, path: Path, req: BuildRequest, images: list[str]
+) -> Lock:
     """uv/cargo semantics: default resolves what is missing and writes the lock; ``--locked``
     fails if the lock would change; ``--frozen`` never resolves (unlocked inputs fail later)."""
     if req.frozen:
         return lock
-    missing, stale = lock_changes(cat, lock)
+    missing, stale = lock_changes(cat, lock, images)
     if not missing and not stale:
         return lock
     if req.locked:
@@ -102,14 +105,13 @@ def ensure_locked(cat: Catalog, lock: Lock, path: Path, req: BuildRequest) -> Lo
         lines += [f"  remove {s}" for s in stale]
         raise InputError("\n".join(lines))
     ctx = ssl_context(req.ca_cert)
-    git_ca = ca_file(req.ca_cert)
-    with OCIClient(ctx) as client:
+    with OCIClient(ctx) as client, git_ca_bundle(req.ca_cert) as git_ca:
         resolvers = Resolvers(
             base=client.resolve,
             git=lambda url, ref: resolve_git(url, ref, git_ca),
             url=lambda url: resolve_url(url, ctx),
         )
-        new = update_lock(cat, lock, resolvers)
+        new = update_lock(cat, lock, resolvers, images=images)
     atomic_write(path, dump_lock(new))
     for i in missing:
         err.print(f"lock: added {i.kind} {i.key}", markup=False)
@@ -121,8 +123,8 @@ def ensure_locked(cat: Catalog, lock: Lock, path: Path, req: BuildRequest) -> Lo
 @contextmanager
 def _cert_dir(ca_cert: Path | None) -> Iterator[Path | None]:
     """A directory holding the extra CA as ``ca.crt``, the form buildah's --cert-dir takes."""
-    extra = ca_file(ca_cert)
-    if not extra:
+    extra = extra_ca(ca_cert)
+    if extra is None:
         yield None
         return
     d = Path(tempfile.mkdtemp(prefix="cannery-certs-"))
@@ -136,7 +138,7 @@ def _cert_dir(ca_cert: Path | None) -> Iterator[Path | None]:
 def _jobs(req: BuildRequest) -> tuple[list[ImageJob], Lock]:
     loaded, lk, path = load_with_lock(req.catalog, req.lock)
     names = select(loaded, req.images)
-    lk = ensure_locked(loaded.catalog, lk, path, req)
+    lk = ensure_locked(loaded.catalog, lk, path, req, names)
     jobs = []
     problems = []
     for spec in plan(loaded.catalog, lk, names):

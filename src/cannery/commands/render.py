@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cannery.catalog.load import LoadedCatalog
-from cannery.commands.common import err, load_with_lock, out, select
+from cannery.commands.common import err, load_with_lock, out, require_locked, select
 from cannery.errors import CheckFailed, InputError
 from cannery.lock import Lock
 from cannery.plan import ImageSpec, plan
@@ -122,9 +122,13 @@ def render_cmd(
     check: bool,
     out_path: Path | None = None,
     images: list[str] | None = None,
+    locked: bool = False,
 ) -> int:
-    """Render ``kinds`` (all when empty); every file is written, or none."""
+    """Render ``kinds`` (all when empty); every file is written, or none. ``locked``: exit 2
+    naming each unlocked input instead of rendering a file that fails closed."""
     ctx = context(catalog, lock)
+    if locked:
+        require_locked(ctx.specs(images))
     files: dict[Path, str] = {}
     for kind in kinds or KINDS:
         files.update(render_kind(kind, ctx, out_path, images))
@@ -137,8 +141,11 @@ def render_cmd(
 def render_dockerfile_cmd(
     images: list[str] | None, catalog: Path | None, lock: Path | None, out_dir: Path | None,
     check: bool,
+    locked: bool = False,
 ) -> int:
     ctx = context(catalog, lock)
+    if locked:
+        require_locked(ctx.specs(images))
     files = render_kind("dockerfile", ctx, out_dir, images)
     if check:
         return write_or_check(files, True, "cannery render dockerfile")

@@ -3,7 +3,8 @@
 `docker buildx bake IMAGE` builds every platform of an image, as the catalog lists them;
 `docker buildx bake IMAGE-ARCH` builds one platform (on a native or remote builder) with a
 registry cache of its own, so platforms and images never share or overwrite a cache entry.
-Tags, platforms, build args and the Dockerfile are the ones the workflow builds.
+Tags, platforms and the Dockerfile are the ones the workflow builds. The per-platform
+`io.cannery.inputs` label is `cannery build`'s (it hashes the platform too), not the bake file's.
 """
 
 from __future__ import annotations
@@ -28,11 +29,9 @@ def render_bake(specs: Sequence[ImageSpec], dockerfiles: Mapping[str, str]) -> s
             "dockerfile": dockerfiles[spec.name],
             "platforms": list(spec.platforms),
             "tags": [spec.reference],
-            "args": {"SOC_VERSION": spec.soc},
             "labels": {
                 "org.opencontainers.image.source": spec.source,
                 "org.opencontainers.image.version": spec.tag,
-                "io.cannery.inputs": spec.inputs_digest(),
             },
         }
         for platform in spec.platforms:

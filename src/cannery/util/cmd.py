@@ -10,7 +10,9 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from cannery.errors import FatalError
+from cannery.errors import CommandError
+
+__all__ = ["CommandError", "mask", "run"]
 
 log = logging.getLogger("cannery.cmd")
 
@@ -22,10 +24,6 @@ _SECRET_FLAG = re.compile(r"(?P<flag>--?(?:password|token|secret|creds)[=\s])\S+
 def mask(text: str) -> str:
     text = _SECRET_URL.sub(r"\g<scheme>***@", text)
     return _SECRET_FLAG.sub(r"\g<flag>***", text)
-
-
-class CommandError(FatalError):
-    exit_code = 2
 
 
 def run(

@@ -22,14 +22,23 @@ FROM base AS arch-arm64
 ENV CANN_ARCH=aarch64
 
 FROM arch-${TARGETARCH} AS image
+RUN echo 'cannery: UNLOCKED base image swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.0-910b-ubuntu22.04-py3.11 has no digest; run cannery lock' >&2; exit 1
 ARG TARGETARCH
+# The build passes the lock's timestamp here, so Python writes hash-based .pyc files
+# and tools clamp file times; unset, nothing changes.
+ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
 # System packages (change least often).
 RUN set -eu; \
-    apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc g++ cmake libnuma-dev git curl jq build-essential ca-certificates; \
-    rm -rf /var/lib/apt/lists/*
+    missing=$(for p in gcc g++ cmake libnuma-dev git curl jq build-essential ca-certificates; do \
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"; \
+    done); \
+    if [ -n "${missing}" ]; then \
+      apt-get update; \
+      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing}; \
+    fi; \
+    rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log /var/cache/ldconfig/aux-cache
 RUN python3 -m pip install --no-cache-dir --upgrade pip packaging setuptools==80.10.2
 
 # CANN 8.5.0 environment, as its set_env.sh sets it, persisted for every
@@ -66,6 +75,7 @@ RUN set -eu; \
       arm64) torch_npu_2_8_url=https://gitcode.com/Ascend/pytorch/releases/download/v7.3.0-pytorch2.8.0/torch_npu-2.8.0.post2-cp311-cp311-manylinux_2_28_aarch64.whl; torch_npu_2_8_sha256=UNLOCKED ;; \
       *) echo "cannery: no torch-npu-2-8 wheel for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
     esac; \
+    if [ "${torch_npu_2_8_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED torch-npu-2-8 download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/torch_npu_2_8.run "${torch_npu_2_8_url}"; \
     echo "${torch_npu_2_8_sha256}  /tmp/torch_npu_2_8.run" | sha256sum -c -; \
     wheel="/tmp/$(basename "${torch_npu_2_8_url}")"; mv /tmp/torch_npu_2_8.run "${wheel}"; \
@@ -75,14 +85,18 @@ RUN set -eu; \
 ARG BUILD_JOBS=""
 # sglang v0.5.10 at ref v0.5.10 (editable)
 # cannery: UNLOCKED git ref 'v0.5.10': run `cannery lock` to pin a commit.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.sglang.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref v0.5.10 of sglang has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/sglang; \
     git -C /opt/src/sglang fetch -q --depth 1 https://github.com/sgl-project/sglang.git v0.5.10; \
     git -C /opt/src/sglang checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     cp /opt/src/sglang/python/pyproject_npu.toml /opt/src/sglang/python/pyproject.toml; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e '/opt/src/sglang/python[all_npu]'
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e '/opt/src/sglang/python[all_npu]'; \
+    rm -rf /opt/src/sglang/.git
 
 # sgl-kernel-npu-910b: a zip of wheels, checked against its sha256 from cannery.lock
 RUN set -eu; \
@@ -91,6 +105,7 @@ RUN set -eu; \
       arm64) sgl_kernel_npu_910b_url=https://github.com/sgl-project/sgl-kernel-npu/releases/download/2026.02.01/sgl-kernel-npu-2026.02.01-torch2.8.0-py311-cann8.5.0-910b-aarch64.zip; sgl_kernel_npu_910b_sha256=UNLOCKED ;; \
       *) echo "cannery: no sgl-kernel-npu-910b wheel for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
     esac; \
+    if [ "${sgl_kernel_npu_910b_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED sgl-kernel-npu-910b download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/sgl_kernel_npu_910b.run "${sgl_kernel_npu_910b_url}"; \
     echo "${sgl_kernel_npu_910b_sha256}  /tmp/sgl_kernel_npu_910b.run" | sha256sum -c -; \
     python3 -m zipfile -e /tmp/sgl_kernel_npu_910b.run /tmp/sgl_kernel_npu_910b/; \
@@ -99,43 +114,54 @@ RUN set -eu; \
 
 # mindspeed at ref core_r0.16.0 (editable)
 # cannery: UNLOCKED git ref 'core_r0.16.0': run `cannery lock` to pin a commit.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.mindspeed.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref core_r0.16.0 of mindspeed has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/mindspeed; \
     git -C /opt/src/mindspeed fetch -q --depth 1 https://gitcode.com/Ascend/MindSpeed.git core_r0.16.0; \
     git -C /opt/src/mindspeed checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/mindspeed
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/mindspeed; \
+    rm -rf /opt/src/mindspeed/.git
 
 # megatron-lm at ref core_r0.16.0 (editable)
 # cannery: UNLOCKED git ref 'core_r0.16.0': run `cannery lock` to pin a commit.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.megatron-lm.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref core_r0.16.0 of megatron-lm has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/megatron-lm; \
     git -C /opt/src/megatron-lm fetch -q --depth 1 https://github.com/NVIDIA/Megatron-LM.git core_r0.16.0; \
     git -C /opt/src/megatron-lm checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/megatron-lm
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/megatron-lm; \
+    rm -rf /opt/src/megatron-lm/.git
 
 # sglang-extras: mbridge click==8.2.1 cachetools nvtx opencv-python-headless==4.10.0.84
 RUN python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt mbridge click==8.2.1 cachetools nvtx opencv-python-headless==4.10.0.84
 
 # verl at ref main (editable)
 # cannery: UNLOCKED git ref 'main': run `cannery lock` to pin a commit.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.verl.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref main of verl has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/verl; \
     git -C /opt/src/verl fetch -q --depth 1 https://github.com/verl-project/verl.git main; \
     git -C /opt/src/verl checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/verl/requirements-npu.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/verl
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/verl; \
+    rm -rf /opt/src/verl/.git
 
 LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-8.5.0-910b-ubuntu22.04-py3.11-sglang" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.0-910b-ubuntu22.04-py3.11" \
       org.opencontainers.image.revision="main" \
-      io.cannery.inputs="sha256:4d2ddc4472a594191b87ab9685060838816d8711f80088b37258f6dc06e5d07d" \
       io.cannery.toolkit="cann-8.5.0" \
       io.cannery.soc="ascend910b1" \
       io.cannery.component.torch-2-8="torch==2.8.0 torchvision==0.23.0" \
