@@ -1,11 +1,14 @@
-"""The end-to-end build world, made once per test session: a TLS registry with the test CA, a
-two-arch stand-in base image in it, the stand-in CANN installers and a wheel index over HTTPS,
-a git host (smart HTTP over HTTPS) with the compiled component, and a catalog describing it."""
+"""The end-to-end build world, made once per test session: two TLS registries behind the test CA
+(one anonymous, holding the two-arch stand-in base image; one with htpasswd auth that images are
+pushed to), the stand-in CANN installers and a wheel index over HTTPS, a git host (smart HTTP over
+HTTPS) with the compiled component, and a catalog describing it."""
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +25,7 @@ source = "https://example.com/cannery-e2e"
 registry = "local"
 
 [registries.local]
-repository = "{host}/e2e/{repo}"
+repository = "{push_host}/e2e/{repo}"
 
 [bases.standin]
 image = "{base}"
@@ -70,7 +73,10 @@ smoke_imports = ["cann_standin", "hello_cannery", "fastops"]
 @dataclass
 class BuildWorld:
     ca: LocalCA
-    registry: LocalRegistry
+    registry: LocalRegistry  # anonymous: bases, hand-written images
+    push_registry: LocalRegistry  # htpasswd: where cannery pushes
+    user: str
+    password: str
     files: HTTPSFileServer
     files_root: Path
     git: GitHTTPSServer
@@ -83,7 +89,7 @@ class BuildWorld:
         """Write the e2e catalog (pushing to ``e2e/<repo>``) to ``where/catalog.toml``."""
         where.mkdir(parents=True, exist_ok=True)
         text = CATALOG.format(
-            host=self.registry.host,
+            push_host=self.push_registry.host,
             repo=repo,
             base=self.base,
             env_table=ENV_TABLE,
@@ -98,7 +104,18 @@ class BuildWorld:
         uname = {"amd64": "x86_64", "arm64": "aarch64"}[arch]
         return self.files_root / f"Ascend-cann-toolkit_8.5.2_linux-{uname}.run"
 
+    def env(self, **extra: str) -> dict[str, str]:
+        """The environment cannery runs in: the test CA, and the push registry's credentials."""
+        return dict(
+            os.environ,
+            CANNERY_CA_CERT=str(self.ca.ca_cert),
+            CANNERY_REGISTRY_USER=self.user,
+            CANNERY_REGISTRY_PASSWORD=self.password,
+            **extra,
+        )
+
     def stop(self) -> None:
+        self.push_registry.stop()
         self.git.stop()
         self.files.stop()
         self.registry.stop()
@@ -108,6 +125,17 @@ def make_world(root: Path, ca: LocalCA) -> BuildWorld:
     os.environ.setdefault("BUILDAH_ISOLATION", "chroot")  # no OCI runtime can run here
     (root / "registry").mkdir(parents=True)
     registry = LocalRegistry(root / "registry", tls=(ca.server_cert, ca.server_key))
+    (root / "push").mkdir(parents=True)
+    user, password = "builder", secrets.token_urlsafe(18)
+    htpasswd = root / "push" / "htpasswd"
+    # bcrypt via Python's crypt is not available everywhere; htpasswd reads the password on stdin.
+    subprocess.run(
+        ["htpasswd", "-iBc", str(htpasswd), user], input=password, text=True, check=True,
+        capture_output=True,
+    )
+    push_registry = LocalRegistry(
+        root / "push", tls=(ca.server_cert, ca.server_key), htpasswd=htpasswd
+    )
     files_root = root / "www"
     files_root.mkdir()
     for arch in ("amd64", "arm64"):
@@ -119,13 +147,14 @@ def make_world(root: Path, ca: LocalCA) -> BuildWorld:
     git = GitHTTPSServer(root / "git", ca)
     base = push_base(registry.host, ca, root / "base")
     certs = cert_dir_for(ca, root / "certs")
-    return BuildWorld(ca, registry, files, files_root, git, commit, base, certs, root)
+    return BuildWorld(
+        ca, registry, push_registry, user, password, files, files_root, git, commit, base, certs,
+        root,
+    )
 
 
 def cleanup_local_images() -> None:
     """Drop what builds left in buildah's local storage (the registry keeps the results)."""
     if shutil.which("buildah"):
-        import subprocess
-
         subprocess.run(["buildah", "rm", "--all"], capture_output=True, check=False)
         subprocess.run(["buildah", "rmi", "--prune"], capture_output=True, check=False)

@@ -53,6 +53,8 @@ class BuildxEngine:
         ]
         if opts.network:
             argv += ["--network", opts.network]
+        if opts.no_cache:
+            argv.append("--no-cache")
         argv.append(str(opts.context))
         return [argv]
 

@@ -26,6 +26,7 @@ class BuildOptions:
     cert_dir: Path | None = None  # extra CA for pulling the base (buildah --cert-dir)
     network: str | None = None  # build-time network mode (e.g. host, to reach 127.0.0.1)
     builder: str | None = None  # buildx builder (remote or Kubernetes BuildKit)
+    no_cache: bool = False  # rebuild every step (--force)
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,7 @@ def _build_platform(
         cert_dir=settings.cert_dir,
         network=settings.network,
         builder=settings.builder,
+        no_cache=settings.force,
     )
     steps = settings.engine.steps(image, job, opts)
     log_path = settings.log_dir / image.name / f"{job.slug}.log"

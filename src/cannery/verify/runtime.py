@@ -5,11 +5,19 @@ succeed. Containers are made with ``buildah from`` + ``buildah run`` (daemonless
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
+import os
 import shlex
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from cannery.errors import FatalError
+from cannery.oci import Credentials
 from cannery.plan import ImageSpec
 from cannery.util.cmd import CommandError, run
 from cannery.verify.expect import SEARCH_PATHS
@@ -49,15 +57,37 @@ def compare_env(image: dict[str, str], sourced: dict[str, str], platform: str) -
     return checks
 
 
+@contextmanager
+def registry_auth_file(host: str) -> Iterator[dict[str, str]]:
+    """The environment for buildah to pull from ``host`` with cannery's credentials: a private
+    auth file (mode 0600, removed afterwards) named by REGISTRY_AUTH_FILE, never an argv."""
+    creds = Credentials().lookup(host)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CANNERY_REGISTRY_")}
+    if creds is None:
+        yield env
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="cannery-auth-"))
+    try:
+        path = tmp / "auth.json"
+        token = base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"auths": {host: {"auth": token}}}, fh)
+        yield {**env, "REGISTRY_AUTH_FILE": str(path)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def runtime_checks(
-    image_ref: str, platform: str, spec: ImageSpec, cert_dir: Path | None
+    image_ref: str, platform: str, spec: ImageSpec, cert_dir: Path | None, host: str
 ) -> list[Check]:
     arch = platform.split("/")[1]
     argv = ["buildah", "from", "--quiet", "--arch", arch, "--pull"]
     if cert_dir:
         argv += ["--cert-dir", str(cert_dir)]
     try:
-        ctr = run([*argv, image_ref], timeout=600).strip()
+        with registry_auth_file(host) as env:
+            ctr = run([*argv, image_ref], env=env, timeout=600).strip()
     except CommandError as exc:
         return [Check("container", False, exc.message, platform)]
     try:
