@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import threading
@@ -23,6 +24,7 @@ import httpx
 import pytest
 
 from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world
+from tests.e2e.imagediff import describe_across
 from tests.services.tlsca import LocalCA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,11 +81,15 @@ def registry_get(world: BuildWorld, repo: str, ref: str) -> httpx.Response:
         f"https://{world.push_registry.host}/v2/e2e/{repo}/manifests/{ref}",
         headers={"Accept": accept},
         auth=(world.user, world.password),
-        verify=str(world.ca.ca_cert),
+        verify=_ssl(world),
     )
 
 
 TAG = "e2e-8.5.2-910b-py3.11"
+
+
+def _ssl(world: BuildWorld) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=str(world.ca.ca_cert))
 
 
 class _ArgvWatcher:
@@ -153,7 +159,7 @@ def test_build_pushes_each_platform_by_digest_then_tags_one_index(
     # The platform manifests were pushed by digest: the repository has exactly one tag.
     tags = httpx.get(
         f"https://{world.push_registry.host}/v2/e2e/standin/tags/list",
-        auth=(world.user, world.password), verify=str(world.ca.ca_cert),
+        auth=(world.user, world.password), verify=_ssl(world),
     ).json()["tags"]
     assert tags == [TAG]
 
@@ -232,7 +238,17 @@ def test_same_lock_gives_the_same_digests_from_scratch(world: BuildWorld, first:
     assert rc == 0, err[-3000:]
     ours = {p["platform"]: p["digest"] for p in summary["images"][0]["platforms"]}
     theirs = {p["platform"]: p["digest"] for p in first["summary"]["images"][0]["platforms"]}
-    assert ours == theirs
+    why = []
+    with httpx.Client(auth=(world.user, world.password), verify=_ssl(world)) as client:
+        for platform in ours:
+            if ours[platform] != theirs[platform]:
+                # Both builds' blobs are in their own repositories; mount-free: compare via ours.
+                base = f"https://{world.push_registry.host}/v2/e2e"
+                why.append(f"{platform}:\n" + describe_across(
+                    client, f"{base}/standin", theirs[platform], f"{base}/repro", ours[platform]
+                ))
+    print("\n".join(why) or "reproducible: every platform digest and the index are equal")
+    assert ours == theirs, "\n".join(why)
     assert summary["images"][0]["index_digest"] == first["summary"]["images"][0]["index_digest"]
 
 
