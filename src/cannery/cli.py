@@ -107,7 +107,10 @@ def _root(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", help="Print the version.", is_eager=True, callback=_print_version,
+            "--version",
+            help="Print the version.",
+            is_eager=True,
+            callback=_print_version,
             metavar="",
         ),
     ] = False,
@@ -183,8 +186,11 @@ def render_dockerfile(
 
 @app.command(
     "lint",
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
-                      "help_option_names": []},
+    context_settings={
+        "allow_extra_args": True,
+        "ignore_unknown_options": True,
+        "help_option_names": [],
+    },
     add_help_option=False,
 )
 def lint(ctx: typer.Context) -> None:
