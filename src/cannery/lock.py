@@ -20,6 +20,7 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cannery.catalog.inputs import toolkit_downloads, wheel_urls
+from cannery.catalog.platforms import arches_of
 from cannery.errors import LockError
 from cannery.pydeps import LOCKED_LINE, PythonRequest, python_requests
 from cannery.util import toml
@@ -146,7 +147,7 @@ def required_inputs(cat: Catalog, images: list[str] | None = None) -> list[Input
                 key = git_key(comp.git, comp.ref)
                 out[("git", key)] = Input("git", key, cname, url=comp.git, ref=comp.ref)
             if comp.wheel:
-                for _arch, url in wheel_urls(comp.wheel, img.platforms):
+                for _arch, url in wheel_urls(comp.wheel, arches_of(img.platforms)):
                     out[("url", url)] = Input("url", url, cname, url=url)
     return sorted(out.values(), key=lambda i: (i.kind, i.key))
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from cannery.catalog.inputs import wheel_urls
+from cannery.catalog.inputs import fill_url
 from cannery.catalog.models import Catalog
 from cannery.catalog.platforms import UNAME_ARCH, arches_of
 from cannery.errors import LockError
@@ -101,7 +101,7 @@ def python_requests(
         for cname in img.components:
             comp = cat.components[cname]
             if comp.wheel:
-                url = dict(wheel_urls(comp.wheel, img.platforms))[arch]
+                url = fill_url(comp.wheel, arch=arch)
                 arch_wheels.append(f"{comp.package or cname} @ {url}")
         out.append(
             PythonRequest(

@@ -553,3 +553,36 @@ def test_python_lock_goes_stale_when_the_catalog_changes(  # type: ignore[no-unt
     assert cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
     lock = read_lock(catalog.parent / "cannery.lock")
     assert any(r.startswith("numpy-lite==1.0 ") for r in lock.python["one/amd64"].requirements)
+
+
+def test_wheel_component_dependencies_are_locked_too(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca, https_files
+) -> None:
+    """A wheel component is pinned by its sha256; its own dependencies come from the Python
+    lock (uv reads the wheel's metadata over the test CA's HTTPS), so it installs --no-deps."""
+    from tests.services.pyindex import make_wheel
+
+    server, www = https_files
+    make_wheel(www, "extra-tool", "1.0", ("numpy-lite<2",))
+    catalog: Path = setup["catalog"]
+    catalog.write_text(
+        catalog.read_text()
+        .replace(
+            "pin = true\n",
+            "pin = true\n\n[components.extra-tool]\n"
+            f'wheel = "{server.url}/extra_tool-1.0-py3-none-any.whl"\n',
+            1,
+        )
+        .replace('components = ["torch", "vllm"', 'components = ["torch", "extra-tool", "vllm"')
+    )
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 0, res.err
+    reqs = read_lock(catalog.parent / "cannery.lock").python["one/arm64"].requirements
+    assert any(r.startswith("numpy-lite==1.0 ") for r in reqs), reqs
+    assert not any("extra" in r for r in reqs)  # the wheel itself is installed by its own step
+    out = catalog.parent / "out"
+    res = cli("render", "dockerfile", "--locked", "--catalog", str(catalog), "--out", str(out))
+    assert res.code == 0, res.err
+    text = (out / "one.Dockerfile").read_text()
+    wheel_step = next(s for s in text.split("\n\n") if "extra-tool wheel" in s)
+    assert "--no-deps" in wheel_step and "--no-build-isolation" not in wheel_step
