@@ -2,12 +2,18 @@
 
 What the output guarantees (each a defect found in review of hand-written images):
 - every download is fetched over verified TLS and checked with ``sha256sum -c`` before use;
+- an input the lock does not pin (a base without digest, a git ref without commit, a download
+  without sha256) stops the build at its own step, before anything uses it;
+- Python dependencies locked per platform are installed with ``--require-hashes --no-deps``,
+  and nothing after that step fetches a dependency; without a lock entry the file says
+  UNPINNED at the top;
 - the toolkit env is persisted with ENV from the catalog table, with no empty path element and
   no build-only ``devlib``, so ``docker run IMAGE python`` sees it with no shell in between;
-- a job limit lives only in the RUN of the component that asked for it;
-- git sources are fetched at their locked commit with depth 1;
+- a job limit, SOC_VERSION and a component's build env live only in that component's RUN;
+- git sources are fetched at their locked commit with depth 1, and leave no ``.git`` behind;
 - torch pins are installed first and constrain every later pip call;
 - no mirror, index or trusted-host config is left in the image;
+- apt installs only what the base lacks and leaves no lists, caches or logs;
 - layers run from least to most often changed, so bumping the framework rebuilds the tail only.
 """
 
