@@ -170,8 +170,12 @@ def resolve_python(req: PythonRequest, ca_file: str | None = None) -> list[str]:
 
     ``ca_file`` is a complete trust bundle (``cannery.tls.git_ca_bundle``) for git and uv.
     """
-    from uv import find_uv_bin
+    try:
+        from uv import find_uv_bin
 
+        uv = find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        raise LockError("uv is not installed: `pip install uv` (a cannery dependency)") from None
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0", UV_NO_CONFIG="1")
     if ca_file:
         env["GIT_SSL_CAINFO"] = ca_file
@@ -189,7 +193,7 @@ def resolve_python(req: PythonRequest, ca_file: str | None = None) -> list[str]:
         infile = root / "requirements.in"
         infile.write_text("\n".join(lines) + "\n", encoding="utf-8")
         argv = [
-            find_uv_bin(),
+            uv,
             "pip",
             "compile",
             str(infile),
