@@ -158,7 +158,7 @@ def lock(
     ] = None,
     ca_cert: CaCertOpt = None,
 ) -> None:
-    """Resolve every moving reference (tags, branches, URLs) into cannery.lock."""
+    """Resolve tags, branches, URLs and Python dependencies into cannery.lock."""
     from cannery.commands.lock import lock_cmd
 
     raise typer.Exit(lock_cmd(catalog, lock, update, ca_cert, images))
