@@ -7,6 +7,7 @@ MINIMAL = """\
 name = "test"
 source = "https://example.com/test"
 registry = "local"
+python_index = "{index}"
 
 [registries.local]
 repository = "{registry}/test/images"
@@ -71,12 +72,23 @@ def minimal(
     base_image: str | None = None,
     files: str = "https://files.example.com/cann",
     git: str = "https://git.example.com/v.git",
+    index: str = "https://127.0.0.1:9/simple",  # the discard port: tests pass their own index
 ) -> str:
     return MINIMAL.format(
         registry=registry,
         base_image=base_image or f"{registry}/cann:8.5.1-910b-ubuntu22.04-py3.11",
         files=files,
         git=git,
+        index=index,
+    )
+
+
+def pyproject(name: str, version: str, requires: tuple[str, ...] = ()) -> str:
+    """A pyproject.toml with static metadata (uv reads it without building)."""
+    deps = ", ".join(f'"{r}"' for r in requires)
+    return (
+        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
+        f'[project]\nname = "{name}"\nversion = "{version}"\ndependencies = [{deps}]\n'
     )
 
 

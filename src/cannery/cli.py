@@ -107,7 +107,10 @@ def _root(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", help="Print the version.", is_eager=True, callback=_print_version,
+            "--version",
+            help="Print the version.",
+            is_eager=True,
+            callback=_print_version,
             metavar="",
         ),
     ] = False,
@@ -155,7 +158,7 @@ def lock(
     ] = None,
     ca_cert: CaCertOpt = None,
 ) -> None:
-    """Resolve every moving reference (tags, branches, URLs) into cannery.lock."""
+    """Resolve tags, branches, URLs and Python dependencies into cannery.lock."""
     from cannery.commands.lock import lock_cmd
 
     raise typer.Exit(lock_cmd(catalog, lock, update, ca_cert, images))
@@ -420,8 +423,11 @@ def verify(
 
 @app.command(
     "lint",
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
-                      "help_option_names": []},
+    context_settings={
+        "allow_extra_args": True,
+        "ignore_unknown_options": True,
+        "help_option_names": [],
+    },
     add_help_option=False,
 )
 def lint(ctx: typer.Context) -> None:

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cannery.catalog.inputs import toolkit_downloads, wheel_urls
+from cannery.catalog.platforms import arches_of
 from cannery.errors import LockError
+from cannery.pydeps import LOCKED_LINE, PythonRequest, python_requests
 from cannery.util import toml
 from cannery.util.patterns import COMMIT, COMMIT_PATTERN, OCI_DIGEST_PATTERN, SHA256_HEX_PATTERN
 
@@ -52,11 +54,28 @@ class UrlEntry(_Strict):
     resolved_at: str
 
 
+class PythonEntry(_Strict):
+    """An image's Python dependencies on one platform, resolved with hashes."""
+
+    inputs: str = Field(pattern=OCI_DIGEST_PATTERN, description="PythonRequest.digest()")
+    requirements: list[str]
+    resolved_at: str
+
+    @field_validator("requirements")
+    @classmethod
+    def _locked(cls, v: list[str]) -> list[str]:
+        for line in v:
+            if not LOCKED_LINE.match(line):
+                raise ValueError(f"{line[:80]!r} is not 'name==version --hash=sha256:…'")
+        return v
+
+
 class Lock(_Strict):
     version: int = 1
     bases: dict[str, BaseEntry] = {}
     git: dict[str, GitEntry] = {}
     urls: dict[str, UrlEntry] = {}
+    python: dict[str, PythonEntry] = {}  # "image/arch"
 
 
 def git_key(url: str, ref: str) -> str:
@@ -97,6 +116,7 @@ def dump_lock(lock: Lock) -> str:
         "bases": dict(sorted(data["bases"].items())),
         "git": dict(sorted(data["git"].items())),
         "urls": dict(sorted(data["urls"].items())),
+        "python": dict(sorted(data["python"].items())),
     }
     return HEADER + tomli_w.dumps(ordered)
 
@@ -127,18 +147,22 @@ def required_inputs(cat: Catalog, images: list[str] | None = None) -> list[Input
                 key = git_key(comp.git, comp.ref)
                 out[("git", key)] = Input("git", key, cname, url=comp.git, ref=comp.ref)
             if comp.wheel:
-                for _arch, url in wheel_urls(comp.wheel, img.platforms):
+                for _arch, url in wheel_urls(comp.wheel, arches_of(img.platforms)):
                     out[("url", url)] = Input("url", url, cname, url=url)
     return sorted(out.values(), key=lambda i: (i.kind, i.key))
 
 
 @dataclass
 class Resolvers:
-    """How each kind of reference is resolved; tests may point these at local services."""
+    """How each kind of reference is resolved; tests may point these at local services.
+
+    Without ``python``, Python dependencies are left as the lock has them (or unpinned).
+    """
 
     base: Callable[[str], str]
     git: Callable[[str, str], str]
     url: Callable[[str], tuple[str, int]]
+    python: Callable[[PythonRequest], list[str]] | None = None
 
 
 def now() -> str:
@@ -161,11 +185,11 @@ def update_lock(
     selected = {(i.kind, i.key) for i in required_inputs(cat, images)} if images else None
     update = update or set()
     owners = {i.owner for i in inputs}
-    unknown = update - owners - {"all"}
+    unknown = update - owners - {"all", "python"} - set(cat.images)
     if unknown:
         raise LockError(
-            f"--update {', '.join(sorted(unknown))}: not a base, toolkit or component with "
-            f"moving references (known: {', '.join(sorted(owners))})"
+            f"--update {', '.join(sorted(unknown))}: not a base, toolkit, component or image "
+            f"with moving references, nor 'python' or 'all' (known: {', '.join(sorted(owners))})"
         )
     bases: dict[str, BaseEntry] = {}
     gits: dict[str, GitEntry] = {}
@@ -195,7 +219,47 @@ def update_lock(
                 progress(inp)
             digest, size = resolvers.url(inp.url)
             urls[inp.key] = UrlEntry(sha256=digest, size=size, resolved_at=now())
-    return Lock(bases=bases, git=gits, urls=urls)
+    pythons = _update_python(cat, old, gits, resolvers, update, images, progress)
+    return Lock(bases=bases, git=gits, urls=urls, python=pythons)
+
+
+def _update_python(
+    cat: Catalog,
+    old: Lock,
+    gits: dict[str, GitEntry],
+    resolvers: Resolvers,
+    update: set[str],
+    images: list[str] | None,
+    progress: Callable[[Input], None] | None,
+) -> dict[str, PythonEntry]:
+    """Python dependencies per image and platform, after the git commits they read are known.
+
+    An entry is kept while its inputs (specifiers, commits, indexes, Python, platform) are
+    unchanged; ``--update python`` (or ``all``, or the image's name) resolves it again.
+    """
+    commits = {(e.url, e.ref): e.commit for e in gits.values()}
+    for name in cat.images:
+        for comp in (cat.components[c] for c in cat.images[name].components):
+            if comp.git and comp.ref and COMMIT.match(comp.ref):
+                commits[(comp.git, comp.ref)] = comp.ref
+    out: dict[str, PythonEntry] = {}
+    for name in cat.images:
+        chosen = not images or name in images
+        for req in python_requests(cat, name, commits) or []:
+            kept = old.python.get(req.key)
+            fresh = chosen and bool({"all", "python", name} & update)
+            if kept is not None and kept.inputs == req.digest() and not fresh:
+                out[req.key] = kept
+            elif not chosen or resolvers.python is None:
+                if kept is not None and kept.inputs == req.digest():
+                    out[req.key] = kept
+            else:
+                if progress:
+                    progress(Input("python", req.key, name))
+                out[req.key] = PythonEntry(
+                    inputs=req.digest(), requirements=resolvers.python(req), resolved_at=now()
+                )
+    return out
 
 
 # ------------------------------------------------------------------ the real resolvers
@@ -231,6 +295,7 @@ def resolve_url(url: str, verify: ssl.SSLContext, timeout: float = 60.0) -> tupl
 
     from cannery.errors import NetworkError
     from cannery.oci import http_reason
+
     digest = hashlib.sha256()
     size = 0
     try:

@@ -11,6 +11,7 @@ from cannery.catalog.inputs import fill_url, render_tag, toolkit_downloads
 from cannery.catalog.models import Catalog, Component
 from cannery.catalog.platforms import UNAME_ARCH, arches_of, platform_arch
 from cannery.lock import Lock, git_key
+from cannery.pydeps import python_requests
 from cannery.util.patterns import COMMIT
 
 # Defined with the catalog; importable from here too, where render and build look for them.
@@ -115,6 +116,32 @@ class ImageSpec:
     labels: tuple[tuple[str, str], ...]
     catalog_name: str
     arches: tuple[str, ...] = field(default=())
+    python_index: str = "https://pypi.org/simple"
+    # TARGETARCH → extra package indexes (e.g. the CPU torch wheels for amd64)
+    python_extra_index: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # TARGETARCH → locked "name==version --hash=sha256:…" lines, for arches whose lock entry
+    # matches the catalog and the locked commits (a stale entry is not used)
+    python_locked: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def python_pinned(self) -> bool:
+        """Every platform's Python dependencies come from the lock, with hashes."""
+        return bool(self.arches) and {a for a, _ in self.python_locked} == set(self.arches)
+
+    def unpinned(self) -> list[str]:
+        """Python requirements that would be resolved at build time (not from the lock)."""
+        if self.python_pinned:
+            return []
+        out = [f"Python tool {t}" for t in self.pip_tools]
+        for c in self.components:
+            out += [f"component {c.name}: {r}" for r in c.pip]
+            if c.git and c.install != "none":
+                out += [f"component {c.name}: {r}" for r in c.requirements]
+                if "--no-deps" not in c.pip_args:
+                    out.append(f"component {c.name}: its own dependencies")
+            if c.wheels:
+                out.append(f"component {c.name}: the wheel's dependencies")
+        return out
 
     @property
     def reference(self) -> str:
@@ -207,6 +234,19 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
     # Pins go first so nothing compiles against a torch that is replaced later.
     components = tuple(c for c in components if c.pin) + tuple(c for c in components if not c.pin)
     base_entry = lock.bases.get(base.image)
+    commits = {(e.url, e.ref): e.commit for e in lock.git.values()}
+    commits.update(
+        {(c.git.url, c.git.ref): c.git.commit for c in components if c.git and c.git.commit}
+    )
+    locked: list[tuple[str, tuple[str, ...]]] = []
+    for req in python_requests(cat, image, commits) or []:
+        entry = lock.python.get(req.key)
+        if entry is not None and entry.inputs == req.digest():
+            locked.append((req.arch, tuple(entry.requirements)))
+    extra: dict[str, list[str]] = {}
+    for comp in components:
+        for arch, url in comp.extra_index:
+            extra.setdefault(arch, []).append(url)
     target = img.registry or cat.catalog.registry or ""
     revision = None
     if img.revision_from:
@@ -235,6 +275,9 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         labels=tuple(sorted(img.labels.items())),
         catalog_name=cat.catalog.name,
         arches=arches,
+        python_index=cat.catalog.python_index,
+        python_extra_index=tuple((a, tuple(dict.fromkeys(u))) for a, u in sorted(extra.items())),
+        python_locked=tuple(locked),
     )
 
 

@@ -23,6 +23,7 @@ CATALOG = """\
 name = "e2e"
 source = "https://example.com/cannery-e2e"
 registry = "local"
+python_index = "{files}/wheels/simple/"
 
 [registries.local]
 repository = "{push_host}/e2e/{repo}"
@@ -49,7 +50,6 @@ url = "{files}/Ascend-cann-toolkit_{{version}}_linux-{{uname_arch}}.run"
 
 [components.hello]
 pip = ["hello-cannery==1.0"]
-pip_args = ["--index-url", "{files}/wheels/simple/"]
 
 [components.fastops]
 git = "{git}/fastops.git"

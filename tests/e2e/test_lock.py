@@ -11,13 +11,17 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cannery.lock import read_lock
-from tests.catalogs import minimal
+from tests.catalogs import minimal, pyproject
+from tests.services.pyindex import PackageIndex
 from tests.services.registry import LocalRegistry, push_image, push_index
 from tests.services.tlsca import HTTPSFileServer, LocalCA
 
@@ -37,16 +41,32 @@ def _git(cwd: Path, *args: str) -> str:
     ).stdout.strip()
 
 
+@pytest.fixture(scope="module")
+def py_index(tmp_path_factory: pytest.TempPathFactory, test_ca: LocalCA) -> Iterator[PackageIndex]:
+    """A local package index (HTTPS, test CA) with stand-ins for what the test catalog needs."""
+    index = PackageIndex(tmp_path_factory.mktemp("pyindex"), test_ca)
+    index.add("torch", "2.9.0", ("numpy-lite>=1",))
+    index.add("torch-npu", "2.9.0", ("torch==2.9.0",))
+    index.add("numpy-lite", "1.0")
+    index.add("numpy-lite", "2.0")
+    index.add("setuptools", "80.0")
+    yield index
+    index.stop()
+
+
 @pytest.fixture
 def git_repo(tmp_path: Path) -> Path:
     repo = tmp_path / "v.git"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
     (repo / "f").write_text("1")
-    _git(repo, "add", "f")
+    # a Python project with static metadata: `cannery lock` reads its dependencies
+    (repo / "pyproject.toml").write_text(pyproject("vllm", "0.18.0"))
+    _git(repo, "add", "f", "pyproject.toml")
     _git(repo, "commit", "-qm", "one")
     _git(repo, "tag", "-a", "v0.18.0", "-m", "release")  # annotated: ls-remote must peel it
     (repo / "f").write_text("2")
+    (repo / "pyproject.toml").write_text(pyproject("vllm-ascend", "0.18.0"))
     _git(repo, "commit", "-qam", "two")
     return repo
 
@@ -57,6 +77,7 @@ def setup(
     registry: LocalRegistry,
     https_files: tuple[HTTPSFileServer, Path],
     git_repo: Path,
+    py_index: PackageIndex,
 ) -> dict[str, object]:
     server, root = https_files
     files = {}
@@ -75,6 +96,7 @@ def setup(
             base_image=base_image,
             files=server.url,
             git=f"file://{git_repo}",
+            index=py_index.url,
         )
     )
     return {
@@ -205,7 +227,7 @@ def auth_registry(tmp_path_factory, test_ca: LocalCA):  # type: ignore[no-untype
 
 
 def test_tls_registry_with_credentials_from_docker_config(  # type: ignore[no-untyped-def]
-    tmp_path: Path, cli, auth_registry, test_ca, https_files, git_repo, monkeypatch
+    tmp_path: Path, cli, auth_registry, test_ca, https_files, git_repo, monkeypatch, py_index
 ) -> None:
     import ssl
 
@@ -226,6 +248,7 @@ def test_tls_registry_with_credentials_from_docker_config(  # type: ignore[no-un
             base_image=base_image,
             files=server.url,
             git=f"file://{git_repo}",
+            index=py_index.url,
         )
     )
     # No credentials: the registry says 401 and lock says so, without a traceback.
@@ -285,7 +308,7 @@ def test_rendered_installer_step_fails_closed_on_checksum_mismatch(  # type: ign
 
 @pytest.mark.parametrize("needs_login", [False, True], ids=["anonymous-token", "login-token"])
 def test_bearer_token_auth(  # type: ignore[no-untyped-def]
-    needs_login: bool, tmp_path: Path, cli, https_files, git_repo, test_ca, monkeypatch
+    needs_login: bool, tmp_path: Path, cli, https_files, git_repo, test_ca, monkeypatch, py_index
 ) -> None:
     """A registry behind a token service (Bearer auth, as Docker Hub and quay.io do): lock
     follows the 401 challenge to the realm, with the scope the registry asked for, and
@@ -308,7 +331,11 @@ def test_bearer_token_auth(  # type: ignore[no-untyped-def]
         catalog = tmp_path / "catalog.toml"
         catalog.write_text(
             minimal(
-                registry=reg.host, base_image=base_image, files=server.url, git=f"file://{git_repo}"
+                registry=reg.host,
+                base_image=base_image,
+                files=server.url,
+                git=f"file://{git_repo}",
+                index=py_index.url,
             )
         )
         cfg = tmp_path / "docker"
@@ -394,3 +421,168 @@ def test_lock_named_images_resolves_only_theirs_and_keeps_the_rest(setup, cli, t
     assert after.git[main] == both.git[main]  # image one's entry kept as it was
     res = cli("lock", "nope", "--catalog", str(catalog), *ca)
     assert res.code == 2 and "unknown image nope" in res.err
+
+
+# ------------------------------------------------------------ Python dependencies
+
+
+def _python_step(dockerfile_text: str) -> str:
+    import dockerfile
+
+    cmds = dockerfile.parse_string(dockerfile_text)
+    return next(c.value[0] for c in cmds if c.cmd == "RUN" and "--require-hashes" in c.value[0])
+
+
+def test_python_dependencies_locked_per_platform_and_installed_with_hashes(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca, py_index, tmp_path: Path
+) -> None:
+    """`cannery lock` resolves the image's Python dependencies with uv against the local index
+    (the test CA's HTTPS); the rendered step installs exactly those, hash-checked, with a real
+    pip into a fresh venv; a wheel changed on the index after locking is refused."""
+    import venv
+
+    catalog: Path = setup["catalog"]
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 0, res.err
+    lock = read_lock(catalog.parent / "cannery.lock")
+    assert set(lock.python) == {"one/amd64", "one/arm64", "two/amd64", "two/arm64"}
+    reqs = lock.python["one/arm64"].requirements
+    names = [r.split("==")[0] for r in reqs]
+    # the pins, torch's own dependency, and the git sources' build requirement (setuptools)
+    assert sorted(names) == ["numpy-lite", "setuptools", "torch", "torch-npu"], reqs
+    assert "numpy-lite==2.0 " in reqs[0] and re.search(r"--hash=sha256:[0-9a-f]{64}$", reqs[0])
+
+    res = cli("plan", "--catalog", str(catalog), "--json")
+    one = json.loads(res.out)["images"][0]
+    assert one["unpinned"] == [] and one["unlocked"] == []
+    out = tmp_path / "out"
+    res = cli("render", "dockerfile", "--locked", "--catalog", str(catalog), "--out", str(out))
+    assert res.code == 0, res.err
+    text = (out / "one.Dockerfile").read_text()
+    assert "UNPINNED" not in text and "constraints.txt torch==" not in text
+    assert "-r /opt/src" not in text  # requirements files are in the lock, not read at build
+    assert text.count("--no-deps --no-build-isolation") == 2  # both git components
+    step = _python_step(text)
+    hadolint = shutil.which("hadolint", path=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    assert hadolint
+    lint = subprocess.run(
+        [hadolint, "--no-color", str(out / "one.Dockerfile")], capture_output=True, text=True
+    )
+    assert " error:" not in lint.stdout and "SC3" not in lint.stdout, lint.stdout
+
+    def install(into: Path) -> subprocess.CompletedProcess[str]:
+        venv.create(into, with_pip=True)
+        opt = into / "opt"
+        # pip as a clean build sees it: this machine's pip.conf and find-links are not in play,
+        # and REQUESTS_CA_BUNDLE would override --cert (a known pip quirk)
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("PIP_") and k not in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+        }
+        env.update(
+            PATH=f"{into / 'bin'}:{os.environ['PATH']}",
+            TARGETARCH="amd64",
+            PIP_CERT=str(test_ca.ca_cert),
+            PIP_CONFIG_FILE=os.devnull,
+            PIP_DISABLE_PIP_VERSION_CHECK="1",
+        )
+        return subprocess.run(
+            ["bash", "-o", "pipefail", "-c", step.replace("/opt/cannery", str(opt))],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    good = install(tmp_path / "venv-good")
+    assert good.returncode == 0, good.stderr
+    py = tmp_path / "venv-good" / "bin" / "python"
+    check = subprocess.run(
+        [str(py), "-c", "import torch, torch_npu, numpy_lite; print(numpy_lite.VERSION)"],
+        capture_output=True,
+        text=True,
+    )
+    assert check.stdout.strip() == "2.0", check.stderr
+    constraints = (tmp_path / "venv-good" / "opt" / "constraints.txt").read_text().split()
+    assert "torch==2.9.0" in constraints and "numpy-lite==2.0" in constraints
+
+    # The index now serves different bytes under the same name and version.
+    wheel = next(py_index.files.glob("numpy_lite-2.0-*.whl"))
+    original = wheel.read_bytes()
+    try:
+        from tests.services.pyindex import make_wheel
+
+        make_wheel(py_index.files, "numpy-lite", "2.0", ("evil>=0",))
+        py_index.publish()
+        bad = install(tmp_path / "venv-bad")
+        assert bad.returncode != 0
+        assert "THESE PACKAGES DO NOT MATCH THE HASHES" in bad.stderr
+        site = list((tmp_path / "venv-bad" / "lib").glob("python*/site-packages/numpy_lite"))
+        assert site == []
+    finally:
+        wheel.write_bytes(original)
+        py_index.publish()
+
+
+def test_python_lock_goes_stale_when_the_catalog_changes(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca
+) -> None:
+    catalog: Path = setup["catalog"]
+    assert cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
+    catalog.write_text(
+        catalog.read_text()
+        .replace("pin = true\n", 'pin = true\n\n[components.extra]\npip = ["numpy-lite<2"]\n', 1)
+        .replace(
+            'components = ["torch", "vllm", "vllm-ascend"]',
+            'components = ["torch", "extra", "vllm", "vllm-ascend"]',
+        )
+    )
+    res = cli("plan", "--catalog", str(catalog))
+    assert "UNPINNED" in res.out
+    res = cli(
+        "render",
+        "dockerfile",
+        "--locked",
+        "--catalog",
+        str(catalog),
+        "--out",
+        str(catalog.parent / "out"),
+    )
+    assert res.code == 2 and "UNPINNED component extra: numpy-lite<2" in res.err
+    assert cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
+    lock = read_lock(catalog.parent / "cannery.lock")
+    assert any(r.startswith("numpy-lite==1.0 ") for r in lock.python["one/amd64"].requirements)
+
+
+def test_wheel_component_dependencies_are_locked_too(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca, https_files
+) -> None:
+    """A wheel component is pinned by its sha256; its own dependencies come from the Python
+    lock (uv reads the wheel's metadata over the test CA's HTTPS), so it installs --no-deps."""
+    from tests.services.pyindex import make_wheel
+
+    server, www = https_files
+    make_wheel(www, "extra-tool", "1.0", ("numpy-lite<2",))
+    catalog: Path = setup["catalog"]
+    catalog.write_text(
+        catalog.read_text()
+        .replace(
+            "pin = true\n",
+            "pin = true\n\n[components.extra-tool]\n"
+            f'wheel = "{server.url}/extra_tool-1.0-py3-none-any.whl"\n',
+            1,
+        )
+        .replace('components = ["torch", "vllm"', 'components = ["torch", "extra-tool", "vllm"')
+    )
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 0, res.err
+    reqs = read_lock(catalog.parent / "cannery.lock").python["one/arm64"].requirements
+    assert any(r.startswith("numpy-lite==1.0 ") for r in reqs), reqs
+    assert not any("extra" in r for r in reqs)  # the wheel itself is installed by its own step
+    out = catalog.parent / "out"
+    res = cli("render", "dockerfile", "--locked", "--catalog", str(catalog), "--out", str(out))
+    assert res.code == 0, res.err
+    text = (out / "one.Dockerfile").read_text()
+    wheel_step = next(s for s in text.split("\n\n") if "extra-tool wheel" in s)
+    assert "--no-deps" in wheel_step and "--no-build-isolation" not in wheel_step

@@ -16,6 +16,7 @@ import base64
 import hashlib
 import io
 import os
+import shutil
 import subprocess
 import tarfile
 import zipfile
@@ -163,6 +164,7 @@ _SETUP_PY = '''\
 """fastops: a few C files compiled into one shared library, as many at once as MAX_JOBS allows."""
 import concurrent.futures
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -193,8 +195,21 @@ class BuildLib(build_py):
         (out / "_build.py").write_text(f"JOBS = {jobs}\\n")
 
 
-setup(name="fastops", version="1.0", packages=["fastops"], cmdclass={"build_py": BuildLib})
+setup(packages=["fastops"], cmdclass={"build_py": BuildLib})
 '''
+
+# Static metadata, so a resolver reads the dependencies (none) and build requirements without
+# running setup.py.
+_PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "fastops"
+version = "1.0"
+dependencies = []
+"""
 
 _INIT_PY = '''\
 """Loads the compiled library; ``add(a, b)`` calls into C."""
@@ -236,6 +251,7 @@ def make_fastops_repo(bare: Path, units: int = 4) -> str:
             f"int fastops_add{i}(int a, int b) {{ return a + b + {i}; }}\n"
         )
     (work / "setup.py").write_text(_SETUP_PY)
+    (work / "pyproject.toml").write_text(_PYPROJECT)
     (work / "fastops" / "__init__.py").write_text(_INIT_PY)
     (work / "fastops" / "_build.py").write_text("JOBS = 0\n")
     _git("init", "-q", "-b", "main", cwd=work)
@@ -250,10 +266,30 @@ def make_fastops_repo(bare: Path, units: int = 4) -> str:
     return commit
 
 
+def _bundled_setuptools() -> Path:
+    """setuptools' own wheel as CPython's ensurepip ships it: the build requirement of the
+    compiled component, served from the local index (no download)."""
+    import ensurepip
+
+    found = sorted(Path(ensurepip.__file__).parent.glob("_bundled/setuptools-*.whl"))
+    if not found:
+        raise RuntimeError("this Python's ensurepip bundles no setuptools wheel")
+    return found[-1]
+
+
 def make_wheelhouse(root: Path, name: str = "hello_cannery", version: str = "1.0") -> Path:
-    """A pure-Python wheel under ``root/files`` and a PEP 503 index under ``root/simple``."""
+    """A pure-Python wheel, and setuptools' wheel, under ``root/files``; a PEP 503 index of
+    both under ``root/simple``."""
     files = root / "files"
     files.mkdir(parents=True, exist_ok=True)
+    setuptools = _bundled_setuptools()
+    shutil.copyfile(setuptools, files / setuptools.name)
+    st_sha = hashlib.sha256(setuptools.read_bytes()).hexdigest()
+    (root / "simple" / "setuptools").mkdir(parents=True, exist_ok=True)
+    (root / "simple" / "setuptools" / "index.html").write_text(
+        f'<html><body><a href="../../files/{setuptools.name}#sha256={st_sha}">'
+        f"{setuptools.name}</a></body></html>\n"
+    )
     dist = f"{name}-{version}"
     wheel = files / f"{dist}-py3-none-any.whl"
     entries = {
@@ -284,6 +320,7 @@ def make_wheelhouse(root: Path, name: str = "hello_cannery", version: str = "1.0
         "</body></html>\n"
     )
     (root / "simple" / "index.html").write_text(
-        f'<html><body><a href="{name.replace("_", "-")}/">{name}</a></body></html>\n'
+        f'<html><body><a href="{name.replace("_", "-")}/">{name}</a>'
+        '<a href="setuptools/">setuptools</a></body></html>\n'
     )
     return wheel

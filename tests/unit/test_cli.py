@@ -54,6 +54,11 @@ def test_plan_table(cli) -> None:  # type: ignore[no-untyped-def]
     assert res.code == 0
     assert "verl-8.5.2-910b-ubuntu22.04-py3.11-qwen3-5" in res.out
     assert "jobs≤1" in res.out
+    # no Python dependencies in the golden-free default lock: shown as such, never as locked
+    deps = next(ln for ln in res.out.splitlines() if "python deps" in ln)
+    assert "UNPINNED" in deps
+    train = next(ln for ln in res.out.splitlines() if "train-extras" in ln)
+    assert "UNPINNED" in train
 
 
 def test_schema_validates_the_catalogs(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]

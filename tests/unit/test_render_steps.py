@@ -226,4 +226,10 @@ def test_locked_render_names_every_unlocked_input(tmp_path: Path, cli) -> None: 
         "--out",
         str(out),
     )
-    assert res.code == 0 and len(list(out.iterdir())) == 3
+    # The golden lock pins every base, commit and installer but no Python dependencies (the
+    # real index is not reachable here): --locked still refuses, naming only those.
+    # tests/e2e/test_lock.py renders a fully locked test catalog with --locked.
+    assert res.code == 2 and not out.exists()
+    items = [ln for ln in res.err.splitlines() if ln.startswith("cannery:   ")]
+    assert items and all(": UNPINNED " in ln for ln in items)
+    assert "qwen3-5-a2: UNPINNED component train-extras: mathruler" in res.err

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 
 from cannery import __version__
+from cannery.catalog.platforms import platform_arch
 from cannery.lock import Lock, git_key
 from cannery.plan import ImageSpec
 
@@ -18,8 +19,11 @@ INPUTS_LABEL = "io.cannery.inputs"
 MAJOR = __version__.split(".")[0]
 
 
-def lock_entries(spec: ImageSpec, lock: Lock) -> dict[str, tuple[str, str]]:
-    """The lock entries ``spec`` was planned from: key → (pinned value, resolved_at)."""
+def lock_entries(
+    spec: ImageSpec, lock: Lock, arch: str | None = None
+) -> dict[str, tuple[str, str]]:
+    """The lock entries ``spec`` was planned from (for one TARGETARCH, or all): key → (pinned
+    value, resolved_at). Keys name the input, never the image."""
     out: dict[str, tuple[str, str]] = {}
     base = lock.bases.get(spec.base_image)
     if base:
@@ -27,8 +31,14 @@ def lock_entries(spec: ImageSpec, lock: Lock) -> dict[str, tuple[str, str]]:
     downloads = [*spec.toolkit.downloads, *(w for c in spec.components for w in c.wheels)]
     for d in downloads:
         url = lock.urls.get(d.url)
-        if url:
+        if url and (arch is None or d.arch == arch):
             out[f"url:{d.url}"] = (url.sha256, url.resolved_at)
+    locked = dict(spec.python_locked)
+    for a in spec.arches:
+        pentry = lock.python.get(f"{spec.name}/{a}")
+        if pentry and a in locked and (arch is None or a == arch):
+            pins = "\n".join(locked[a])
+            out[f"python:{a}"] = (hashlib.sha256(pins.encode()).hexdigest(), pentry.resolved_at)
     for c in spec.components:
         if c.git:
             entry = lock.git.get(git_key(c.git.url, c.git.ref))
@@ -108,7 +118,7 @@ def plan_build(
     chosen = [p for p in spec.platforms if not platforms or p in platforms]
     jobs = []
     for p in chosen:
-        digest = input_digest(dockerfile, p, entries)
+        digest = input_digest(dockerfile, p, lock_entries(spec, lock, platform_arch(p)))
         local = f"localhost/cannery-build/{spec.name}:{p.replace('/', '-')}-{digest[7:19]}"
         jobs.append(PlatformJob(spec.name, p, digest, local))
     return ImageJob(

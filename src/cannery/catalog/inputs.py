@@ -52,6 +52,6 @@ def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def wheel_urls(template: str, platforms: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
-    """(TARGETARCH, URL) of a wheel component for each architecture of the image."""
-    return [(a, fill_url(template, arch=a)) for a in arches_of(platforms)]
+def wheel_urls(template: str, arches: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(TARGETARCH, URL) of a wheel component for each of ``arches``."""
+    return [(a, fill_url(template, arch=a)) for a in arches]

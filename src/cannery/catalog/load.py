@@ -25,8 +25,10 @@ from cannery.util.text import did_you_mean
 
 EMBEDDED = "<embedded>/default.toml"
 # Where each install layout puts the toolkit (ASCEND.md): CANN ≥ 8.5 and ≤ 8.3.
-LAYOUT_HOME = {"cann": "/usr/local/Ascend/cann-{version}",
-               "ascend-toolkit": "/usr/local/Ascend/ascend-toolkit/latest"}
+LAYOUT_HOME = {
+    "cann": "/usr/local/Ascend/cann-{version}",
+    "ascend-toolkit": "/usr/local/Ascend/ascend-toolkit/latest",
+}
 
 
 @dataclass(frozen=True)
@@ -252,9 +254,11 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         home = cat.envs.get(tk.env, {}).get("ASCEND_TOOLKIT_HOME")
         want = LAYOUT_HOME[tk.layout].replace("{version}", tk.version)
         if isinstance(home, str) and home.replace("{version}", tk.version) != want:
-            col.error(("envs", tk.env, "ASCEND_TOOLKIT_HOME"),
-                      f"{home!r} does not match toolkit {tname!r} (layout {tk.layout!r} installs "
-                      f"to {want})")
+            col.error(
+                ("envs", tk.env, "ASCEND_TOOLKIT_HOME"),
+                f"{home!r} does not match toolkit {tname!r} (layout {tk.layout!r} installs "
+                f"to {want})",
+            )
         if tk.env not in cat.envs:
             col.error(
                 ("toolkits", tname, "env"),

@@ -60,6 +60,15 @@ class CatalogMeta(Strict):
     name: str
     source: str = Field(description="Source repository, the org.opencontainers.image.source label")
     registry: str | None = Field(None, description="Default registry for images (a registries key)")
+    python_index: str = Field(
+        "https://pypi.org/simple",
+        description="Python package index `cannery lock` resolves against and images install from",
+    )
+
+    @field_validator("python_index")
+    @classmethod
+    def _index(cls, v: str) -> str:
+        return _https(v)
 
 
 class PushTarget(Strict):

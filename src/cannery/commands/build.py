@@ -38,6 +38,7 @@ from cannery.lock import (
 )
 from cannery.oci import OCIClient
 from cannery.plan import plan
+from cannery.pydeps import resolve_python
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import extra_ca, git_ca_bundle, ssl_context
 from cannery.util.fs import atomic_write
@@ -97,11 +98,13 @@ def ensure_locked(
     if req.frozen:
         return lock
     missing, stale = lock_changes(cat, lock, images)
-    if not missing and not stale:
+    unpinned = [s.name for s in plan(cat, lock, images) if s.unpinned()]
+    if not missing and not stale and not unpinned:
         return lock
     if req.locked:
         lines = [f"{path}: the lock would change (--locked); run `cannery lock`:"]
         lines += [f"  add {i.kind} {i.key}" for i in missing]
+        lines += [f"  add python dependencies of {name}" for name in unpinned]
         lines += [f"  remove {s}" for s in stale]
         raise InputError("\n".join(lines))
     ctx = ssl_context(req.ca_cert)
@@ -110,11 +113,14 @@ def ensure_locked(
             base=client.resolve,
             git=lambda url, ref: resolve_git(url, ref, git_ca),
             url=lambda url: resolve_url(url, ctx),
+            python=lambda request: resolve_python(request, git_ca),
         )
         new = update_lock(cat, lock, resolvers, images=images)
     atomic_write(path, dump_lock(new))
     for i in missing:
         err.print(f"lock: added {i.kind} {i.key}", markup=False)
+    for name in unpinned:
+        err.print(f"lock: added python dependencies of {name}", markup=False)
     for s in stale:
         err.print(f"lock: removed {s}", markup=False)
     return new
@@ -144,6 +150,8 @@ def _jobs(req: BuildRequest) -> tuple[list[ImageJob], Lock]:
     for spec in plan(loaded.catalog, lk, names):
         for item in spec.unlocked():
             problems.append(f"{spec.name}: {item} is not in {path}")
+        if spec.unpinned():
+            problems.append(f"{spec.name}: Python dependencies are not in {path}")
         if req.platforms:
             unknown = [p for p in req.platforms if p not in spec.platforms]
             if unknown:

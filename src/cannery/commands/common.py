@@ -52,10 +52,10 @@ def select(loaded: LoadedCatalog, names: list[str] | None) -> list[str]:
     return names
 
 
-
 def require_locked(specs: list[ImageSpec]) -> None:
     """``--locked``: every input of every image must be pinned by the lock, else exit 2."""
     items = [f"  {s.name}: {item}" for s in specs for item in s.unlocked()]
+    items += [f"  {s.name}: UNPINNED {item}" for s in specs for item in s.unpinned()]
     if items:
         raise InputError(
             f"--locked: {len(items)} unlocked input(s); run `cannery lock` first:\n"

@@ -5,6 +5,7 @@ from pathlib import Path
 from cannery.commands.common import err, load_with_lock, out, select
 from cannery.lock import Input, Resolvers, dump_lock, resolve_git, resolve_url, update_lock
 from cannery.oci import OCIClient
+from cannery.pydeps import resolve_python
 from cannery.tls import git_ca_bundle, ssl_context
 from cannery.util.fs import atomic_write
 
@@ -30,16 +31,15 @@ def lock_cmd(
                 base=client.resolve,
                 git=lambda url, ref: resolve_git(url, ref, git_ca),
                 url=lambda url: resolve_url(url, ctx),
+                python=lambda req: resolve_python(req, git_ca),
             )
-            new = update_lock(
-                loaded.catalog, old, resolvers, set(update or []), progress, names
-            )
+            new = update_lock(loaded.catalog, old, resolvers, set(update or []), progress, names)
     finally:
         client.close()
     text = dump_lock(new)
     changed = not path.exists() or path.read_text(encoding="utf-8") != text
     if changed:
         atomic_write(path, text)
-    total = len(new.bases) + len(new.git) + len(new.urls)
+    total = len(new.bases) + len(new.git) + len(new.urls) + len(new.python)
     out.print(f"{path}: {total} entries ({'updated' if changed else 'unchanged'})", markup=False)
     return 0

@@ -32,12 +32,15 @@ def _summary(spec: ImageSpec) -> dict[str, Any]:
                 "kind": "git" if c.git else ("pip" if c.pip else "wheel"),
                 "version": c.version,
                 "pin": c.label_version,
-                "locked": not ((c.git and not c.git.commit) or any(not w.sha256 for w in c.wheels)),
+                "locked": not ((c.git and not c.git.commit) or any(not w.sha256 for w in c.wheels))
+                and (spec.python_pinned or not c.pip),
                 **({"job_limit": c.jobs_limit} if c.jobs_limit else {}),
             }
             for c in spec.components
         ],
         "unlocked": spec.unlocked(),
+        "unpinned": spec.unpinned(),
+        "python_locked": {a: list(r) for a, r in spec.python_locked},
     }
 
 
@@ -84,11 +87,17 @@ def plan_cmd(
                 ref = c.version or ("(commit)" if c.git.ref == c.git.commit else c.git.ref)
                 pin = _short(c.git.commit) or "UNLOCKED"
             elif c.pip:
-                source, ref, pin = "pip", " ".join(c.pip), ""
+                source, ref = "pip", " ".join(c.pip)
+                pin = "sha256 (lock)" if spec.python_pinned else "UNPINNED"
             else:
                 source, ref = "wheel", c.version or ""
                 pin = "sha256" if all(w.sha256 for w in c.wheels) else "UNLOCKED"
             table.add_row(name, source, ref, pin)
+        if spec.python_pinned:
+            n = ", ".join(f"{a} {len(r)}" for a, r in spec.python_locked)
+            table.add_row("python deps", "cannery.lock", f"{n} packages", "sha256 each")
+        else:
+            table.add_row("python deps", "resolved at build time", "", "UNPINNED")
         out.print(table)
     return 0
 

@@ -151,7 +151,10 @@ def render_dockerfile_cmd(
         return write_or_check(files, True, "cannery render dockerfile")
     atomic_write_many(files)
     for path, spec in zip(files, ctx.specs(images), strict=False):
-        note = f" ({len(spec.unlocked())} unlocked inputs)" if spec.unlocked() else ""
+        notes = [f"{len(spec.unlocked())} unlocked inputs"] if spec.unlocked() else []
+        if spec.unpinned():
+            notes.append("Python dependencies unpinned")
+        note = f" ({', '.join(notes)})" if notes else ""
         out.print(f"wrote {path}{note}", markup=False)
     return 0
 

@@ -2,12 +2,18 @@
 
 What the output guarantees (each a defect found in review of hand-written images):
 - every download is fetched over verified TLS and checked with ``sha256sum -c`` before use;
+- an input the lock does not pin (a base without digest, a git ref without commit, a download
+  without sha256) stops the build at its own step, before anything uses it;
+- Python dependencies locked per platform are installed with ``--require-hashes --no-deps``,
+  and nothing after that step fetches a dependency; without a lock entry the file says
+  UNPINNED at the top;
 - the toolkit env is persisted with ENV from the catalog table, with no empty path element and
   no build-only ``devlib``, so ``docker run IMAGE python`` sees it with no shell in between;
-- a job limit lives only in the RUN of the component that asked for it;
-- git sources are fetched at their locked commit with depth 1;
+- a job limit, SOC_VERSION and a component's build env live only in that component's RUN;
+- git sources are fetched at their locked commit with depth 1, and leave no ``.git`` behind;
 - torch pins are installed first and constrain every later pip call;
 - no mirror, index or trusted-host config is left in the image;
+- apt installs only what the base lacks and leaves no lists, caches or logs;
 - layers run from least to most often changed, so bumping the framework rebuilds the tail only.
 """
 
@@ -34,6 +40,7 @@ from cannery.render.instructions import (
 
 SHELL = ("/bin/bash", "-o", "pipefail", "-c")
 CONSTRAINTS = "/opt/cannery/constraints.txt"
+REQUIREMENTS = "/opt/cannery/requirements.txt"
 SRC = "/opt/src"
 ARCH_VAR = "CANN_ARCH"  # x86_64 | aarch64, set per platform in the arch-* stages
 UNLOCKED = "UNLOCKED"
@@ -135,6 +142,13 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
     out: list[Instruction] = []
     pip = PIP + (f" -c {CONSTRAINTS}" if constrained else "")
     extra = [*comp.pip_args]
+    if spec.python_pinned:
+        if comp.pip:
+            return []  # installed, with hashes, by the locked Python step
+        # dependencies and build requirements come from the lock: pip fetches nothing more
+        extra += [a for a in ("--no-deps", "--no-build-isolation") if a not in extra]
+        if comp.wheels:
+            extra = [a for a in extra if a != "--no-build-isolation"]
     if comp.pin:
         reqs = " ".join(_q(r) for r in comp.pip)
         out.append(
@@ -233,7 +247,7 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             lines.append(
                 f'export LD_LIBRARY_PATH="{devlib}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}";'
             )
-        for req in comp.requirements:
+        for req in comp.requirements if not spec.python_pinned else ():
             lines.append(f"{pip} -r {_q(dest + '/' + req)};")
         project = f"{dest}/{comp.subdir}" if comp.subdir else dest
         if comp.pyproject:
@@ -244,6 +258,37 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
     lines.append(f"rm -rf {dest};" if comp.install == "pip" else f"rm -rf {dest}/.git;")
     out.append(Run(_finish(lines)))
     return out
+
+
+def _python_locked(spec: ImageSpec) -> list[Instruction]:
+    """One step installs every Python dependency from the lock, hash-checked, nothing else."""
+    locked = dict(spec.python_locked)
+    extra = dict(spec.python_extra_index)
+    n = {a: len(locked[a]) for a in spec.arches}
+    counts = ", ".join(f"{a} {n[a]}" for a in spec.arches)
+    comment = Comment(
+        f"Python dependencies from cannery.lock, resolved per platform ({counts} packages):\n"
+        "pip installs exactly these files (--require-hashes --no-deps) and nothing else;\n"
+        f"{CONSTRAINTS} keeps every later step on these versions."
+    )
+    branches: dict[str, list[str]] = {}
+    for arch in spec.arches:
+        reqs = " ".join(_q(line) for line in locked[arch])
+        index = " ".join(_q(f"--extra-index-url={u}") for u in extra.get(arch, ()))
+        # the extra indexes become "$@" (POSIX, no bash arrays)
+        branches[arch] = [
+            f"printf '%s\\n' {reqs} > {REQUIREMENTS};",
+            f"set -- {index};" if index else "set --;",
+        ]
+    lines = [
+        "set -eu;",
+        "mkdir -p /opt/cannery;",
+        *_arch_case(spec, "locked Python dependencies", branches),
+        f"{PIP} --require-hashes --no-deps --index-url {_q(spec.python_index)}"
+        f' "$@" -r {REQUIREMENTS};',
+        f"sed 's/ .*//' {REQUIREMENTS} > {CONSTRAINTS}",
+    ]
+    return [comment, Run(lines)]
 
 
 def _refuse_base(spec: ImageSpec) -> list[Instruction]:
@@ -294,6 +339,11 @@ def render_dockerfile(spec: ImageSpec) -> str:
     ]
     for item in spec.unlocked():
         header.append(f"cannery: UNLOCKED {item}; run `cannery lock`.")
+    if spec.unpinned():
+        header.append(
+            "cannery: UNPINNED Python dependencies: pip resolves them at build time, so this\n"
+            "file can build a different image tomorrow; `cannery lock` pins them with hashes."
+        )
     body: list[Instruction] = [Comment("\n".join(header)), Blank()]
 
     body += [
@@ -319,7 +369,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
     ]
 
     body += [Comment("System packages (change least often)."), Run(_apt_lines(spec))]
-    if spec.pip_tools:
+    if spec.pip_tools and not spec.python_pinned:
         body.append(Run([f"{PIP} --upgrade {' '.join(_q(t) for t in spec.pip_tools)}"]))
     body.append(Blank())
 
@@ -349,7 +399,10 @@ def render_dockerfile(spec: ImageSpec) -> str:
         body.append(Run(_finish(lines)))
     body.append(Blank())
 
-    constrained = any(c.pin for c in spec.components)
+    if spec.python_pinned:
+        body += _python_locked(spec)
+        body.append(Blank())
+    constrained = spec.python_pinned or any(c.pin for c in spec.components)
     declared_jobs = False
     for comp in spec.components:
         if comp.git and comp.install != "none" and not declared_jobs:

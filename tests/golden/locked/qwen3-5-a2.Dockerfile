@@ -2,6 +2,8 @@
 # Do not edit: change the catalog, then run `cannery render dockerfile`.
 # Tag: quay.io/ascend/verl:verl-8.5.2-910b-ubuntu22.04-py3.11-qwen3-5
 # Platforms: linux/amd64, linux/arm64
+# cannery: UNPINNED Python dependencies: pip resolves them at build time, so this
+# file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
 ARG TARGETARCH
 FROM swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.1-910b-ubuntu22.04-py3.11@sha256:08acacddf0d23e19767fa5e1757f5763698c2f244aecc05d5122b7325906d0e2 AS base

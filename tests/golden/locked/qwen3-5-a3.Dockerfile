@@ -2,6 +2,8 @@
 # Do not edit: change the catalog, then run `cannery render dockerfile`.
 # Tag: quay.io/ascend/verl:verl-8.5.2-a3-ubuntu22.04-py3.11-qwen3-5
 # Platforms: linux/amd64, linux/arm64
+# cannery: UNPINNED Python dependencies: pip resolves them at build time, so this
+# file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
 ARG TARGETARCH
 FROM swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.1-a3-ubuntu22.04-py3.11@sha256:7a62999fb43ac003f2ab9f12738ffcd9cc597c955fb08ac11fd04ea2313ae484 AS base

@@ -2,6 +2,8 @@
 # Do not edit: change the catalog, then run `cannery render dockerfile`.
 # Tag: quay.io/ascend/verl:verl-9.1.0-910b-ubuntu22.04-py3.12-vllm0-23
 # Platforms: linux/amd64, linux/arm64
+# cannery: UNPINNED Python dependencies: pip resolves them at build time, so this
+# file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
 ARG TARGETARCH
 FROM swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-910b-ubuntu22.04-py3.12@sha256:d4b613eaeb9e8a868addf25a1ac78ad9c306ce3c7633ecd9fb5937130fd7f158 AS base

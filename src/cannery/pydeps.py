@@ -1,0 +1,219 @@
+"""An image's Python dependencies, resolved once per platform with hashes (``uv pip compile``).
+
+What goes in, per image and platform: the catalog's ``pip_tools`` and every pip component's
+specifiers; each git component's requirements files, its own dependencies and its build
+requirements, all read at the locked commit; each wheel component's dependencies. What comes
+out: one ``name==version --hash=sha256:…`` line per package, which the rendered Dockerfile
+installs with ``pip install --require-hashes --no-deps``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from cannery.catalog.inputs import fill_url
+from cannery.catalog.models import Catalog
+from cannery.catalog.platforms import UNAME_ARCH, arches_of
+from cannery.errors import LockError
+from cannery.util import toml
+from cannery.util.cmd import CommandError, run
+
+# One locked requirement: a pinned name and at least one sha256.
+LOCKED_LINE = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?==[^\s;]+( --hash=sha256:[0-9a-f]{64})+$"
+)
+# pip's own fallback build requirements for a source tree without pyproject.toml.
+LEGACY_BUILD_REQUIRES = ("setuptools>=40.8.0", "wheel")
+
+
+@dataclass(frozen=True)
+class GitPackage:
+    name: str
+    url: str
+    commit: str
+    requirements: tuple[str, ...]  # requirements files, relative to the repository root
+    with_deps: bool  # False when the component installs with --no-deps
+
+
+@dataclass(frozen=True)
+class PythonRequest:
+    """Everything one resolution depends on; equal requests resolve to equal locks."""
+
+    image: str
+    arch: str
+    python: str
+    index_url: str
+    extra_index_urls: tuple[str, ...]
+    requirements: tuple[str, ...]
+    wheels: tuple[str, ...]  # "name @ URL"
+    git: tuple[GitPackage, ...]
+
+    @property
+    def key(self) -> str:
+        return f"{self.image}/{self.arch}"
+
+    def digest(self) -> str:
+        blob = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
+
+
+def python_requests(
+    cat: Catalog, image: str, commits: Mapping[tuple[str, str], str]
+) -> list[PythonRequest] | None:
+    """One request per architecture of ``image``; None while a git commit is not locked.
+
+    ``commits`` maps (git URL, ref) to the locked commit.
+    """
+    img = cat.images[image]
+    requirements = list(img.pip_tools)
+    wheels: list[str] = []
+    git: list[GitPackage] = []
+    extra: dict[str, list[str]] = {}
+    for cname in img.components:
+        comp = cat.components[cname]
+        for arch, url in comp.extra_index.items():
+            extra.setdefault(arch, []).append(url)
+        if comp.pip:
+            requirements += comp.pip
+        elif comp.git and comp.ref:
+            commit = commits.get((comp.git, comp.ref))
+            if commit is None:
+                return None
+            git.append(
+                GitPackage(
+                    name=cname,
+                    url=comp.git,
+                    commit=commit,
+                    requirements=tuple(comp.requirements),
+                    with_deps=comp.install != "none" and "--no-deps" not in comp.pip_args,
+                )
+            )
+    out = []
+    for arch in arches_of(img.platforms):
+        arch_wheels = list(wheels)
+        for cname in img.components:
+            comp = cat.components[cname]
+            if comp.wheel:
+                url = fill_url(comp.wheel, arch=arch)
+                arch_wheels.append(f"{comp.package or cname} @ {url}")
+        out.append(
+            PythonRequest(
+                image=image,
+                arch=arch,
+                python=cat.bases[img.base].python,
+                index_url=cat.catalog.python_index,
+                extra_index_urls=tuple(dict.fromkeys(extra.get(arch, []))),
+                requirements=tuple(requirements),
+                wheels=tuple(arch_wheels),
+                git=tuple(git),
+            )
+        )
+    return out
+
+
+def _build_requires(tree: Path) -> list[str]:
+    """A source tree's build requirements (PEP 518), for installs without build isolation."""
+    pyproject = tree / "pyproject.toml"
+    if not pyproject.is_file():
+        return list(LEGACY_BUILD_REQUIRES)
+    try:
+        data = toml.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, toml.TOMLDecodeError) as exc:
+        raise LockError(f"{pyproject.name} of {tree.name}: cannot read: {exc}") from None
+    system = data.get("build-system")
+    if not isinstance(system, dict):
+        return list(LEGACY_BUILD_REQUIRES)
+    requires = system.get("requires", [])
+    return [r for r in requires if isinstance(r, str)]
+
+
+def _checkout(pkg: GitPackage, dest: Path, env: Mapping[str, str]) -> None:
+    try:
+        run(["git", "init", "-q", str(dest)], env=env, timeout=60)
+        run(
+            ["git", "-C", str(dest), "fetch", "-q", "--depth", "1", "--", pkg.url, pkg.commit],
+            env=env,
+            timeout=600,
+        )
+        run(["git", "-C", str(dest), "checkout", "-q", "FETCH_HEAD"], env=env, timeout=120)
+    except CommandError as exc:
+        raise LockError(f"{pkg.url}@{pkg.commit[:12]}: cannot fetch: {exc.message}") from None
+
+
+def parse_compiled(text: str) -> list[str]:
+    """``uv pip compile --generate-hashes`` output → sorted one-line locked requirements.
+
+    Path and URL entries (the git checkouts, wheel URLs) are dropped: those are installed by
+    their own steps, at their locked commit or sha256.
+    """
+    joined = re.sub(r"\s*\\\n\s*", " ", text)
+    out = []
+    for line in joined.splitlines():
+        line = line.split(" #", 1)[0].strip()
+        if not line or line.startswith("#") or " @ " in line or line.startswith(("/", ".")):
+            continue
+        if not LOCKED_LINE.match(line):
+            raise LockError(f"uv pip compile: unexpected output line {line[:120]!r}")
+        out.append(line)
+    return sorted(out, key=str.lower)
+
+
+def resolve_python(req: PythonRequest, ca_file: str | None = None) -> list[str]:
+    """Resolve ``req`` with ``uv pip compile`` for its platform and Python version.
+
+    ``ca_file`` is a complete trust bundle (``cannery.tls.git_ca_bundle``) for git and uv.
+    """
+    try:
+        from uv import find_uv_bin
+
+        uv = find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        raise LockError("uv is not installed: `pip install uv` (a cannery dependency)") from None
+    env = dict(os.environ, GIT_TERMINAL_PROMPT="0", UV_NO_CONFIG="1")
+    if ca_file:
+        env["GIT_SSL_CAINFO"] = ca_file
+        env["SSL_CERT_FILE"] = ca_file
+    with tempfile.TemporaryDirectory(prefix="cannery-py-") as tmp:
+        root = Path(tmp)
+        lines = [*req.requirements, *req.wheels]
+        for pkg in req.git:
+            dest = root / "src" / pkg.name
+            _checkout(pkg, dest, env)
+            lines += [f"-r {dest / r}" for r in pkg.requirements]
+            if pkg.with_deps:
+                lines.append(str(dest))
+            lines += _build_requires(dest)
+        infile = root / "requirements.in"
+        infile.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        argv = [
+            uv,
+            "pip",
+            "compile",
+            str(infile),
+            "--generate-hashes",
+            "--no-header",
+            "--no-annotate",
+            "--quiet",
+            "--cache-dir",
+            str(root / "cache"),
+            "--python-version",
+            req.python,
+            "--python-platform",
+            f"{UNAME_ARCH[req.arch]}-manylinux_2_28",
+            "--index-url",
+            req.index_url,
+        ]
+        for url in req.extra_index_urls:
+            argv += ["--extra-index-url", url]
+        try:
+            text = run(argv, env=env, timeout=1800)
+        except CommandError as exc:
+            raise LockError(f"Python dependencies of {req.key}: {exc.message}") from None
+    return parse_compiled(text)
