@@ -121,31 +121,62 @@ class BuildWorld:
         self.registry.stop()
 
 
-def make_world(root: Path, ca: LocalCA) -> BuildWorld:
+def make_world(
+    root: Path, ca: LocalCA, ports: dict[str, int] | None = None, keep: bool = False
+) -> BuildWorld:
+    """Start the world under ``root``. ``ports`` fixes the servers' ports (registry, push,
+    files, git) and ``keep`` reuses what an earlier run left there (the demo runs twice)."""
+    ports = ports or {}
     os.environ.setdefault("BUILDAH_ISOLATION", "chroot")  # no OCI runtime can run here
-    (root / "registry").mkdir(parents=True)
-    registry = LocalRegistry(root / "registry", tls=(ca.server_cert, ca.server_key))
-    (root / "push").mkdir(parents=True)
-    user, password = "builder", secrets.token_urlsafe(18)
+    (root / "registry").mkdir(parents=True, exist_ok=True)
+    registry = LocalRegistry(
+        root / "registry", tls=(ca.server_cert, ca.server_key), port=ports.get("registry", 0)
+    )
+    (root / "push").mkdir(parents=True, exist_ok=True)
+    secret = root / "push" / "password"
+    user = "builder"
+    if keep and secret.is_file():
+        password = secret.read_text()
+    else:
+        password = secrets.token_urlsafe(18)
+        fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(password)
     htpasswd = root / "push" / "htpasswd"
-    # bcrypt via Python's crypt is not available everywhere; htpasswd reads the password on stdin.
+    # htpasswd reads the password on stdin (-i), so it is in no argv.
     subprocess.run(
         ["htpasswd", "-iBc", str(htpasswd), user], input=password, text=True, check=True,
         capture_output=True,
     )
     push_registry = LocalRegistry(
-        root / "push", tls=(ca.server_cert, ca.server_key), htpasswd=htpasswd
+        root / "push", tls=(ca.server_cert, ca.server_key), htpasswd=htpasswd,
+        port=ports.get("push", 0),
     )
     files_root = root / "www"
-    files_root.mkdir()
-    for arch in ("amd64", "arm64"):
-        uname = {"amd64": "x86_64", "arm64": "aarch64"}[arch]
-        make_toolkit_run(files_root / f"Ascend-cann-toolkit_8.5.2_linux-{uname}.run", "8.5.2", arch)
-    make_wheelhouse(files_root / "wheels")
-    files = HTTPSFileServer(files_root, ca)
-    commit = make_fastops_repo(root / "git" / "fastops.git")
-    git = GitHTTPSServer(root / "git", ca)
-    base = push_base(registry.host, ca, root / "base")
+    if not (keep and files_root.is_dir()):
+        files_root.mkdir(exist_ok=True)
+        for arch in ("amd64", "arm64"):
+            uname = {"amd64": "x86_64", "arm64": "aarch64"}[arch]
+            make_toolkit_run(
+                files_root / f"Ascend-cann-toolkit_8.5.2_linux-{uname}.run", "8.5.2", arch
+            )
+        make_wheelhouse(files_root / "wheels")
+    files = HTTPSFileServer(files_root, ca, port=ports.get("files", 0))
+    bare = root / "git" / "fastops.git"
+    if keep and bare.is_dir():
+        commit = subprocess.run(
+            ["git", "--git-dir", str(bare), "rev-parse", "v1.0^{commit}"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+    else:
+        commit = make_fastops_repo(bare)
+    git = GitHTTPSServer(root / "git", ca, port=ports.get("git", 0))
+    base_ref = root / "base" / "reference"
+    if keep and base_ref.is_file():
+        base = base_ref.read_text()
+    else:
+        base = push_base(registry.host, ca, root / "base")
+        base_ref.write_text(base)
     certs = cert_dir_for(ca, root / "certs")
     return BuildWorld(
         ca, registry, push_registry, user, password, files, files_root, git, commit, base, certs,

@@ -349,3 +349,37 @@ def test_verify_fails_on_a_seed_style_image_naming_the_variables(
         for var in ("ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH", "LD_LIBRARY_PATH", "PYTHONPATH"):
             assert (platform, f"runtime env {var}") in failed, sorted(failed)
             assert (platform, f"env {var}") in failed
+
+
+def test_output_oci_layout_needs_no_registry(world: BuildWorld, first: dict) -> None:  # type: ignore[type-arg]
+    """`--output oci:DIR`: a multi-arch OCI image layout on disk, readable by other tools."""
+    out = world.root / "layout"
+    env = world.env()
+    for var in ("CANNERY_REGISTRY_USER", "CANNERY_REGISTRY_PASSWORD"):
+        env.pop(var)
+    proc = cannery(
+        world, "build", "--catalog", str(first["catalog"]), "--output", f"oci:{out}",
+        "--network", "host", "--frozen", "--json", "--log-dir", str(world.root / "oci-logs"),
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    top = json.loads((out / "index.json").read_text())
+    (entry,) = top["manifests"]
+    assert entry["annotations"]["org.opencontainers.image.ref.name"] == TAG
+    blobs = out / "blobs" / "sha256"
+    index = json.loads((blobs / entry["digest"].split(":")[1]).read_bytes())
+    arches = set()
+    for child in index["manifests"]:
+        assert child["mediaType"] == "application/vnd.oci.image.manifest.v1+json"
+        manifest = json.loads((blobs / child["digest"].split(":")[1]).read_bytes())
+        config = json.loads((blobs / manifest["config"]["digest"].split(":")[1]).read_bytes())
+        assert config["architecture"] == child["platform"]["architecture"]
+        for layer in manifest["layers"]:
+            assert (blobs / layer["digest"].split(":")[1]).is_file()
+        arches.add(config["architecture"])
+    assert arches == {"amd64", "arm64"}
+    raw = subprocess.run(
+        ["skopeo", "inspect", "--raw", f"oci:{out}:{TAG}"], capture_output=True, text=True,
+        check=True,
+    ).stdout
+    assert json.loads(raw)["manifests"] == index["manifests"]

@@ -19,7 +19,7 @@ _BACKEND_TIMEOUT = 60.0
 class GitHTTPSServer:
     """Serves the bare repositories under ``root`` (``root/NAME.git`` → ``url/NAME.git``)."""
 
-    def __init__(self, root: Path, ca: LocalCA) -> None:
+    def __init__(self, root: Path, ca: LocalCA, port: int = 0) -> None:
         if shutil.which("git") is None:
             raise RuntimeError("git is not installed")
         backend_root = str(root)
@@ -27,7 +27,7 @@ class GitHTTPSServer:
         class Handler(_CGIHandler):
             project_root = backend_root
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(ca.server_cert, ca.server_key)
         self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)

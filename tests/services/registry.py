@@ -30,13 +30,14 @@ class LocalRegistry:
         tls: tuple[Path, Path] | None = None,
         htpasswd: Path | None = None,
         auth: str = "",
+        port: int = 0,
     ) -> None:
         binary = shutil.which("docker-registry")
         if binary is None:
             raise RuntimeError(
                 "docker-registry is not installed: run `bash .ci/run` (it installs it)"
             )
-        self.port = free_port()
+        self.port = port or free_port()
         self.host = f"127.0.0.1:{self.port}"
         tls_cfg = ""
         if tls:

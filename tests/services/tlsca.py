@@ -83,9 +83,9 @@ def make_ca(root: Path, name: str = "cannery test CA") -> LocalCA:
 class HTTPSFileServer:
     """Serves ``root`` over HTTPS on 127.0.0.1 with the test CA's server certificate."""
 
-    def __init__(self, root: Path, ca: LocalCA) -> None:
+    def __init__(self, root: Path, ca: LocalCA, port: int = 0) -> None:
         handler = lambda *a, **kw: _QuietHandler(*a, directory=str(root), **kw)  # noqa: E731
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(ca.server_cert, ca.server_key)
         self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)

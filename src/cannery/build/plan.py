@@ -47,15 +47,22 @@ def lock_entries(
     return dict(sorted(out.items()))
 
 
+def _instructions(dockerfile: str) -> str:
+    """The Dockerfile without its comment lines (the rendered header names the image and its
+    repository; the builder ignores comments)."""
+    return "\n".join(line for line in dockerfile.splitlines() if not line.lstrip().startswith("#"))
+
+
 def input_digest(dockerfile: str, platform: str, entries: dict[str, tuple[str, str]]) -> str:
-    """sha256 over what decides a platform's image: the rendered Dockerfile text, the pinned
-    values of the lock entries it uses, the platform and cannery's major version. The image's
-    name, tags and the entries' resolution times are left out: they do not change the build."""
+    """sha256 over what decides a platform's image: the rendered Dockerfile's instructions
+    (comments left out), the pinned values of the lock entries it uses, the platform and
+    cannery's major version. The image's name, its repository and the entries' resolution
+    times are left out: they do not change what is built."""
     blob = json.dumps(
         {
             "cannery": MAJOR,
             "platform": platform,
-            "dockerfile": dockerfile,
+            "dockerfile": _instructions(dockerfile),
             "lock": {k: v[0] for k, v in entries.items()},
         },
         sort_keys=True,

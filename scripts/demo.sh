@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The fully local demo: `bash scripts/demo.sh [REGISTRY/REPO]`. Installs what it needs (system
+# packages, arm64 emulation, the stand-in base root filesystems, a venv), then builds the
+# stand-in image for linux/amd64 and linux/arm64, pushes it (to a registry it starts on
+# 127.0.0.1 when none is given), verifies it, and prints the index and platform digests.
+# Run it again: nothing changed, so nothing is built or moved.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup-system.sh
+export BUILDAH_ISOLATION="${BUILDAH_ISOLATION:-chroot}"
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q -e .
+exec .venv/bin/python scripts/demo.py "$@"

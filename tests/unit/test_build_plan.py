@@ -1,0 +1,94 @@
+"""The pure half of cannery build: input digests, timestamps, engine command lines."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from cannery.build.buildah import BuildahEngine, normalize_config
+from cannery.build.engine import BuildOptions
+from cannery.build.plan import input_digest, lock_entries, plan_build, source_date_epoch
+from cannery.catalog.load import load_catalog
+from cannery.lock import read_lock
+from cannery.plan import plan
+from cannery.render.dockerfile import render_dockerfile
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+
+
+def _job(name: str = "qwen3-5-a2"):  # type: ignore[no-untyped-def]
+    cat = load_catalog(None).catalog
+    lock = read_lock(GOLDEN / "cannery.lock")
+    (spec,) = plan(cat, lock, [name])
+    return spec, lock, plan_build(spec, render_dockerfile(spec), lock)
+
+
+def test_input_digest_depends_on_platform_instructions_and_pins_only() -> None:
+    entries = {"base:b": ("sha256:" + "1" * 64, "2026-01-01T00:00:00+00:00")}
+    text = "# image one\nFROM b\nRUN true\n"
+    d = input_digest(text, "linux/amd64", entries)
+    assert d != input_digest(text, "linux/arm64", entries)
+    assert d != input_digest(text + "RUN false\n", "linux/amd64", entries)
+    assert d != input_digest(text, "linux/amd64", {"base:b": ("sha256:" + "2" * 64, "x")})
+    # Comments (which name the image) and resolution times do not change the build.
+    assert d == input_digest(text.replace("one", "two"), "linux/amd64", entries)
+    later = {"base:b": ("sha256:" + "1" * 64, "2027-01-01T00:00:00+00:00")}
+    assert d == input_digest(text, "linux/amd64", later)
+
+
+def test_a_renamed_image_keeps_its_input_digests() -> None:
+    spec, lock, job = _job()
+    other = type(spec)(**{**spec.__dict__, "name": "renamed", "catalog_name": "other"})
+    again = plan_build(other, render_dockerfile(other), lock)
+    assert [p.input_digest for p in again.platforms] == [p.input_digest for p in job.platforms]
+
+
+def test_each_platform_gets_its_own_digest_and_the_lock_sets_the_clock() -> None:
+    spec, lock, job = _job()
+    assert [p.platform for p in job.platforms] == list(spec.platforms)
+    assert len({p.input_digest for p in job.platforms}) == len(job.platforms)
+    entries = lock_entries(spec, lock)
+    newest = max(v[1] for v in entries.values())
+    assert job.epoch == source_date_epoch(entries) > 0
+    assert job.epoch == int(dt.datetime.fromisoformat(newest).timestamp())
+    assert job.tags == (spec.tag,)
+    assert plan_build(spec, job.dockerfile, lock, tag_suffix="-rc1").tags == (spec.tag + "-rc1",)
+    only = plan_build(spec, job.dockerfile, lock, platforms=["linux/arm64"])
+    assert [p.platform for p in only.platforms] == ["linux/arm64"]
+
+
+def test_buildah_steps_pin_time_label_and_push_to_a_layout(tmp_path: Path) -> None:
+    _, _, job = _job()
+    opts = BuildOptions(
+        context=tmp_path, dockerfile=tmp_path / "Dockerfile", work=tmp_path / "w",
+        push_repository="r.example/x", oci_output=False, cert_dir=tmp_path / "certs",
+        network="host",
+    )
+    build, push = BuildahEngine().steps(job, job.platforms[1], opts)
+    assert build[:4] == ["buildah", "build", "--platform", "linux/arm64"]
+    assert build[build.index("--timestamp") + 1] == str(job.epoch)
+    assert f"SOURCE_DATE_EPOCH={job.epoch}" in build
+    assert f"io.cannery.inputs={job.platforms[1].input_digest}" in build
+    assert "--no-cache" not in build and "--layers" in build
+    assert push[-1] == f"dir:{tmp_path / 'w' / 'layout'}" and "v2s2" in push
+    forced = BuildOptions(**{**opts.__dict__, "no_cache": True, "oci_output": True})
+    build, push = BuildahEngine().steps(job, job.platforms[0], forced)
+    assert "--no-cache" in build and "oci" in push
+
+
+def test_normalized_config_drops_build_machine_identity_only() -> None:
+    config = {
+        "architecture": "arm64",
+        "container": "4d55",
+        "parent": "sha256:e8e6",
+        "config": {"Hostname": "dcf60bb28525", "Env": ["A=1"], "Labels": {"k": "v"}},
+        "container_config": {"Hostname": "dcf60bb28525", "Cmd": ["/bin/sh"]},
+        "history": [{"created": "t", "created_by": "RUN x", "comment": "FROM 0fce47364d47"}],
+    }
+    out = normalize_config(config)
+    assert out == {
+        "architecture": "arm64",
+        "config": {"Env": ["A=1"], "Labels": {"k": "v"}},
+        "container_config": {"Cmd": ["/bin/sh"]},
+        "history": [{"created": "t", "created_by": "RUN x"}],
+    }
