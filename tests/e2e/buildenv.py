@@ -128,6 +128,7 @@ def make_world(
     files, git) and ``keep`` reuses what an earlier run left there (the demo runs twice)."""
     ports = ports or {}
     os.environ.setdefault("BUILDAH_ISOLATION", "chroot")  # no OCI runtime can run here
+    use_own_storage(root / "containers")
     (root / "registry").mkdir(parents=True, exist_ok=True)
     registry = LocalRegistry(
         root / "registry", tls=(ca.server_cert, ca.server_key), port=ports.get("registry", 0)
@@ -184,8 +185,28 @@ def make_world(
     )
 
 
+def use_own_storage(root: Path) -> None:
+    """Point buildah (in this process and every child: cannery, the tests) at a storage of
+    this world's own, so concurrent runs never share, or delete, each other's containers."""
+    if os.environ.get("CONTAINERS_STORAGE_CONF", "").startswith(str(root)):
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    conf = root / "storage.conf"
+    conf.write_text(
+        "[storage]\n"
+        'driver = "overlay"\n'
+        f'graphroot = "{root / "storage"}"\n'
+        f'runroot = "{root / "run"}"\n'
+    )
+    os.environ["CONTAINERS_STORAGE_CONF"] = str(conf)
+
+
 def cleanup_local_images() -> None:
-    """Drop what builds left in buildah's local storage (the registry keeps the results)."""
-    if shutil.which("buildah"):
-        subprocess.run(["buildah", "rm", "--all"], capture_output=True, check=False)
-        subprocess.run(["buildah", "rmi", "--prune"], capture_output=True, check=False)
+    """Drop this world's buildah storage (the registries keep the results)."""
+    conf = os.environ.get("CONTAINERS_STORAGE_CONF")
+    if not conf or not shutil.which("buildah"):
+        return
+    subprocess.run(["buildah", "rm", "--all"], capture_output=True, check=False)
+    subprocess.run(["buildah", "rmi", "--all", "--force"], capture_output=True, check=False)
+    shutil.rmtree(Path(conf).parent, ignore_errors=True)
+    del os.environ["CONTAINERS_STORAGE_CONF"]
