@@ -106,13 +106,13 @@ class BuildWorld:
 
     def env(self, **extra: str) -> dict[str, str]:
         """The environment cannery runs in: the test CA, and the push registry's credentials."""
-        return dict(
-            os.environ,
-            CANNERY_CA_CERT=str(self.ca.ca_cert),
-            CANNERY_REGISTRY_USER=self.user,
-            CANNERY_REGISTRY_PASSWORD=self.password,
+        return {
+            **os.environ,
+            "CANNERY_CA_CERT": str(self.ca.ca_cert),
+            "CANNERY_REGISTRY_USER": self.user,
+            "CANNERY_REGISTRY_PASSWORD": self.password,
             **extra,
-        )
+        }
 
     def stop(self) -> None:
         self.push_registry.stop()
