@@ -54,6 +54,15 @@ class FaultProxy:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
+            def handle(self) -> None:
+                # A TLS ClientHello (the client probing for HTTPS): answer as a plain HTTP
+                # server does, rather than wait for a request line that never comes.
+                with contextlib.suppress(OSError):
+                    if self.connection.recv(1, socket.MSG_PEEK) == b"\x16":
+                        self.wfile.write(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+                        return
+                super().handle()
+
             def setup(self) -> None:
                 super().setup()
                 with proxy._lock:
