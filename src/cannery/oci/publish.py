@@ -34,10 +34,11 @@ def push_image_dir(client: OCIClient, repo: Reference, layout: Path) -> Descript
         digests = [(str(b["digest"]), int(b["size"])) for b in blobs]
     except (ValueError, KeyError, TypeError, AttributeError):
         raise InputError(f"{layout}: manifest is not an image manifest") from None
-    for digest, size in digests:
-        path = blob_path(digest)
+    paths = [blob_path(digest) for digest, _ in digests]  # every check before any upload
+    for (digest, size), path in zip(digests, paths, strict=True):
         if not path.is_file() or path.stat().st_size != size:
             raise InputError(f"{layout}: blob {digest} missing or not {size} bytes")
+    for (digest, _), path in zip(digests, paths, strict=True):
         client.push_blob(repo, path, digest)
     try:
         cfg = json.loads(blob_path(str(config["digest"])).read_bytes())
