@@ -172,3 +172,25 @@ def test_no_credentials_to_a_plain_http_token_service_elsewhere(tmp_path: Path) 
     finally:
         reg.stop()
         signer.stop()
+
+
+def test_lock_with_a_wrong_password_is_one_line_without_it(  # type: ignore[no-untyped-def]
+    basic_registry, test_ca: LocalCA, tmp_path: Path, cli, monkeypatch, caplog
+) -> None:
+    """Through the CLI (`cannery lock`): exit 2, one line, the password nowhere in stdout,
+    stderr or the log records (debug level, captured), and no lock file is written."""
+    from tests.catalogs import minimal
+
+    caplog.set_level(logging.DEBUG)
+    catalog = tmp_path / "catalog.toml"
+    catalog.write_text(minimal(registry=basic_registry.host))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "no-docker-config"))
+    monkeypatch.setenv("CANNERY_REGISTRY_USER", USER)
+    monkeypatch.setenv("CANNERY_REGISTRY_PASSWORD", WRONG)
+    res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 2, res.err
+    assert any(r.name == "cannery.oci" for r in caplog.records)
+    assert f"registry refused the credentials for {basic_registry.host} (401)" in res.err
+    for text in (res.out, res.err, caplog.text):
+        assert WRONG not in text
+    assert not (tmp_path / "cannery.lock").exists()
