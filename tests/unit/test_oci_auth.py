@@ -106,6 +106,7 @@ case "$server" in
   quay.io|https://index.docker.io/v1/)
     printf '{{"ServerURL":"%s","Username":"robot","Secret":"{SECRET}"}}' "$server" ;;
   broken.example) echo 'not json' ;;
+  token.example) printf '{{"ServerURL":"t","Username":"<token>","Secret":"{SECRET}"}}' ;;
   *) echo "credentials not found in native keychain"; exit 1 ;;
 esac
 """)
@@ -140,8 +141,18 @@ def test_credential_helper_protocol(tmp_path: Path, helper, style: str) -> None:
 def test_credential_helper_failures_are_one_line(tmp_path: Path, helper) -> None:  # type: ignore[no-untyped-def]
     env, _ = helper
     creds = Credentials(env, _config(tmp_path, {"credHelpers": {"broken.example": "cannerytest",
+                                                                "token.example": "cannerytest",
                                                                 "x.example": "absent"}}))
     with pytest.raises(InputError, match="malformed answer"):
         creds.lookup("broken.example")
     with pytest.raises(InputError, match="docker-credential-absent not found on PATH"):
         creds.lookup("x.example")
+    with pytest.raises(InputError, match="an identity token, which cannery does not support"):
+        creds.lookup("token.example")
+
+
+def test_identity_token_entry_is_reported(tmp_path: Path) -> None:
+    d = _config(tmp_path, {"auths": {"quay.io": {"identitytoken": SECRET}}})
+    with pytest.raises(InputError, match=r"auths\.quay\.io: an identity token") as exc:
+        Credentials({}, d).lookup("quay.io")
+    assert SECRET not in exc.value.message
