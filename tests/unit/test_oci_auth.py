@@ -99,6 +99,7 @@ def helper(tmp_path: Path) -> tuple[dict[str, str], Path]:
     script.write_text(f"""#!/bin/sh
 # Fake credential helper (the docker-credential-* protocol): records argv and stdin.
 tr '\\0' ' ' < /proc/$$/cmdline >> {rec}/argv
+echo "${{CANNERY_REGISTRY_PASSWORD:-unset}}" >> {rec}/env
 echo >> {rec}/argv
 read -r server
 echo "$server" >> {rec}/stdin
@@ -118,6 +119,7 @@ esac
 @pytest.mark.parametrize("style", ["credHelpers", "credsStore"])
 def test_credential_helper_protocol(tmp_path: Path, helper, style: str) -> None:  # type: ignore[no-untyped-def]
     env, rec = helper
+    env = {**env, "CANNERY_REGISTRY_PASSWORD": "env-secret", "CANNERY_REGISTRY_HOST": "x.example"}
     if style == "credHelpers":
         cfg = {"credHelpers": {"quay.io": "cannerytest", "ghcr.io": "cannerytest",
                                "registry-1.docker.io": "cannerytest"}}
@@ -134,6 +136,7 @@ def test_credential_helper_protocol(tmp_path: Path, helper, style: str) -> None:
     for line in argv:
         assert line.split()[-1] == "get" and SECRET not in line
         assert "quay.io" not in line  # the server goes on stdin, not argv
+    assert set((rec / "env").read_text().split()) == {"unset"}
     assert (rec / "stdin").read_text().split() == [
         "quay.io", "https://index.docker.io/v1/", "ghcr.io"]
 

@@ -136,7 +136,8 @@ class Credentials:
                 capture_output=True,
                 text=True,
                 timeout=60,
-                env=self._env,
+                # The helper needs no secret of ours.
+                env={k: v for k, v in self._env.items() if k != ENV_PASSWORD},
                 check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
