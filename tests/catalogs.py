@@ -13,7 +13,6 @@ repository = "{registry}/test/images"
 
 [bases.b910]
 image = "{base_image}"
-shell = ["/bin/bash", "-c"]
 python = "3.11"
 os = "ubuntu"
 os_version = "22.04"

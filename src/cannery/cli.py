@@ -6,37 +6,88 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import tempfile
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from cannery import __version__
 from cannery.errors import FatalError
 
+# Commands in the order a user needs them; a command not listed here comes after these.
+WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "lint", "schema")
+
+
+class _WorkflowOrder(TyperGroup):
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = list(self.commands)
+        rank = {name: i for i, name in enumerate(WORKFLOW)}
+        return sorted(names, key=lambda n: (rank.get(n, len(WORKFLOW)), names.index(n)))
+
+
 app = typer.Typer(
     name="cannery",
-    help="Build, lock and lint container images for accelerator ML stacks (Ascend CANN first).",
+    help="Plan, lock, render, build and verify container images for accelerator ML stacks "
+    "(Ascend CANN first) from one catalog, and lint hand-written Dockerfiles and workflows.",
+    cls=_WorkflowOrder,
+    rich_markup_mode=None,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 catalog_app = typer.Typer(help="Inspect and check a catalog.", no_args_is_help=True)
-render_app = typer.Typer(help="Render files from the catalog.", no_args_is_help=True)
+render_app = typer.Typer(help="Render files from the catalog.")
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(render_app, name="render")
 
-CatalogArg = Annotated[
-    Optional[Path],  # noqa: UP045 - typer needs Optional on 3.10
-    typer.Argument(help="Catalog TOML (default: the embedded catalog)", show_default=False),
+# The shared shape of every command that works on images: IMAGE… positional, then options.
+# metavar="" on flags keeps typer from printing a type such as <bool> in help.
+ImagesArg = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer needs Optional on 3.10
+    typer.Argument(
+        help="Images to work on (default: every image in the catalog)",
+        metavar="IMAGE",
+        show_default=False,
+    ),
+]
+CatalogPathArg = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Argument(
+        help="Catalog TOML (default: the embedded catalog)", metavar="[PATH]", show_default=False
+    ),
 ]
 CatalogOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--catalog", "-c", help="Catalog TOML (default: the embedded catalog)"),
+    typer.Option(
+        "--catalog", "-c", help="Catalog TOML (default: the embedded catalog)", metavar="PATH"
+    ),
 ]
 LockOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--lock", help="Lock file (default: cannery.lock beside the catalog, or ./)"),
+    typer.Option(
+        "--lock",
+        help="Lock file (default: cannery.lock beside the catalog, or in the current directory)",
+        metavar="PATH",
+    ),
+]
+LockedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--locked",
+        help="Exit 2, naming each one, if any input is not pinned by the lock (for CI).",
+        metavar="",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.", metavar="")]
+CaCertOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--ca-cert",
+        help="Extra CA certificate to trust, added to the system's (env: CANNERY_CA_CERT)",
+        metavar="FILE",
+    ),
 ]
 
 _debug = False
@@ -50,11 +101,15 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and commands.")] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks and commands.", metavar="")
+    ] = False,
     version: Annotated[
         bool,
-        typer.Option("--version", help="Print the version.", is_eager=True,
-                     callback=_print_version),
+        typer.Option(
+            "--version", help="Print the version.", is_eager=True, callback=_print_version,
+            metavar="",
+        ),
     ] = False,
 ) -> None:
     global _debug
@@ -65,7 +120,7 @@ def _root(
 
 
 @catalog_app.command("validate")
-def catalog_validate(catalog: CatalogArg = None) -> None:
+def catalog_validate(catalog: CatalogPathArg = None) -> None:
     """Validate a catalog: schema, references, compatibility table."""
     from cannery.commands.validate import validate
 
@@ -74,52 +129,293 @@ def catalog_validate(catalog: CatalogArg = None) -> None:
 
 @app.command("plan")
 def plan(
-    catalog: CatalogArg = None,
+    images: ImagesArg = None,
+    catalog: CatalogOpt = None,
     lock: LockOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    image: Annotated[Optional[list[str]], typer.Option("--image", "-i")] = None,  # noqa: UP045
+    as_json: JsonOpt = False,
 ) -> None:
     """Show the fully resolved images: tag, base, toolkit, SoC, platforms, pinned components."""
     from cannery.commands.plan import plan_cmd
 
-    raise typer.Exit(plan_cmd(catalog, lock, as_json, image))
-
-
-@render_app.command("dockerfile")
-def render_dockerfile(
-    images: Annotated[Optional[list[str]], typer.Argument(help="Images (default: all)")] = None,  # noqa: UP045
-    catalog: CatalogOpt = None,
-    lock: LockOpt = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory")] = Path(
-        "dockerfiles"
-    ),
-    check: Annotated[bool, typer.Option("--check", help="Fail if files on disk differ.")] = False,
-) -> None:
-    """Render one Dockerfile per image, for all of its platforms."""
-    from cannery.commands.render import render_dockerfile_cmd
-
-    raise typer.Exit(render_dockerfile_cmd(images, catalog, lock, out, check))
+    raise typer.Exit(plan_cmd(catalog, lock, as_json, images))
 
 
 @app.command("lock")
 def lock(
-    catalog: CatalogArg = None,
+    images: ImagesArg = None,
+    catalog: CatalogOpt = None,
     lock: LockOpt = None,
     update: Annotated[
         Optional[list[str]],  # noqa: UP045
         typer.Option(
-            "--update", help="Re-resolve this base/toolkit/component ('all' for every one)"
+            "--update",
+            help="Re-resolve this base, toolkit or component ('all' for every one); repeatable",
+            metavar="NAME",
         ),
     ] = None,
-    ca_cert: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--ca-cert", help="Extra CA certificate to trust (env: CANNERY_CA_CERT)"),
-    ] = None,
+    ca_cert: CaCertOpt = None,
 ) -> None:
     """Resolve every moving reference (tags, branches, URLs) into cannery.lock."""
     from cannery.commands.lock import lock_cmd
 
-    raise typer.Exit(lock_cmd(catalog, lock, update, ca_cert))
+    raise typer.Exit(lock_cmd(catalog, lock, update, ca_cert, images))
+
+
+CheckOpt = Annotated[
+    bool,
+    typer.Option("--check", help="Write nothing; exit 1 listing files that differ.", metavar=""),
+]
+OutFileOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--out", "-o", help="Output file (default: the catalog's [ci] table)", metavar="FILE"
+    ),
+]
+
+
+@render_app.callback(invoke_without_command=True)
+def render_all(
+    ctx: typer.Context,
+    catalog: CatalogOpt = None,
+    lock: LockOpt = None,
+    check: CheckOpt = False,
+    locked: LockedOpt = False,
+) -> None:
+    """Render every kind (or the one named) from the catalog."""
+    if ctx.invoked_subcommand is None:
+        from cannery.commands.render import render_cmd
+
+        raise typer.Exit(render_cmd([], catalog, lock, check, locked=locked))
+
+
+@render_app.command("dockerfile")
+def render_dockerfile(
+    images: ImagesArg = None,
+    catalog: CatalogOpt = None,
+    lock: LockOpt = None,
+    out: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--out",
+            "-o",
+            help="Output directory (default: the catalog's [ci] dockerfiles, beside the "
+            "catalog; ./dockerfiles for the embedded one)",
+            metavar="DIR",
+        ),
+    ] = None,
+    check: CheckOpt = False,
+    locked: LockedOpt = False,
+) -> None:
+    """Render one Dockerfile per image, for all of its platforms."""
+    from cannery.commands.render import render_dockerfile_cmd
+
+    raise typer.Exit(render_dockerfile_cmd(images, catalog, lock, out, check, locked))
+
+
+def _render_one(
+    kind: str, catalog: Path | None, lock: Path | None, out: Path | None, check: bool,
+    locked: bool,
+) -> None:
+    from cannery.commands.render import render_cmd
+
+    raise typer.Exit(render_cmd([kind], catalog, lock, check, out, locked=locked))
+
+
+@render_app.command("workflow")
+def render_workflow(
+    catalog: CatalogOpt = None,
+    lock: LockOpt = None,
+    out: OutFileOpt = None,
+    check: CheckOpt = False,
+    locked: LockedOpt = False,
+) -> None:
+    """Render the GitHub Actions workflow that builds, merges and verifies every image."""
+    _render_one("workflow", catalog, lock, out, check, locked)
+
+
+@render_app.command("bake")
+def render_bake(
+    catalog: CatalogOpt = None,
+    lock: LockOpt = None,
+    out: OutFileOpt = None,
+    check: CheckOpt = False,
+    locked: LockedOpt = False,
+) -> None:
+    """Render docker-bake.json: a target per image and per (image, platform)."""
+    _render_one("bake", catalog, lock, out, check, locked)
+
+
+@render_app.command("docs")
+def render_docs(
+    catalog: CatalogOpt = None,
+    lock: LockOpt = None,
+    out: OutFileOpt = None,
+    check: CheckOpt = False,
+    locked: LockedOpt = False,
+) -> None:
+    """Render the supported-tags Markdown table."""
+    _render_one("docs", catalog, lock, out, check, locked)
+
+
+@render_app.command("refresh-actions")
+def render_refresh_actions(
+    data: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--data", help="Pins file (default: the one inside this package)", metavar="FILE"
+        ),
+    ] = None,
+    base: Annotated[
+        str, typer.Option("--base", help="Where action repositories live", metavar="URL")
+    ] = "https://github.com",
+    major: Annotated[
+        bool, typer.Option("--major", help="Allow a new major version", metavar="")
+    ] = False,
+) -> None:
+    """Re-pin the actions rendered files use to the newest release tag's commit (needs network)."""
+    from cannery.commands.render import refresh_actions_cmd
+
+    raise typer.Exit(refresh_actions_cmd(data, base, major))
+
+
+def _flag(name: str, text: str) -> Any:
+    return typer.Option(name, help=text, metavar="")
+
+
+@app.command("build")
+def build(
+    images: ImagesArg = None,
+    catalog: CatalogOpt = None,
+    lock: LockOpt = None,
+    platform: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--platform",
+            help="Build only this platform (repeatable); pushed by digest, no tag moves",
+            metavar="OS/ARCH",
+        ),
+    ] = None,
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend", help="buildah (daemonless) or buildx (BuildKit)", metavar="NAME"
+        ),
+    ] = "buildah",
+    push: Annotated[
+        bool, _flag("--push", "Push to the catalog's registry by digest, merge, then tag")
+    ] = False,
+    output: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--output",
+            help="oci:DIR writes a multi-arch OCI image layout, no registry "
+            "(the default without --push: oci:cannery-images)",
+            metavar="oci:DIR",
+        ),
+    ] = None,
+    tag_suffix: Annotated[
+        str, typer.Option("--tag-suffix", help="Appended to each tag", metavar="TEXT")
+    ] = "",
+    builder: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--builder", help="buildx builder (a remote or Kubernetes BuildKit)", metavar="NAME"
+        ),
+    ] = None,
+    force: Annotated[
+        bool, _flag("--force", "Rebuild platforms whose inputs are unchanged")
+    ] = False,
+    locked: Annotated[
+        bool, _flag("--locked", "Exit 2 if cannery.lock would change (for CI)")
+    ] = False,
+    frozen: Annotated[
+        bool, _flag("--frozen", "Never resolve: an unlocked input is an error")
+    ] = False,
+    ca_cert: CaCertOpt = None,
+    as_json: JsonOpt = False,
+    digest_dir: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--digest-dir",
+            help="Write each pushed platform's descriptor here and move no tag "
+            "(with --merge-only: read them, merge, tag)",
+            metavar="DIR",
+        ),
+    ] = None,
+    merge_only: Annotated[
+        bool, _flag("--merge-only", "Merge the descriptors in --digest-dir, then tag")
+    ] = False,
+    network: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--network", help="Network mode for RUN steps (e.g. host)", metavar="MODE"
+        ),
+    ] = None,
+    log_dir: Annotated[
+        Path,
+        typer.Option("--log-dir", help="One build log per image and platform", metavar="DIR"),
+    ] = Path(".cannery/logs"),
+) -> None:
+    """Build each platform, push it by digest, merge one index, then move the tag."""
+    from cannery.commands.build import BuildRequest, build_cmd
+
+    raise typer.Exit(
+        build_cmd(
+            BuildRequest(
+                images=images,
+                catalog=catalog,
+                lock=lock,
+                platforms=platform,
+                backend=backend,
+                push=push,
+                output=output,
+                tag_suffix=tag_suffix,
+                builder=builder,
+                force=force,
+                locked=locked,
+                frozen=frozen,
+                ca_cert=ca_cert,
+                as_json=as_json,
+                digest_dir=digest_dir,
+                merge_only=merge_only,
+                network=network,
+                log_dir=log_dir,
+            )
+        )
+    )
+
+
+@app.command("verify")
+def verify(
+    ref: Annotated[
+        str,
+        typer.Argument(
+            help="Pushed image: REGISTRY/REPO:TAG or REGISTRY/REPO@DIGEST", metavar="REF"
+        ),
+    ],
+    catalog: CatalogOpt = None,
+    lock: LockOpt = None,
+    image: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--image", help="Catalog image to check against (default: found by tag)",
+            metavar="NAME",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+    ca_cert: CaCertOpt = None,
+    runtime: Annotated[
+        bool,
+        typer.Option(
+            "--runtime/--no-runtime",
+            help="Also check a running container of each platform (buildah)",
+        ),
+    ] = True,
+) -> None:
+    """Check a pushed image: platforms, config env, labels; then env and imports at runtime."""
+    from cannery.commands.verify import verify_cmd
+
+    raise typer.Exit(verify_cmd(ref, catalog, lock, image, as_json, ca_cert, runtime))
 
 
 @app.command(
@@ -154,9 +450,50 @@ def _annotation(line: str) -> str:
     return f"::error::{text}"
 
 
+def _plain_arguments(cmd: Any) -> None:
+    """Arguments show their metavar only: typer would add a type such as <list[str]>."""
+    for param in cmd.params:
+        if param.param_type_name == "argument" and hasattr(param, "display_type_rich"):
+            param.display_type_rich = lambda ctx: None
+    for sub in getattr(cmd, "commands", {}).values():
+        _plain_arguments(sub)
+
+
+def command() -> Any:
+    """The click command behind the typer app, with help text free of type noise."""
+    cmd = typer.main.get_command(app)
+    _plain_arguments(cmd)
+    return cmd
+
+
+def _crash_log(argv: list[str]) -> Path | None:
+    """Write the traceback of the exception being handled to a crash log (as pre-commit does)."""
+    import datetime as dt
+    import platform
+    import traceback
+
+    from cannery.util.cmd import mask
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    text = (
+        f"cannery {__version__}, Python {platform.python_version()} on {platform.platform()}\n"
+        f"argv: {mask(' '.join(argv))}\n\n{traceback.format_exc()}"
+    )
+    for root in (Path(base) / "cannery", Path(tempfile.gettempdir())):
+        path = root / f"cannery-crash-{stamp}-{os.getpid()}.log"
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError:
+            continue
+        return path
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
-        rc = app(args=argv, standalone_mode=False)
+        rc = command().main(args=argv, prog_name="cannery", standalone_mode=False)
     except FatalError as exc:
         if _debug:
             raise
@@ -180,9 +517,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(2)
         if _debug:
             raise
-        print(
-            f"cannery: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
-            file=sys.stderr,
-        )
+        log = _crash_log(argv if argv is not None else sys.argv[1:])
+        where = f"; details in {log}" if log else " (rerun with --debug)"
+        print(f"cannery: internal error: {type(exc).__name__}: {exc}{where}", file=sys.stderr)
+        print("cannery: this is a bug in cannery; please report it with that file", file=sys.stderr)
         sys.exit(3)
     sys.exit(rc if isinstance(rc, int) else 0)

@@ -1,4 +1,9 @@
-"""Errors the CLI turns into one line and an exit code (never a traceback without --debug)."""
+"""Errors the CLI turns into one line and an exit code (never a traceback without --debug).
+
+Exit statuses: 0 success; 1 a check found something (``--check``, lint findings); 2 an
+expected failure the user can act on (bad input, an unreachable or refusing server, a failed
+command, a file that cannot be written); 3 an unexpected error, with a crash log.
+"""
 
 from __future__ import annotations
 
@@ -51,10 +56,24 @@ class LockError(InputError):
     """A moving reference could not be resolved, or the lock file is malformed."""
 
 
-class NetworkError(InputError):
-    """A registry, git remote or download could not be reached or did not verify."""
+class NetworkError(FatalError):
+    """A registry, git remote or download could not be reached or did not verify. Exit 2."""
+
+    exit_code = 2
 
     plain_http = False  # the server answered TLS with plain HTTP
+
+
+class CommandError(FatalError):
+    """An external command (git, …) is missing, failed or timed out. Exit status 2."""
+
+    exit_code = 2
+
+
+class WriteError(FatalError):
+    """An output file or directory cannot be written. Exit status 2."""
+
+    exit_code = 2
 
 
 class CheckFailed(FatalError):

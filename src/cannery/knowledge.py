@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from functools import lru_cache
 
 
@@ -10,14 +9,11 @@ from functools import lru_cache
 def ascend_data() -> dict[str, object]:
     from pathlib import Path
 
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
+    from cannery.util import toml
 
     # a plain path, not importlib.resources: this runs on every lint and must start fast
     text = (Path(__file__).parent / "catalog" / "data" / "ascend.toml").read_text("utf-8")
-    data: dict[str, object] = tomllib.loads(text)
+    data: dict[str, object] = toml.loads(text)
     return data
 
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-import re
 import ssl
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,15 +19,13 @@ from typing import TYPE_CHECKING
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from cannery.catalog.inputs import toolkit_downloads, wheel_urls
 from cannery.errors import LockError
+from cannery.util import toml
+from cannery.util.patterns import COMMIT, COMMIT_PATTERN, OCI_DIGEST_PATTERN, SHA256_HEX_PATTERN
 
 if TYPE_CHECKING:
     from cannery.catalog.models import Catalog
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 HEADER = "# cannery.lock: written by `cannery lock`; edit the catalog, not this file.\n"
 
@@ -39,19 +35,19 @@ class _Strict(BaseModel):
 
 
 class BaseEntry(_Strict):
-    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    digest: str = Field(pattern=OCI_DIGEST_PATTERN)
     resolved_at: str
 
 
 class GitEntry(_Strict):
     url: str
     ref: str
-    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    commit: str = Field(pattern=COMMIT_PATTERN)
     resolved_at: str
 
 
 class UrlEntry(_Strict):
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    sha256: str = Field(pattern=SHA256_HEX_PATTERN)
     size: int = Field(ge=0)
     resolved_at: str
 
@@ -76,9 +72,9 @@ def read_lock(path: Path) -> Lock:
     except (OSError, UnicodeDecodeError) as exc:
         raise LockError(f"{path}: cannot read: {exc}") from None
     try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise LockError(f"{path}: TOML syntax error: {exc}") from None
+        raw = toml.loads(text)
+    except toml.TOMLDecodeError as exc:
+        raise LockError(toml.syntax_error(str(path), text, exc)) from None
     try:
         lock = Lock.model_validate(raw)
     except ValidationError as exc:
@@ -116,24 +112,22 @@ class Input:
     ref: str = ""
 
 
-def required_inputs(cat: Catalog) -> list[Input]:
-    from cannery.plan import fill_url, platform_arch, toolkit_downloads
-
+def required_inputs(cat: Catalog, images: list[str] | None = None) -> list[Input]:
+    """The moving references of ``images`` (default: every image), each once, sorted."""
     out: dict[tuple[str, str], Input] = {}
-    for iname, img in cat.images.items():
+    for iname in images or list(cat.images):
+        img = cat.images[iname]
         base = cat.bases[img.base]
         out[("base", base.image)] = Input("base", base.image, img.base)
         for _pkg, _arch, url in toolkit_downloads(cat, iname):
             out[("url", url)] = Input("url", url, img.toolkit, url=url)
-        arches = dict.fromkeys(platform_arch(p) for p in img.platforms)
         for cname in img.components:
             comp = cat.components[cname]
-            if comp.git and comp.ref and not re.fullmatch(r"[0-9a-f]{40}", comp.ref):
+            if comp.git and comp.ref and not COMMIT.match(comp.ref):
                 key = git_key(comp.git, comp.ref)
                 out[("git", key)] = Input("git", key, cname, url=comp.git, ref=comp.ref)
             if comp.wheel:
-                for arch in arches:
-                    url = fill_url(comp.wheel, arch=arch)
+                for _arch, url in wheel_urls(comp.wheel, img.platforms):
                     out[("url", url)] = Input("url", url, cname, url=url)
     return sorted(out.values(), key=lambda i: (i.kind, i.key))
 
@@ -157,9 +151,14 @@ def update_lock(
     resolvers: Resolvers,
     update: set[str] | None = None,
     progress: Callable[[Input], None] | None = None,
+    images: list[str] | None = None,
 ) -> Lock:
-    """Resolve what is missing (and what ``update`` names); keep the rest; drop stale entries."""
+    """Resolve what is missing (and what ``update`` names); keep the rest; drop stale entries.
+
+    With ``images``, only their inputs are resolved; other images' entries are kept as they are.
+    """
     inputs = required_inputs(cat)
+    selected = {(i.kind, i.key) for i in required_inputs(cat, images)} if images else None
     update = update or set()
     owners = {i.owner for i in inputs}
     unknown = update - owners - {"all"}
@@ -172,23 +171,28 @@ def update_lock(
     gits: dict[str, GitEntry] = {}
     urls: dict[str, UrlEntry] = {}
     for inp in inputs:
-        fresh = "all" in update or inp.owner in update
-        if progress:
-            progress(inp)
+        chosen = selected is None or (inp.kind, inp.key) in selected
+        fresh = chosen and ("all" in update or inp.owner in update)
         if inp.kind == "base":
             if not fresh and inp.key in old.bases:
                 bases[inp.key] = old.bases[inp.key]
-            else:
+            elif chosen:
+                if progress:
+                    progress(inp)
                 bases[inp.key] = BaseEntry(digest=resolvers.base(inp.key), resolved_at=now())
         elif inp.kind == "git":
             if not fresh and inp.key in old.git:
                 gits[inp.key] = old.git[inp.key]
-            else:
+            elif chosen:
+                if progress:
+                    progress(inp)
                 commit = resolvers.git(inp.url, inp.ref)
                 gits[inp.key] = GitEntry(url=inp.url, ref=inp.ref, commit=commit, resolved_at=now())
         elif not fresh and inp.key in old.urls:
             urls[inp.key] = old.urls[inp.key]
-        else:
+        elif chosen:
+            if progress:
+                progress(inp)
             digest, size = resolvers.url(inp.url)
             urls[inp.key] = UrlEntry(sha256=digest, size=size, resolved_at=now())
     return Lock(bases=bases, git=gits, urls=urls)
@@ -198,7 +202,10 @@ def update_lock(
 
 
 def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
-    """``git ls-remote`` a tag or branch to its full commit (peeled, for annotated tags)."""
+    """``git ls-remote`` a tag or branch to its full commit (peeled, for annotated tags).
+
+    ``ca_file`` is a complete trust bundle for git (see ``cannery.tls.git_ca_bundle``).
+    """
     from cannery.util.cmd import CommandError, run
 
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0")

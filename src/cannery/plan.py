@@ -5,53 +5,29 @@ Render, build and verify consume these specs unchanged.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
+from cannery.catalog.inputs import fill_url, render_tag, toolkit_downloads
 from cannery.catalog.models import Catalog, Component
+from cannery.catalog.platforms import UNAME_ARCH, arches_of, platform_arch
 from cannery.lock import Lock, git_key
+from cannery.util.patterns import COMMIT
 
-UNAME_ARCH = {
-    "amd64": "x86_64",
-    "arm64": "aarch64",
-    "ppc64le": "ppc64le",
-    "s390x": "s390x",
-    "riscv64": "riscv64",
-}
-
-
-def platform_arch(platform: str) -> str:
-    """``linux/arm64/v8`` → ``arm64`` (Docker's TARGETARCH)."""
-    return platform.split("/")[1]
-
-
-def fill_url(template: str, *, version: str = "", arch: str) -> str:
-    return (
-        template.replace("{version}", version)
-        .replace("{uname_arch}", UNAME_ARCH[arch])
-        .replace("{arch}", arch)
-    )
-
-
-def render_tag(cat: Catalog, image: str) -> str:
-    img = cat.images[image]
-    base = cat.bases[img.base]
-    tk = cat.toolkits[img.toolkit]
-    family = next((f for f, fam in cat.families.items() if img.soc in fam.socs), "")
-    values = {
-        "name": image,
-        "cann": tk.version.lower(),
-        "chip": base.chip,
-        "os": base.os,
-        "os_version": base.os_version,
-        "python": base.python,
-        "recipe": img.recipe,
-        "soc": img.soc,
-        "family": family,
-    }
-    return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], img.tag)
+# Defined with the catalog; importable from here too, where render and build look for them.
+__all__ = [
+    "UNAME_ARCH",
+    "ComponentSpec",
+    "Download",
+    "GitSource",
+    "ImageSpec",
+    "ToolkitSpec",
+    "fill_url",
+    "plan",
+    "plan_image",
+    "platform_arch",
+    "render_tag",
+    "toolkit_downloads",
+]
 
 
 @dataclass(frozen=True)
@@ -84,6 +60,9 @@ class ComponentSpec:
     install: str
     requirements: tuple[str, ...]
     pip_args: tuple[str, ...]
+    subdir: str | None
+    extras: tuple[str, ...]
+    pyproject: str | None
     build_env: tuple[tuple[str, str], ...]
     toolkit_build: bool
     jobs_limit: int | None
@@ -145,11 +124,6 @@ class ImageSpec:
     def base_reference(self) -> str:
         return f"{self.base_image}@{self.base_digest}" if self.base_digest else self.base_image
 
-    def inputs_digest(self) -> str:
-        """sha256 over every resolved input: equal digests mean an identical build."""
-        blob = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
-        return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
-
     def unlocked(self) -> list[str]:
         out: list[str] = []
         if not self.base_digest:
@@ -169,7 +143,7 @@ class ImageSpec:
 def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) -> ComponentSpec:
     git = None
     if comp.git and comp.ref:
-        if re.fullmatch(r"[0-9a-f]{40}", comp.ref):
+        if COMMIT.match(comp.ref):
             commit: str | None = comp.ref
         else:
             entry = lock.git.get(git_key(comp.git, comp.ref))
@@ -191,6 +165,9 @@ def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) 
         install=comp.install,
         requirements=tuple(comp.requirements),
         pip_args=tuple(comp.pip_args),
+        subdir=comp.subdir,
+        extras=tuple(comp.extras),
+        pyproject=comp.pyproject,
         build_env=tuple(comp.build_env.items()),
         toolkit_build=comp.toolkit_build,
         jobs_limit=comp.jobs.limit if comp.jobs else None,
@@ -200,30 +177,13 @@ def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) 
     )
 
 
-def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
-    """(package name, TARGETARCH, URL) for each installer the image needs, in install order."""
-    img = cat.images[image]
-    base = cat.bases[img.base]
-    tk = cat.toolkits[img.toolkit]
-    if base.toolkit_version == tk.version:
-        return []
-    family = next((f for f, fam in cat.families.items() if img.soc in fam.socs), "")
-    arches = tuple(dict.fromkeys(platform_arch(p) for p in img.platforms))
-    out = []
-    for pkg in tk.packages:
-        if pkg.family and pkg.family != family:
-            continue
-        for arch in arches:
-            out.append((pkg.name, arch, fill_url(pkg.url, version=tk.version, arch=arch)))
-    return out
-
-
 def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
     img = cat.images[image]
     base = cat.bases[img.base]
     tk = cat.toolkits[img.toolkit]
-    family = next(f for f, fam in cat.families.items() if img.soc in fam.socs)
-    arches = tuple(dict.fromkeys(platform_arch(p) for p in img.platforms))
+    family = cat.family_of(img.soc)
+    assert family is not None  # the loader checked every image's SoC
+    arches = arches_of(img.platforms)
     downloads = tuple(
         Download(n, a, u, lock.urls[u].sha256 if u in lock.urls else None)
         for n, a, u in toolkit_downloads(cat, image)
@@ -247,7 +207,7 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
     # Pins go first so nothing compiles against a torch that is replaced later.
     components = tuple(c for c in components if c.pin) + tuple(c for c in components if not c.pin)
     base_entry = lock.bases.get(base.image)
-    registry = img.registry or cat.catalog.registry or ""
+    target = img.registry or cat.catalog.registry or ""
     revision = None
     if img.revision_from:
         rev = next(c for c in components if c.name == img.revision_from)
@@ -255,7 +215,7 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
     return ImageSpec(
         name=image,
         tag=render_tag(cat, image),
-        repository=cat.registries[registry].repository,
+        repository=cat.registries[target].repository,
         base_image=base.image,
         base_digest=base_entry.digest if base_entry else None,
         python=base.python,

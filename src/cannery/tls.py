@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import os
 import ssl
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from cannery.errors import InputError
@@ -22,7 +25,7 @@ def ssl_context(ca_cert: Path | None = None) -> ssl.SSLContext:
         ctx.load_verify_locations(cafile=certifi.where())
     except (ImportError, OSError):  # pragma: no cover - system roots still apply
         pass
-    extra = ca_cert or (Path(os.environ[CA_ENV]) if os.environ.get(CA_ENV) else None)
+    extra = extra_ca(ca_cert)
     if extra is not None:
         try:
             ctx.load_verify_locations(cafile=str(extra))
@@ -31,8 +34,47 @@ def ssl_context(ca_cert: Path | None = None) -> ssl.SSLContext:
     return ctx
 
 
-def ca_file(ca_cert: Path | None = None) -> str | None:
-    """The extra CA file, for tools (git) that take a path rather than a context."""
+def extra_ca(ca_cert: Path | None) -> Path | None:
     if ca_cert is not None:
-        return str(ca_cert)
-    return os.environ.get(CA_ENV) or None
+        return ca_cert
+    return Path(os.environ[CA_ENV]) if os.environ.get(CA_ENV) else None
+
+
+def _system_roots() -> list[Path]:
+    """The PEM bundles the TLS context trusts besides the extra CA (system, then certifi)."""
+    paths = ssl.get_default_verify_paths()
+    found = [Path(p) for p in (paths.cafile, paths.openssl_cafile) if p]
+    try:
+        import certifi
+
+        found.append(Path(certifi.where()))
+    except ImportError:  # pragma: no cover - httpx depends on it
+        pass
+    return list(dict.fromkeys(p.resolve() for p in found if p.is_file()))
+
+
+@contextmanager
+def git_ca_bundle(ca_cert: Path | None = None) -> Iterator[str | None]:
+    """A CA file for git while the block runs: the system roots plus the extra CA.
+
+    git's ``GIT_SSL_CAINFO`` replaces its trust store, so it gets a combined bundle (a
+    temporary file, removed afterwards) rather than the extra CA alone. ``None`` when there is
+    no extra CA: git then keeps its own defaults.
+    """
+    extra = extra_ca(ca_cert)
+    if extra is None:
+        yield None
+        return
+    try:
+        parts = [extra.read_bytes()]
+    except OSError as exc:
+        raise InputError(f"{extra}: cannot read CA certificate: {exc.strerror}") from None
+    for path in _system_roots():
+        parts.append(path.read_bytes())
+    fd, name = tempfile.mkstemp(prefix="cannery-ca-", suffix=".pem")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(b"\n".join(p.rstrip(b"\n") for p in parts) + b"\n")
+        yield name
+    finally:
+        os.unlink(name)

@@ -89,7 +89,7 @@ def setup(
 
 def test_lock_resolves_every_moving_reference(setup, cli, test_ca: LocalCA) -> None:  # type: ignore[no-untyped-def]
     catalog: Path = setup["catalog"]
-    res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
     assert res.code == 0, res.err
     lock = read_lock(catalog.parent / "cannery.lock")
     assert lock.bases[setup["base_image"]].digest == setup["index"]
@@ -114,19 +114,22 @@ def test_lock_resolves_every_moving_reference(setup, cli, test_ca: LocalCA) -> N
 def test_relock_is_stable_and_update_moves_one_entry(setup, cli, registry, test_ca) -> None:  # type: ignore[no-untyped-def]
     catalog: Path = setup["catalog"]
     lockfile = catalog.parent / "cannery.lock"
-    assert cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
+    assert cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
     first = lockfile.read_bytes()
-    res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
     assert res.code == 0 and "unchanged" in res.out
     assert lockfile.read_bytes() == first
 
     # The tag moves upstream: the lock keeps the old digest until asked to update it.
     moved = push_index(registry.url, setup["repo"], "8.5.1-910b-ubuntu22.04-py3.11", "second")
     assert moved != setup["index"]
-    assert cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
+    assert cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
     assert lockfile.read_bytes() == first
     assert (
-        cli("lock", str(catalog), "--update", "b910", "--ca-cert", str(test_ca.ca_cert)).code == 0
+        cli(
+            "lock", "--catalog", str(catalog), "--update", "b910", "--ca-cert", str(test_ca.ca_cert)
+        ).code
+        == 0
     )
     after = read_lock(lockfile)
     assert after.bases[setup["base_image"]].digest == moved
@@ -139,14 +142,22 @@ def test_relock_is_stable_and_update_moves_one_entry(setup, cli, registry, test_
 
 
 def test_unknown_update_name(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
-    res = cli("lock", str(setup["catalog"]), "--update", "nope", "--ca-cert", str(test_ca.ca_cert))
+    res = cli(
+        "lock",
+        "--catalog",
+        str(setup["catalog"]),
+        "--update",
+        "nope",
+        "--ca-cert",
+        str(test_ca.ca_cert),
+    )
     assert res.code == 2 and "--update nope" in res.err
 
 
 def test_untrusted_certificate_fails_and_writes_nothing(setup, cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.delenv("CANNERY_CA_CERT", raising=False)
     catalog: Path = setup["catalog"]
-    res = cli("lock", str(catalog))
+    res = cli("lock", "--catalog", str(catalog))
     assert res.code == 2
     assert "not trusted" in res.err and "--ca-cert" in res.err
     assert "Traceback" not in res.err
@@ -155,7 +166,7 @@ def test_untrusted_certificate_fails_and_writes_nothing(setup, cli, monkeypatch)
 
 def test_ca_from_environment(setup, cli, monkeypatch, test_ca) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("CANNERY_CA_CERT", str(test_ca.ca_cert))
-    assert cli("lock", str(setup["catalog"])).code == 0
+    assert cli("lock", "--catalog", str(setup["catalog"])).code == 0
 
 
 def test_unreachable_registry(tmp_path: Path, cli, https_files, git_repo, test_ca) -> None:  # type: ignore[no-untyped-def]
@@ -166,7 +177,7 @@ def test_unreachable_registry(tmp_path: Path, cli, https_files, git_repo, test_c
     catalog.write_text(
         minimal(registry=f"127.0.0.1:{free_port()}", files=server.url, git=f"file://{git_repo}")
     )
-    res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
     assert res.code == 2
     assert "registry unreachable" in res.err and "Traceback" not in res.err
     assert not (tmp_path / "cannery.lock").exists()
@@ -175,7 +186,7 @@ def test_unreachable_registry(tmp_path: Path, cli, https_files, git_repo, test_c
 def test_missing_git_ref(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
     catalog: Path = setup["catalog"]
     catalog.write_text(catalog.read_text().replace('ref = "main"', 'ref = "no-such-branch"'))
-    res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
     assert res.code == 2 and "no tag or branch named 'no-such-branch'" in res.err
 
 
@@ -219,7 +230,7 @@ def test_tls_registry_with_credentials_from_docker_config(  # type: ignore[no-un
     )
     # No credentials: the registry says 401 and lock says so, without a traceback.
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "empty"))
-    res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
     assert res.code == 2 and "401" in res.err
 
     cfg = tmp_path / "docker"
@@ -227,7 +238,7 @@ def test_tls_registry_with_credentials_from_docker_config(  # type: ignore[no-un
     token = base64.b64encode(b"puller:s3cret-Passw0rd").decode()
     (cfg / "config.json").write_text(json.dumps({"auths": {auth_registry.host: {"auth": token}}}))
     monkeypatch.setenv("DOCKER_CONFIG", str(cfg))
-    res = cli("--debug", "lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    res = cli("--debug", "lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
     assert res.code == 0, res.err
     assert read_lock(tmp_path / "cannery.lock").bases[base_image].digest == digest
     lock_text = (tmp_path / "cannery.lock").read_text()
@@ -241,7 +252,7 @@ def test_rendered_installer_step_fails_closed_on_checksum_mismatch(  # type: ign
     """Run the rendered toolkit RUN body with bash (as a builder would) against the HTTPS server:
     the real installer runs; a tampered installer stops at sha256sum before it is executed."""
     catalog: Path = setup["catalog"]
-    assert cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
+    assert cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
     out = tmp_path / "out"
     assert cli("render", "dockerfile", "--catalog", str(catalog), "--out", str(out)).code == 0
     import dockerfile
@@ -295,17 +306,20 @@ def test_bearer_token_auth(  # type: ignore[no-untyped-def]
             (www / f"Ascend-cann-toolkit_8.5.2_linux-{arch}.run").write_text("#!/bin/sh\n")
         base_image = f"{reg.host}/ascendhub/cann:8.5.1-910b-ubuntu22.04-py3.11"
         catalog = tmp_path / "catalog.toml"
-        catalog.write_text(minimal(registry=reg.host, base_image=base_image, files=server.url,
-                                   git=f"file://{git_repo}"))
+        catalog.write_text(
+            minimal(
+                registry=reg.host, base_image=base_image, files=server.url, git=f"file://{git_repo}"
+            )
+        )
         cfg = tmp_path / "docker"
         cfg.mkdir()
         monkeypatch.setenv("DOCKER_CONFIG", str(cfg))
         if needs_login:
-            res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+            res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
             assert res.code == 2 and "token service refused (401)" in res.err
             token = base64.b64encode(":".join(creds).encode()).decode()  # type: ignore[arg-type]
             (cfg / "config.json").write_text(json.dumps({"auths": {reg.host: {"auth": token}}}))
-        res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+        res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
         assert res.code == 0, res.err
         assert read_lock(tmp_path / "cannery.lock").bases[base_image].digest == digest
         last = tokens.requests[-1]
@@ -318,3 +332,65 @@ def test_bearer_token_auth(  # type: ignore[no-untyped-def]
     finally:
         reg.stop()
         tokens.stop()
+
+
+def test_git_over_https_ca_cert_adds_trust_to_the_system_roots(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca: LocalCA, tmp_path: Path, monkeypatch
+) -> None:
+    """Two git servers over HTTPS (real `git http-backend`): one signed by a CA the system
+    trusts (SSL_CERT_FILE, which the bundle's system part reads), one by the --ca-cert CA.
+    Both must resolve: --ca-cert adds to git's trust, it does not replace it."""
+    from tests.services.githttp import GitHTTPSServer
+    from tests.services.tlsca import make_ca
+
+    system_ca = make_ca(tmp_path / "system-ca", name="system CA")
+    repos = tmp_path / "repos"
+    repos.mkdir()
+    _git(tmp_path, "clone", "-q", "--bare", str(setup["git"]), str(repos / "v.git"))
+    public = GitHTTPSServer(repos, system_ca)
+    private = GitHTTPSServer(repos, test_ca)
+    try:
+        catalog: Path = setup["catalog"]
+        text = catalog.read_text()
+        local = f'git = "file://{setup["git"]}"'
+        assert text.count(local) == 2
+        text = text.replace(local, f'git = "{public.url}/v.git"', 1)
+        catalog.write_text(text.replace(local, f'git = "{private.url}/v.git"', 1))
+        monkeypatch.setenv("SSL_CERT_FILE", str(system_ca.ca_cert))
+        monkeypatch.delenv("CANNERY_CA_CERT", raising=False)
+        res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+        assert res.code == 0, res.err
+        lock = read_lock(catalog.parent / "cannery.lock")
+        urls = {e.url.split("/v.git")[0] for e in lock.git.values()}
+        assert urls == {public.url, private.url}
+        assert _git(setup["git"], "rev-parse", "main") in {e.commit for e in lock.git.values()}
+        # and no bundle is left behind in the temporary directory
+        import tempfile
+
+        assert not list(Path(tempfile.gettempdir()).glob("cannery-ca-*.pem"))
+    finally:
+        public.stop()
+        private.stop()
+
+
+def test_lock_named_images_resolves_only_theirs_and_keeps_the_rest(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
+    catalog: Path = setup["catalog"]
+    catalog.write_text(
+        catalog.read_text().replace(
+            'recipe = "s"\n', 'recipe = "s"\ncomponents = ["torch", "vllm"]\n'
+        )
+    )
+    lockfile = catalog.parent / "cannery.lock"
+    ca = ("--ca-cert", str(test_ca.ca_cert))
+    assert cli("lock", "two", "--catalog", str(catalog), *ca).code == 0
+    assert {e.ref for e in read_lock(lockfile).git.values()} == {"v0.18.0"}  # not one's "main"
+    assert cli("lock", "--catalog", str(catalog), *ca).code == 0
+    both = read_lock(lockfile)
+    assert {e.ref for e in both.git.values()} == {"v0.18.0", "main"}
+    res = cli("lock", "two", "--catalog", str(catalog), "--update", "all", *ca)
+    assert res.code == 0, res.err
+    after = read_lock(lockfile)
+    main = next(k for k, e in both.git.items() if e.ref == "main")
+    assert after.git[main] == both.git[main]  # image one's entry kept as it was
+    res = cli("lock", "nope", "--catalog", str(catalog), *ca)
+    assert res.code == 2 and "unknown image nope" in res.err

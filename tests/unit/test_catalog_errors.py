@@ -159,7 +159,7 @@ def test_missing_file_and_no_traceback_from_a_real_process(tmp_path: Path) -> No
     assert res.err.strip() == f"cannery: error: {tmp_path / 'nope.toml'}: no such catalog file"
     broken = tmp_path / "broken.toml"
     broken.write_text("[catalog\n")
-    res = run_subprocess("plan", str(broken))
+    res = run_subprocess("plan", "--catalog", str(broken))
     assert res.code == 2
     assert f"{broken}:1" in res.err and "Traceback" not in res.err
 
@@ -173,3 +173,96 @@ def test_all_problems_are_reported_at_once(tmp_path: Path, cli) -> None:  # type
     res = cli("catalog", "validate", str(path))
     assert res.code == 2
     assert "unknown base" in res.err and "unknown toolkit" in res.err
+
+
+GAPS = [
+    (
+        "overlapping-platforms",
+        lambda t: t.replace('"linux/arm64"]', '"linux/arm64", "linux/arm64/v8"]'),
+        "platforms = [",
+        "platforms 'linux/arm64' and 'linux/arm64/v8' overlap (both are arm64)",
+    ),
+    (
+        "duplicate-platform",
+        lambda t: t.replace('"linux/arm64"]', '"linux/arm64", "linux/arm64"]'),
+        "platforms = [",
+        "platform 'linux/arm64' listed twice",
+    ),
+    (
+        "unknown-acknowledge",
+        lambda t: t.replace('acknowledge = ["compat-cann"', 'acknowledge = ["compat-can"'),
+        "acknowledge = ",
+        "unknown warning code 'compat-can'",
+    ),
+    (
+        "upper-case-repository",
+        lambda t: t.replace(
+            'repository = "registry.example.com/test/images"',
+            'repository = "registry.example.com/Test/images"',
+        ),
+        "repository = ",
+        "a repository path must be lower case",
+    ),
+    (
+        "repository-with-tag",
+        lambda t: t.replace(
+            'repository = "registry.example.com/test/images"',
+            'repository = "registry.example.com/test/images:latest"',
+        ),
+        "repository = ",
+        "without a tag or digest",
+    ),
+    (
+        "invalid-tag",
+        lambda t: t.replace('tag = "t-{cann}', 'tag = "t:{cann}'),
+        "tag = ",
+        "renders to 't:8.5.2-910b-py3.11-r', not a valid image tag",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle", "words"), [c[1:] for c in GAPS], ids=[c[0] for c in GAPS]
+)
+def test_validation_gaps(tmp_path: Path, cli, edit, needle: str, words: str) -> None:  # type: ignore[no-untyped-def]
+    text = edit(GOOD)
+    assert text != GOOD, "the edit did not apply"
+    path = tmp_path / "catalog.toml"
+    path.write_text(text)
+    res = cli("catalog", "validate", str(path))
+    assert res.code == 2, res.err
+    assert f"{path}:{line_of(text, needle)}: " in res.err, res.err
+    assert words in res.err, res.err
+
+
+def test_acknowledge_codes_are_the_codes_compat_emits() -> None:
+    import re
+
+    import cannery.catalog.compat as compat
+    from cannery.catalog.models import COMPAT_CODES
+
+    source = Path(compat.__file__).read_text()
+    assert set(re.findall(r'"(compat-[a-z-]+)"', source)) == set(COMPAT_CODES)
+
+
+def test_unknown_extra_index_architecture(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace(
+        "pin = true\n", 'pin = true\nextra_index = { amd46 = "https://x.example.com" }\n'
+    )
+    path = tmp_path / "catalog.toml"
+    path.write_text(text)
+    res = cli("catalog", "validate", str(path))
+    assert res.code == 2
+    assert f"{path}:{line_of(text, 'extra_index')}: components.torch.extra_index:" in res.err
+    assert "unknown architecture 'amd46' (did you mean 'amd64'?)" in res.err
+
+
+def test_lock_does_not_import_plan() -> None:
+    """Data flows catalog → lock → plan: the lock reads the catalog, never the planner."""
+    import ast
+
+    import cannery.lock
+
+    tree = ast.parse(Path(cannery.lock.__file__).read_text())
+    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "cannery.plan" not in modules and "cannery.catalog.inputs" in modules

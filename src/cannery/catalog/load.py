@@ -7,10 +7,7 @@ raising, so one run shows everything that is wrong.
 from __future__ import annotations
 
 import copy
-import difflib
 import hashlib
-import re
-import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -19,14 +16,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from cannery.catalog.compat import check_image
+from cannery.catalog.inputs import render_tag
 from cannery.catalog.locate import LineMap
-from cannery.catalog.models import Catalog
+from cannery.catalog.models import IMAGE_TAG, Catalog
 from cannery.errors import CatalogError, Location
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from cannery.util import toml
+from cannery.util.text import did_you_mean
 
 EMBEDDED = "<embedded>/default.toml"
 # Where each install layout puts the toolkit (ASCEND.md): CANN ≥ 8.5 and ≤ 8.3.
@@ -84,38 +79,41 @@ class _Collector:
         self.warnings.append(Problem(self.at(fpath), f"warning[{code}]: {message}", code))
 
 
-def _hint(name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=1)
-    if close:
-        return f"did you mean {close[0]!r}?"
-    return f"known: {', '.join(sorted(known)) or '(none)'}"
+# Tables whose entries may say `extends = "<sibling>"`: the sibling's keys, then their own.
+EXTENDABLE = {"images": "image", "components": "component", "bases": "base", "envs": "env table"}
 
 
 def _resolve_extends(raw: dict[str, Any], col: _Collector) -> None:
-    images = raw.get("images")
-    if not isinstance(images, dict):
+    for table, what in EXTENDABLE.items():
+        _resolve_table_extends(raw, table, what, col)
+
+
+def _resolve_table_extends(raw: dict[str, Any], table: str, what: str, col: _Collector) -> None:
+    entries = raw.get(table)
+    if not isinstance(entries, dict):
         return
     done: dict[str, dict[str, Any]] = {}
 
     def resolve(name: str, chain: list[str]) -> dict[str, Any] | None:
         if name in done:
             return done[name]
-        body = images[name]
+        body = entries[name]
         if not isinstance(body, dict):
             return None
         parent_name = body.get("extends")
         if parent_name is None:
             done[name] = body
             return body
-        if not isinstance(parent_name, str) or parent_name not in images:
+        if not isinstance(parent_name, str) or parent_name not in entries:
             col.error(
-                ("images", name, "extends"),
-                f"unknown image {parent_name!r} ({_hint(str(parent_name), list(images))})",
+                (table, name, "extends"),
+                f"unknown {what} {parent_name!r} "
+                f"({did_you_mean(str(parent_name), list(entries))})",
             )
             return None
         if parent_name in chain:
             cycle = " -> ".join([*chain[chain.index(parent_name) :], parent_name])
-            col.error(("images", name, "extends"), f"cyclic extends: {cycle}")
+            col.error((table, name, "extends"), f"cyclic extends: {cycle}")
             return None
         parent = resolve(parent_name, [*chain, parent_name])
         if parent is None:
@@ -123,24 +121,29 @@ def _resolve_extends(raw: dict[str, Any], col: _Collector) -> None:
         merged = copy.deepcopy(parent)
         merged.pop("extends", None)
         for key, value in body.items():
-            if key == "labels" and isinstance(value, dict):
+            if table == "images" and key == "labels" and isinstance(value, dict):
                 merged["labels"] = {**merged.get("labels", {}), **value}
             elif key != "extends":
                 merged[key] = value
         done[name] = merged
         return merged
 
-    for name in list(images):
+    for name in list(entries):
         result = resolve(name, [name])
         if result is not None:
-            images[name] = result
+            entries[name] = result
 
 
 def _merge_knowledge(raw: dict[str, Any]) -> None:
-    """Ascend facts (SoC families, compatibility table) that every catalog starts from."""
-    known = tomllib.loads(_read_data("ascend.toml"))
+    """Ascend facts (SoC families, toolkit env tables, compatibility table) that every catalog
+    starts from."""
+    known = toml.loads(_read_data("ascend.toml"))
     families = {**known["families"], **raw.get("families", {})}
     raw["families"] = families
+    # set_env.sh of each CANN line, so a catalog can name them without copying (its own win).
+    envs = raw.get("envs", {})
+    if isinstance(envs, dict):
+        raw["envs"] = {**known["envs"], **envs}
     compat = raw.get("compat", {})
     if isinstance(compat, dict):
         merged = {**known["compat"], **{k: v for k, v in compat.items() if k != "rows"}}
@@ -161,13 +164,13 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
         except (OSError, UnicodeDecodeError) as exc:
             raise CatalogError([f"{shown}: cannot read: {exc}"]) from None
     try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError([_toml_error(shown, exc)]) from None
+        raw = toml.loads(text)
+    except toml.TOMLDecodeError as exc:
+        raise CatalogError([toml.syntax_error(shown, text, exc)]) from None
 
     col = _Collector(shown, LineMap(text))
-    _resolve_extends(raw, col)
     _merge_knowledge(raw)
+    _resolve_extends(raw, col)
     if col.errors:
         raise CatalogError([str(p) for p in col.errors])
     try:
@@ -181,7 +184,7 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
                 allowed = _allowed_keys(loc[:-1])
                 msg = f"unknown key {loc[-1]!r}"
                 if allowed:
-                    msg += f" ({_hint(str(loc[-1]), allowed)})"
+                    msg += f" ({did_you_mean(str(loc[-1]), allowed)})"
                 del parent
             elif err["type"] == "missing":
                 msg = f"missing required key {loc[-1]!r}"
@@ -193,20 +196,6 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
         raise CatalogError([str(p) for p in col.errors])
     digest = hashlib.sha256(text.encode()).hexdigest()
     return LoadedCatalog(catalog, shown, digest, col.warnings)
-
-
-def _toml_error(shown: str, exc: Exception) -> str:
-    msg = str(exc)
-    # tomllib: "Invalid value (at line 3, column 7)"
-    m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
-    if m:
-        reason = msg[: m.start()].strip()
-        dup = re.match(r"Cannot (?:declare|overwrite a value) \((.*)\)", reason)
-        if dup:
-            name = ".".join(re.findall(r"'([^']*)'", dup.group(1)))
-            return f"{shown}:{m.group(1)}:{m.group(2)}: {name} is defined twice"
-        return f"{shown}:{m.group(1)}:{m.group(2)}: TOML syntax error: {reason}"
-    return f"{shown}: TOML syntax error: {msg}"
 
 
 def _get(raw: Any, loc: tuple[Any, ...]) -> Any:
@@ -269,24 +258,29 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         if tk.env not in cat.envs:
             col.error(
                 ("toolkits", tname, "env"),
-                f"unknown env table {tk.env!r} ({_hint(tk.env, list(cat.envs))})",
+                f"unknown env table {tk.env!r} ({did_you_mean(tk.env, cat.envs)})",
             )
         for i, pkg in enumerate(tk.packages):
             if pkg.family and pkg.family not in cat.families:
                 col.error(
                     ("toolkits", tname, "packages", i, "family"),
-                    f"unknown SoC family {pkg.family!r} ({_hint(pkg.family, list(cat.families))})",
+                    f"unknown SoC family {pkg.family!r} ({did_you_mean(pkg.family, cat.families)})",
                 )
     for ename, env in cat.envs.items():
         for var in env:
             if not var.replace("_", "a").isalnum() or var[0].isdigit():
                 col.error(("envs", ename, var), f"{var!r} is not a valid environment variable name")
+    for iname, img in cat.images.items():
+        for i, platform in enumerate(img.platforms):
+            if platform not in cat.ci.runners:
+                col.error(("images", iname, "platforms", i),
+                          f"no CI runner for {platform} (add it to ci.runners)")
     for cname, comp in cat.components.items():
         if comp.jobs and not comp.git:
             col.error(
                 ("components", cname, "jobs"), "a job limit applies to a built (git) component"
             )
-    soc_family = {soc: fam for fam, f in cat.families.items() for soc in f.socs}
+    socs = [soc for f in cat.families.values() for soc in f.socs]
     tags: dict[str, str] = {}
     for iname, img in cat.images.items():
         where = ("images", iname)
@@ -296,14 +290,14 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             if ref not in table:
                 refs_ok = False
                 col.error(
-                    (*where, fieldname), f"unknown {fieldname} {ref!r} ({_hint(ref, list(table))})"
+                    (*where, fieldname), f"unknown {fieldname} {ref!r} ({did_you_mean(ref, table)})"
                 )
         for i, comp_name in enumerate(img.components):
             if comp_name not in cat.components:
                 refs_ok = False
                 col.error(
                     (*where, "components", i),
-                    f"unknown component {comp_name!r} ({_hint(comp_name, list(cat.components))})",
+                    f"unknown component {comp_name!r} ({did_you_mean(comp_name, cat.components)})",
                 )
         if len(set(img.components)) != len(img.components):
             col.error((*where, "components"), "a component is listed twice")
@@ -317,11 +311,11 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             col.error(where, "no registry: set images.<name>.registry or catalog.registry")
         elif registry not in cat.registries:
             col.error((*where, "registry"), f"unknown registry {registry!r}")
-        family = soc_family.get(img.soc)
+        family = cat.family_of(img.soc)
         if family is None:
             col.error(
                 (*where, "soc"),
-                f"unknown SOC_VERSION {img.soc!r} ({_hint(img.soc, list(soc_family))})",
+                f"unknown SOC_VERSION {img.soc!r} ({did_you_mean(img.soc, socs)})",
             )
             continue
         if not refs_ok:
@@ -342,9 +336,13 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                 f"toolkit {img.toolkit!r} has no package for family {family} "
                 f"(it has: {', '.join(sorted(fams))})",
             )
-        from cannery.plan import render_tag  # local: plan imports this module's types
-
         tag = render_tag(cat, iname)
+        if not IMAGE_TAG.match(tag):
+            col.error(
+                (*where, "tag"),
+                f"renders to {tag!r}, not a valid image tag (letters, digits, '_', '.', '-'; "
+                "at most 128; not starting with '.' or '-')",
+            )
         if tag in tags:
             col.error((*where, "tag"), f"tag {tag!r} is also produced by image {tags[tag]!r}")
         tags[tag] = iname

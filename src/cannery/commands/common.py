@@ -9,6 +9,8 @@ from rich.console import Console
 from cannery.catalog.load import LoadedCatalog, load_catalog
 from cannery.errors import InputError
 from cannery.lock import Lock, read_lock
+from cannery.plan import ImageSpec
+from cannery.util.text import did_you_mean
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -44,6 +46,18 @@ def select(loaded: LoadedCatalog, names: list[str] | None) -> list[str]:
         return known
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise InputError(f"unknown image {', '.join(unknown)} (known: {', '.join(known)})")
+        one = len(unknown) == 1
+        hint = did_you_mean(unknown[0], known) if one else f"known: {', '.join(known)}"
+        raise InputError(f"unknown image {', '.join(unknown)} ({hint})")
     return names
 
+
+
+def require_locked(specs: list[ImageSpec]) -> None:
+    """``--locked``: every input of every image must be pinned by the lock, else exit 2."""
+    items = [f"  {s.name}: {item}" for s in specs for item in s.unlocked()]
+    if items:
+        raise InputError(
+            f"--locked: {len(items)} unlocked input(s); run `cannery lock` first:\n"
+            + "\n".join(items)
+        )

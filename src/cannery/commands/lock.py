@@ -2,31 +2,38 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cannery.commands.common import err, load_with_lock, out
+from cannery.commands.common import err, load_with_lock, out, select
 from cannery.lock import Input, Resolvers, dump_lock, resolve_git, resolve_url, update_lock
 from cannery.oci import OCIClient
-from cannery.tls import ca_file, ssl_context
+from cannery.tls import git_ca_bundle, ssl_context
 from cannery.util.fs import atomic_write
 
 
 def lock_cmd(
-    catalog: Path | None, lock: Path | None, update: list[str] | None, ca_cert: Path | None
+    catalog: Path | None,
+    lock: Path | None,
+    update: list[str] | None,
+    ca_cert: Path | None,
+    images: list[str] | None = None,
 ) -> int:
     loaded, old, path = load_with_lock(catalog, lock)
+    names = select(loaded, images) if images else None
     ctx = ssl_context(ca_cert)
-    client = OCIClient(ctx)
-    git_ca = ca_file(ca_cert)
-    resolvers = Resolvers(
-        base=client.resolve,
-        git=lambda url, ref: resolve_git(url, ref, git_ca),
-        url=lambda url: resolve_url(url, ctx),
-    )
 
     def progress(inp: Input) -> None:
         err.print(f"lock: {inp.kind} {inp.key}", markup=False, style="dim")
 
+    client = OCIClient(ctx)
     try:
-        new = update_lock(loaded.catalog, old, resolvers, set(update or []), progress)
+        with git_ca_bundle(ca_cert) as git_ca:
+            resolvers = Resolvers(
+                base=client.resolve,
+                git=lambda url, ref: resolve_git(url, ref, git_ca),
+                url=lambda url: resolve_url(url, ctx),
+            )
+            new = update_lock(
+                loaded.catalog, old, resolvers, set(update or []), progress, names
+            )
     finally:
         client.close()
     text = dump_lock(new)

@@ -38,7 +38,6 @@ def _summary(spec: ImageSpec) -> dict[str, Any]:
             for c in spec.components
         ],
         "unlocked": spec.unlocked(),
-        "inputs": spec.inputs_digest(),
     }
 
 

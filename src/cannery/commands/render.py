@@ -1,54 +1,173 @@
+"""`cannery render [KIND]`: Dockerfiles, the CI workflow, the bake file and the tags doc.
+
+With no kind every kind is rendered. Paths come from the catalog's ``[ci]`` table and are
+relative to the catalog's directory (the current directory for the embedded catalog), which is
+taken to be the repository root. ``--check`` writes nothing; it exits 1 and lists the files that
+differ from what the catalog renders.
+"""
+
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 from pathlib import Path
 
-from cannery.commands.common import err, load_with_lock, out, select
-from cannery.errors import CheckFailed
-from cannery.plan import plan
-from cannery.render.dockerfile import render_dockerfile
+from cannery.catalog.load import LoadedCatalog
+from cannery.commands.common import err, load_with_lock, out, require_locked, select
+from cannery.errors import CheckFailed, InputError
+from cannery.lock import Lock
+from cannery.plan import ImageSpec, plan
 from cannery.util.fs import atomic_write_many
+
+KINDS = ("dockerfile", "workflow", "bake", "docs")
 
 
 def dockerfile_name(image: str) -> str:
     return f"{image}.Dockerfile"
 
 
-def render_dockerfile_cmd(
-    images: list[str] | None, catalog: Path | None, lock: Path | None, out_dir: Path, check: bool
-) -> int:
+@dataclass(frozen=True)
+class Context:
+    loaded: LoadedCatalog
+    lock: Lock
+    root: Path
+    catalog_file: str | None  # path from the root; None for the embedded catalog
+
+    def specs(self, images: list[str] | None = None) -> list[ImageSpec]:
+        return plan(self.loaded.catalog, self.lock, select(self.loaded, images))
+
+    def dockerfiles(self) -> dict[str, str]:
+        d = self.loaded.catalog.ci.dockerfiles
+        return {name: f"{d}/{dockerfile_name(name)}" for name in self.loaded.catalog.images}
+
+
+def context(catalog: Path | None, lock: Path | None) -> Context:
     loaded, lk, _ = load_with_lock(catalog, lock)
-    specs = plan(loaded.catalog, lk, select(loaded, images))
-    files = {out_dir / dockerfile_name(s.name): render_dockerfile(s) for s in specs}
+    root = catalog.parent if catalog is not None else Path(".")
+    return Context(loaded, lk, root, catalog.name if catalog is not None else None)
+
+
+def render_kind(
+    kind: str, ctx: Context, out_path: Path | None, images: list[str] | None = None
+) -> dict[Path, str]:
+    """The files of one kind: path → text. ``out_path`` overrides the catalog's location."""
+    cat = ctx.loaded.catalog
+    if kind == "dockerfile":
+        from cannery.render.dockerfile import render_dockerfile
+
+        out_dir = out_path if out_path is not None else ctx.root / cat.ci.dockerfiles
+        return {out_dir / dockerfile_name(s.name): render_dockerfile(s) for s in ctx.specs(images)}
+    if kind == "workflow":
+        from cannery.render.actions import load_pins
+        from cannery.render.workflow import render_workflow
+
+        text = render_workflow(
+            cat, ctx.specs(), load_pins(), catalog_file=ctx.catalog_file, lock_file="cannery.lock"
+        )
+        return {out_path or ctx.root / cat.ci.workflow: text}
+    if kind == "bake":
+        from cannery.render.bake import render_bake
+
+        return {out_path or ctx.root / cat.ci.bake: render_bake(ctx.specs(), ctx.dockerfiles())}
+    if kind == "docs":
+        from cannery.render.docs import render_docs
+
+        text = render_docs(ctx.specs(), ctx.dockerfiles(), cat.ci.docs, cat.catalog.name)
+        return {out_path or ctx.root / cat.ci.docs: text}
+    raise InputError(f"unknown render kind {kind!r} (known: {', '.join(KINDS)})")
+
+
+def _stale(files: dict[Path, str]) -> list[Path]:
+    stale = []
+    for path, text in files.items():
+        try:
+            current: str | None = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            current = None
+        if current == text:
+            continue
+        stale.append(path)
+        if current is None:
+            err.print(f"{path}: missing", markup=False)
+            continue
+        diff = difflib.unified_diff(
+            text.splitlines(True), current.splitlines(True),
+            f"{path} (rendered)", f"{path} (on disk)",
+        )
+        err.print("".join(diff), markup=False, end="")
+    return stale
+
+
+def write_or_check(files: dict[Path, str], check: bool, command: str) -> int:
     if check:
-        stale = []
-        for path, text in files.items():
-            try:
-                current = path.read_text(encoding="utf-8")
-            except OSError:
-                current = None
-            if current != text:
-                stale.append(path)
-                if current is not None:
-                    diff = difflib.unified_diff(
-                        text.splitlines(True),
-                        current.splitlines(True),
-                        f"{path} (rendered)",
-                        f"{path} (on disk)",
-                    )
-                    err.print("".join(diff), markup=False, end="")
-                else:
-                    err.print(f"{path}: missing", markup=False)
+        stale = _stale(files)
         if stale:
             raise CheckFailed(
-                f"{len(stale)} Dockerfile(s) differ from the catalog: "
+                f"{len(stale)} file(s) differ from the catalog: "
                 + ", ".join(str(p) for p in stale)
-                + "; run `cannery render dockerfile` to rewrite them"
+                + f"; run `{command}` to rewrite them"
             )
-        out.print(f"{len(files)} Dockerfile(s) up to date", markup=False)
+        out.print(f"{len(files)} rendered file(s) up to date", markup=False)
         return 0
     atomic_write_many(files)
-    for path, spec in zip(files, specs, strict=False):
+    for path in files:
+        out.print(f"wrote {path}", markup=False)
+    return 0
+
+
+def render_cmd(
+    kinds: list[str],
+    catalog: Path | None,
+    lock: Path | None,
+    check: bool,
+    out_path: Path | None = None,
+    images: list[str] | None = None,
+    locked: bool = False,
+) -> int:
+    """Render ``kinds`` (all when empty); every file is written, or none. ``locked``: exit 2
+    naming each unlocked input instead of rendering a file that fails closed."""
+    ctx = context(catalog, lock)
+    if locked:
+        require_locked(ctx.specs(images))
+    files: dict[Path, str] = {}
+    for kind in kinds or KINDS:
+        files.update(render_kind(kind, ctx, out_path, images))
+    shown = "cannery render" + (f" {kinds[0]}" if len(kinds) == 1 else "")
+    if catalog is not None:
+        shown += f" --catalog {catalog}"
+    return write_or_check(files, check, shown)
+
+
+def render_dockerfile_cmd(
+    images: list[str] | None, catalog: Path | None, lock: Path | None, out_dir: Path | None,
+    check: bool,
+    locked: bool = False,
+) -> int:
+    ctx = context(catalog, lock)
+    if locked:
+        require_locked(ctx.specs(images))
+    files = render_kind("dockerfile", ctx, out_dir, images)
+    if check:
+        return write_or_check(files, True, "cannery render dockerfile")
+    atomic_write_many(files)
+    for path, spec in zip(files, ctx.specs(images), strict=False):
         note = f" ({len(spec.unlocked())} unlocked inputs)" if spec.unlocked() else ""
         out.print(f"wrote {path}{note}", markup=False)
+    return 0
+
+
+def refresh_actions_cmd(data: Path | None, base: str, allow_major: bool) -> int:
+    from cannery.render.actions import data_path, dump_pins, load_pins, refresh
+    from cannery.util.fs import atomic_write
+
+    path = data or data_path()
+    before = load_pins(path)
+    after = refresh(before, base, allow_major)
+    for action in sorted(after):
+        old, new = before[action], after[action]
+        change = "unchanged" if old == new else f"{old.version} {old.sha[:12]} -> "
+        if old != new:
+            change += f"{new.version} {new.sha[:12]}"
+        out.print(f"{action}: {change}", markup=False)
+    atomic_write(path, dump_pins(after))
     return 0

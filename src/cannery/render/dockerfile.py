@@ -96,12 +96,22 @@ def _downloads_run(
     lines = _arch_case(spec, what, branches)
     for name in names:
         v = _var(name)
+        if any(d.sha256 is None for d in downloads if d.name == name):
+            lines.append(
+                f'if [ "${{{v}_sha256}}" = {UNLOCKED} ]; then'
+                f" {_refuse(f'{name} download has no sha256 for this platform')} fi;"
+            )
         lines.append(f'curl -fsSL --proto =https --tlsv1.2 -o /tmp/{v}.run "${{{v}_url}}";')
         lines.append(f'echo "${{{v}_sha256}}  /tmp/{v}.run" | sha256sum -c -;')
         if install is not None:
             lines.append(f"bash /tmp/{v}.run {' '.join(install)};")
             lines.append(f"rm -f /tmp/{v}.run;")
     return lines
+
+
+def _refuse(what: str) -> str:
+    """A shell fragment that stops the build because ``what`` is not locked."""
+    return f"echo {_q(f'cannery: UNLOCKED {what}; run cannery lock')} >&2; exit 1;"
 
 
 def _finish(lines: list[str]) -> list[str]:
@@ -159,6 +169,16 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         out.append(Comment(f"{comp.name}: wheel, checked against its sha256 from cannery.lock"))
         lines = ["set -eu;", *_downloads_run(spec, comp.wheels, f"{comp.name} wheel")]
         v = _var(comp.name)
+        if all(w.url.endswith(".zip") for w in comp.wheels):
+            # A release bundle of wheels: every wheel in it is installed, in one pip call.
+            out[-1] = Comment(f"{comp.name}: a zip of wheels, checked against its sha256 from "
+                              "cannery.lock")
+            lines.append(f"python3 -m zipfile -e /tmp/{v}.run /tmp/{v}/;")
+            lines.append(" ".join(
+                [f"find /tmp/{v} -name '*.whl' -print0 | xargs -0 {pip}", *extra]) + ";")
+            lines.append(f"rm -rf /tmp/{v} /tmp/{v}.run;")
+            out.append(Run(_finish(lines)))
+            return out
         lines.append(f'wheel="/tmp/$(basename "${{{v}_url}}")"; mv /tmp/{v}.run "${{wheel}}";')
         lines.append(
             f'{pip} {" ".join(extra)} "${{wheel}}"; rm -f "${{wheel}}";'.replace("  ", " ")
@@ -174,14 +194,30 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
     notes = [head + (f" ({comp.install})" if comp.install != "pip" else "")]
     if not git.commit:
         notes.append(f"cannery: UNLOCKED git ref {git.ref!r}: run `cannery lock` to pin a commit.")
-    if comp.toolkit_build:
-        notes.append("Built against CANN: the devlib stub and SOC_VERSION apply to this step only.")
+    env_names = [k for k, _ in comp.build_env] + (["SOC_VERSION"] if comp.toolkit_build else [])
+    if comp.toolkit_build and spec.toolkit.devlib:
+        env_names.append("the devlib stub on LD_LIBRARY_PATH")
+    if env_names and comp.install != "none":
+        what = ", ".join(env_names[:-1]) + (" and " if len(env_names) > 1 else "") + env_names[-1]
+        notes.append(f"Build env for this step only: {what}.")
     if comp.jobs_limit is not None:
         notes.append(f"Job limit {comp.jobs_limit}, for this step only: {comp.jobs_reason}.")
+    if comp.install == "pip":
+        notes.append(
+            "The source tree is removed once installed; the commit is in the label\n"
+            f"io.cannery.component.{comp.name}."
+        )
+    else:
+        notes.append(
+            ".git is removed (stat data, reflogs and FETCH_HEAD differ on every build);\n"
+            f"the commit is in the label io.cannery.component.{comp.name}."
+        )
     out.append(Comment("\n".join(notes)))
     dest = f"{SRC}/{comp.name}"
-    lines = [
-        "set -eu;",
+    lines = ["set -eu;"]
+    if not git.commit:
+        lines.append(_refuse(f"git ref {git.ref} of {comp.name} has no commit"))
+    lines += [
         f"git init -q {dest};",
         f"git -C {dest} fetch -q --depth 1 {_q(git.url)} {_q(git.pinned)};",
         f"git -C {dest} checkout -q FETCH_HEAD;",
@@ -190,6 +226,8 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         lines += _jobs_lines(comp)
         for key, value in comp.build_env:
             lines.append(f"export {key}={_q(value)};")
+        if comp.toolkit_build:
+            lines.append(f"export SOC_VERSION={_q(spec.soc)};")
         if comp.toolkit_build and spec.toolkit.devlib:
             devlib = spec.toolkit.devlib.replace("{uname_arch}", "${" + ARCH_VAR + "}")
             lines.append(
@@ -197,10 +235,52 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             )
         for req in comp.requirements:
             lines.append(f"{pip} -r {_q(dest + '/' + req)};")
-        target = f"-e {dest}" if comp.install == "editable" else dest
+        project = f"{dest}/{comp.subdir}" if comp.subdir else dest
+        if comp.pyproject:
+            lines.append(f"cp {_q(project + '/' + comp.pyproject)} {project}/pyproject.toml;")
+        spec_ = project + (f"[{','.join(comp.extras)}]" if comp.extras else "")
+        target = f"-e {_q(spec_)}" if comp.install == "editable" else _q(spec_)
         lines.append(f"{pip} {' '.join([*extra, target])};")
+    lines.append(f"rm -rf {dest};" if comp.install == "pip" else f"rm -rf {dest}/.git;")
     out.append(Run(_finish(lines)))
     return out
+
+
+def _refuse_base(spec: ImageSpec) -> list[Instruction]:
+    """A base image given by tag only could change under the build: stop before using it."""
+    if spec.base_digest:
+        return []
+    return [Run([_refuse(f"base image {spec.base_image} has no digest")[:-1]])]
+
+
+def _apt_lines(spec: ImageSpec) -> list[str]:
+    """Install only the packages the base lacks, then drop apt's lists, caches and logs.
+
+    curl is added only when the image downloads something, git only when it has a git
+    component. The lists, binary caches and logs differ on every run, so leaving them would
+    make the layer irreproducible.
+    """
+    apt = list(spec.apt)
+    needs = ["ca-certificates"]
+    if (spec.toolkit.install and spec.toolkit.downloads) or any(c.wheels for c in spec.components):
+        needs.append("curl")
+    if any(c.git for c in spec.components):
+        needs.append("git")
+    apt += [n for n in needs if n not in apt]
+    return [
+        "set -eu;",
+        f"missing=$(for p in {' '.join(apt)}; do",
+        "  dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null | grep -q 'ok installed'"
+        ' || echo "$p";',
+        "done);",
+        'if [ -n "${missing}" ]; then',
+        "  apt-get update;",
+        # unquoted on purpose: one word per missing package
+        "  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing};",
+        "fi;",
+        "rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log"
+        " /var/cache/ldconfig/aux-cache",
+    ]
 
 
 def render_dockerfile(spec: ImageSpec) -> str:
@@ -227,28 +307,18 @@ def render_dockerfile(spec: ImageSpec) -> str:
     body += [
         Blank(),
         From("arch-${TARGETARCH}", "image"),
+        *_refuse_base(spec),
         Arg("TARGETARCH"),
+        Comment(
+            "The build passes the lock's timestamp here, so Python writes hash-based .pyc files\n"
+            "and tools clamp file times; unset, nothing changes."
+        ),
+        Arg("SOURCE_DATE_EPOCH"),
         Shell(SHELL),
         Blank(),
     ]
 
-    apt = list(spec.apt)
-    for need in ("ca-certificates", "curl", "git"):
-        if need not in apt:
-            apt.append(need)
-    body += [
-        Comment("System packages (change least often)."),
-        Run(
-            [
-                "set -eu;",
-                "apt-get update;",
-                "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
-                + " ".join(apt)
-                + ";",
-                "rm -rf /var/lib/apt/lists/*",
-            ]
-        ),
-    ]
+    body += [Comment("System packages (change least often)."), Run(_apt_lines(spec))]
     if spec.pip_tools:
         body.append(Run([f"{PIP} --upgrade {' '.join(_q(t) for t in spec.pip_tools)}"]))
     body.append(Blank())
@@ -280,7 +350,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
     body.append(Blank())
 
     constrained = any(c.pin for c in spec.components)
-    declared_jobs = declared_soc = False
+    declared_jobs = False
     for comp in spec.components:
         if comp.git and comp.install != "none" and not declared_jobs:
             body += [
@@ -288,12 +358,6 @@ def render_dockerfile(spec: ImageSpec) -> str:
                 Arg("BUILD_JOBS", ""),
             ]
             declared_jobs = True
-        if comp.toolkit_build and not declared_soc:
-            body += [
-                Comment("Read by vllm-ascend's build (an ARG is env in later RUNs)."),
-                Arg("SOC_VERSION", spec.soc),
-            ]
-            declared_soc = True
         body += _component(spec, comp, constrained and not comp.pin)
         body.append(Blank())
 
@@ -307,7 +371,6 @@ def render_dockerfile(spec: ImageSpec) -> str:
     if spec.base_digest:
         labels.append(("org.opencontainers.image.base.digest", spec.base_digest))
     labels += [
-        ("io.cannery.inputs", spec.inputs_digest()),
         ("io.cannery.toolkit", f"cann-{tk.version}"),
         ("io.cannery.soc", spec.soc),
     ]

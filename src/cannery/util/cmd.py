@@ -6,9 +6,13 @@ import logging
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
-from cannery.errors import FatalError
+from cannery.errors import CommandError
+
+__all__ = ["CommandError", "mask", "run"]
 
 log = logging.getLogger("cannery.cmd")
 
@@ -20,10 +24,6 @@ _SECRET_FLAG = re.compile(r"(?P<flag>--?(?:password|token|secret|creds)[=\s])\S+
 def mask(text: str) -> str:
     text = _SECRET_URL.sub(r"\g<scheme>***@", text)
     return _SECRET_FLAG.sub(r"\g<flag>***", text)
-
-
-class CommandError(FatalError):
-    exit_code = 2
 
 
 def run(
@@ -53,3 +53,42 @@ def run(
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise CommandError(f"{shown}: exit {proc.returncode}: {mask(last)}")
     return proc.stdout
+
+
+def stream(
+    argv: Sequence[str],
+    log_path: Path,
+    on_line: Callable[[str], None] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    keep: int = 30,
+) -> tuple[int, list[str]]:
+    """Run ``argv`` with stdout and stderr appended to ``log_path`` (masked, line by line) and
+    each line handed to ``on_line``; return the exit status and the last ``keep`` lines."""
+    if shutil.which(argv[0]) is None:
+        raise CommandError(f"{argv[0]}: not found on PATH; install it first")
+    shown = mask(" ".join(argv))
+    log.debug("run: %s", shown)
+    tail: deque[str] = deque(maxlen=keep)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("a", encoding="utf-8") as fh:
+        fh.write(f"$ {shown}\n")
+        proc = subprocess.Popen(
+            list(argv),
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+        )
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = mask(raw.rstrip("\n"))
+            fh.write(line + "\n")
+            tail.append(line)
+            if on_line:
+                on_line(line)
+        rc = proc.wait()
+        fh.write(f"# exit {rc}\n")
+    return rc, list(tail)

@@ -14,13 +14,21 @@ ENV CANN_ARCH=aarch64
 
 FROM arch-${TARGETARCH} AS image
 ARG TARGETARCH
+# The build passes the lock's timestamp here, so Python writes hash-based .pyc files
+# and tools clamp file times; unset, nothing changes.
+ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
 # System packages (change least often).
 RUN set -eu; \
-    apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc g++ cmake libnuma-dev git curl jq build-essential ca-certificates; \
-    rm -rf /var/lib/apt/lists/*
+    missing=$(for p in gcc g++ cmake libnuma-dev git curl jq build-essential ca-certificates; do \
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"; \
+    done); \
+    if [ -n "${missing}" ]; then \
+      apt-get update; \
+      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing}; \
+    fi; \
+    rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log /var/cache/ldconfig/aux-cache
 RUN python3 -m pip install --no-cache-dir --upgrade pip packaging setuptools==80.10.2
 
 # CANN 9.1.0 environment, as its set_env.sh sets it, persisted for every
@@ -54,6 +62,9 @@ RUN set -eu; \
 # Parallel jobs for every build step; empty means the builder's cores.
 ARG BUILD_JOBS=""
 # vllm-0-23 v0.23.0 at 698c00fbac79 (editable)
+# Build env for this step only: VLLM_TARGET_DEVICE.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.vllm-0-23.
 RUN set -eu; \
     git init -q /opt/src/vllm-0-23; \
     git -C /opt/src/vllm-0-23 fetch -q --depth 1 https://github.com/vllm-project/vllm.git 698c00fbac79d474a212b24e40327d5aebc29d9c; \
@@ -61,54 +72,68 @@ RUN set -eu; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     export VLLM_TARGET_DEVICE=empty; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/vllm-0-23
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/vllm-0-23; \
+    rm -rf /opt/src/vllm-0-23/.git
 
-# Read by vllm-ascend's build (an ARG is env in later RUNs).
-ARG SOC_VERSION=ascend910b1
 # vllm-ascend-0-23 v0.23.0 at f282a373945e (editable)
-# Built against CANN: the devlib stub and SOC_VERSION apply to this step only.
+# Build env for this step only: COMPILE_CUSTOM_KERNELS, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
 # Job limit 2, for this step only: the custom-kernel compile needs about 8 GiB per job.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.vllm-ascend-0-23.
 RUN set -eu; \
     git init -q /opt/src/vllm-ascend-0-23; \
     git -C /opt/src/vllm-ascend-0-23 fetch -q --depth 1 https://github.com/vllm-project/vllm-ascend.git f282a373945e84dc8ad121fa9ced8fa3786a620e; \
     git -C /opt/src/vllm-ascend-0-23 checkout -q FETCH_HEAD; \
     export MAX_JOBS=2 CMAKE_BUILD_PARALLEL_LEVEL=2 MAKEFLAGS=-j2; \
     export COMPILE_CUSTOM_KERNELS=1; \
+    export SOC_VERSION=ascend910b1; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-9.1.0/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/vllm-ascend-0-23/requirements.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation --no-deps -e /opt/src/vllm-ascend-0-23
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation --no-deps -e /opt/src/vllm-ascend-0-23; \
+    rm -rf /opt/src/vllm-ascend-0-23/.git
 
 # mindspeed-0-18 at 7c9db43c2378 (editable)
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.mindspeed-0-18.
 RUN set -eu; \
     git init -q /opt/src/mindspeed-0-18; \
     git -C /opt/src/mindspeed-0-18 fetch -q --depth 1 https://gitcode.com/Ascend/MindSpeed.git 7c9db43c2378f263930658bcf201d9b9122b75e3; \
     git -C /opt/src/mindspeed-0-18 checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/mindspeed-0-18
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/mindspeed-0-18; \
+    rm -rf /opt/src/mindspeed-0-18/.git
 
 # megatron-lm-0-18 at c44cb8880632 (editable)
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.megatron-lm-0-18.
 RUN set -eu; \
     git init -q /opt/src/megatron-lm-0-18; \
     git -C /opt/src/megatron-lm-0-18 fetch -q --depth 1 https://github.com/NVIDIA/Megatron-LM.git c44cb8880632f59d3310c9360be57304f9833589; \
     git -C /opt/src/megatron-lm-0-18 checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/megatron-lm-0-18
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/megatron-lm-0-18; \
+    rm -rf /opt/src/megatron-lm-0-18/.git
 
 # transformers at cc7ab9be508c (editable)
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.transformers.
 RUN set -eu; \
     git init -q /opt/src/transformers; \
     git -C /opt/src/transformers fetch -q --depth 1 https://github.com/huggingface/transformers.git cc7ab9be508ce6ed3637bba9e50367b29b742dc6; \
     git -C /opt/src/transformers checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/transformers
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/transformers; \
+    rm -rf /opt/src/transformers/.git
 
 # train-extras: accelerate==1.13.0 mathruler
 RUN python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt accelerate==1.13.0 mathruler
 
 # verl at 4045d6706305 (editable)
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.verl.
 RUN set -eu; \
     git init -q /opt/src/verl; \
     git -C /opt/src/verl fetch -q --depth 1 https://github.com/verl-project/verl.git 4045d67063052dcb800c918c107b8d5a87046006; \
@@ -116,14 +141,14 @@ RUN set -eu; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/verl/requirements-npu.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/verl
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/verl; \
+    rm -rf /opt/src/verl/.git
 
 LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-9.1.0-910b-ubuntu22.04-py3.12-vllm0-23" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-910b-ubuntu22.04-py3.12" \
       org.opencontainers.image.revision="4045d67063052dcb800c918c107b8d5a87046006" \
       org.opencontainers.image.base.digest="sha256:d4b613eaeb9e8a868addf25a1ac78ad9c306ce3c7633ecd9fb5937130fd7f158" \
-      io.cannery.inputs="sha256:e3633d0134bb91d622f65ed8d4f6c8332d673e0bc0d5dc437ee6691b799bf6f6" \
       io.cannery.toolkit="cann-9.1.0" \
       io.cannery.soc="ascend910b1" \
       io.cannery.component.torch-2-10="torch==2.10.0 torch_npu==2.10.0.post4 torchvision==0.25.0" \

@@ -23,14 +23,23 @@ FROM base AS arch-arm64
 ENV CANN_ARCH=aarch64
 
 FROM arch-${TARGETARCH} AS image
+RUN echo 'cannery: UNLOCKED base image swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.1-910b-ubuntu22.04-py3.11 has no digest; run cannery lock' >&2; exit 1
 ARG TARGETARCH
+# The build passes the lock's timestamp here, so Python writes hash-based .pyc files
+# and tools clamp file times; unset, nothing changes.
+ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
 # System packages (change least often).
 RUN set -eu; \
-    apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc g++ cmake libnuma-dev git curl jq build-essential ca-certificates; \
-    rm -rf /var/lib/apt/lists/*
+    missing=$(for p in gcc g++ cmake libnuma-dev git curl jq build-essential ca-certificates; do \
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"; \
+    done); \
+    if [ -n "${missing}" ]; then \
+      apt-get update; \
+      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing}; \
+    fi; \
+    rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log /var/cache/ldconfig/aux-cache
 RUN python3 -m pip install --no-cache-dir --upgrade pip packaging setuptools==80.10.2
 
 # CANN 8.5.2 environment, as its set_env.sh sets it, persisted for every
@@ -54,14 +63,17 @@ RUN set -eu; \
       arm64) toolkit_url=https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%208.5.2/Ascend-cann-toolkit_8.5.2_linux-aarch64.run; toolkit_sha256=UNLOCKED; ops_url=https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%208.5.2/Ascend-cann-910b-ops_8.5.2_linux-aarch64.run; ops_sha256=UNLOCKED; nnal_url=https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%208.5.2/Ascend-cann-nnal_8.5.2_linux-aarch64.run; nnal_sha256=UNLOCKED ;; \
       *) echo "cannery: no CANN 8.5.2 installers for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
     esac; \
+    if [ "${toolkit_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED toolkit download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/toolkit.run "${toolkit_url}"; \
     echo "${toolkit_sha256}  /tmp/toolkit.run" | sha256sum -c -; \
     bash /tmp/toolkit.run --quiet --install --install-for-all; \
     rm -f /tmp/toolkit.run; \
+    if [ "${ops_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED ops download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/ops.run "${ops_url}"; \
     echo "${ops_sha256}  /tmp/ops.run" | sha256sum -c -; \
     bash /tmp/ops.run --quiet --install --install-for-all; \
     rm -f /tmp/ops.run; \
+    if [ "${nnal_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED nnal download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/nnal.run "${nnal_url}"; \
     echo "${nnal_sha256}  /tmp/nnal.run" | sha256sum -c -; \
     bash /tmp/nnal.run --quiet --install --install-for-all; \
@@ -84,36 +96,51 @@ RUN set -eu; \
 ARG BUILD_JOBS=""
 # mindspeed at ref core_r0.16.0 (editable)
 # cannery: UNLOCKED git ref 'core_r0.16.0': run `cannery lock` to pin a commit.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.mindspeed.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref core_r0.16.0 of mindspeed has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/mindspeed; \
     git -C /opt/src/mindspeed fetch -q --depth 1 https://gitcode.com/Ascend/MindSpeed.git core_r0.16.0; \
     git -C /opt/src/mindspeed checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/mindspeed
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/mindspeed; \
+    rm -rf /opt/src/mindspeed/.git
 
 # megatron-lm at ref core_r0.16.0 (editable)
 # cannery: UNLOCKED git ref 'core_r0.16.0': run `cannery lock` to pin a commit.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.megatron-lm.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref core_r0.16.0 of megatron-lm has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/megatron-lm; \
     git -C /opt/src/megatron-lm fetch -q --depth 1 https://github.com/NVIDIA/Megatron-LM.git core_r0.16.0; \
     git -C /opt/src/megatron-lm checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/megatron-lm
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/megatron-lm; \
+    rm -rf /opt/src/megatron-lm/.git
 
 # megatron-bridge at de93536e9028
+# The source tree is removed once installed; the commit is in the label
+# io.cannery.component.megatron-bridge.
 RUN set -eu; \
     git init -q /opt/src/megatron-bridge; \
     git -C /opt/src/megatron-bridge fetch -q --depth 1 https://github.com/NVIDIA-NeMo/Megatron-Bridge.git de93536e9028ecf1e4dc28608dc80f336dcdfe59; \
     git -C /opt/src/megatron-bridge checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-deps --no-build-isolation /opt/src/megatron-bridge
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-deps --no-build-isolation /opt/src/megatron-bridge; \
+    rm -rf /opt/src/megatron-bridge
 
 # vllm v0.18.0 at ref v0.18.0 (editable)
 # cannery: UNLOCKED git ref 'v0.18.0': run `cannery lock` to pin a commit.
+# Build env for this step only: VLLM_TARGET_DEVICE.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.vllm.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref v0.18.0 of vllm has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/vllm; \
     git -C /opt/src/vllm fetch -q --depth 1 https://github.com/vllm-project/vllm.git v0.18.0; \
     git -C /opt/src/vllm checkout -q FETCH_HEAD; \
@@ -121,36 +148,44 @@ RUN set -eu; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     export VLLM_TARGET_DEVICE=empty; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/vllm/requirements/build.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/vllm
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/vllm; \
+    rm -rf /opt/src/vllm/.git
 
-# Read by vllm-ascend's build (an ARG is env in later RUNs).
-ARG SOC_VERSION=ascend910b1
 # vllm-ascend v0.18.0 at 54879467c417 (editable)
-# Built against CANN: the devlib stub and SOC_VERSION apply to this step only.
+# Build env for this step only: COMPILE_CUSTOM_KERNELS, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
 # Job limit 1, for this step only: the custom-kernel compile runs out of memory with more than one job.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.vllm-ascend.
 RUN set -eu; \
     git init -q /opt/src/vllm-ascend; \
     git -C /opt/src/vllm-ascend fetch -q --depth 1 https://github.com/vllm-project/vllm-ascend.git 54879467c41784a446aa5b486a391d9bfbf488fa; \
     git -C /opt/src/vllm-ascend checkout -q FETCH_HEAD; \
     export MAX_JOBS=1 CMAKE_BUILD_PARALLEL_LEVEL=1 MAKEFLAGS=-j1; \
     export COMPILE_CUSTOM_KERNELS=1; \
+    export SOC_VERSION=ascend910b1; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-8.5.2/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/vllm-ascend/requirements.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -e /opt/src/vllm-ascend
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -e /opt/src/vllm-ascend; \
+    rm -rf /opt/src/vllm-ascend/.git
 
 # transformers at cc7ab9be508c (editable)
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.transformers.
 RUN set -eu; \
     git init -q /opt/src/transformers; \
     git -C /opt/src/transformers fetch -q --depth 1 https://github.com/huggingface/transformers.git cc7ab9be508ce6ed3637bba9e50367b29b742dc6; \
     git -C /opt/src/transformers checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/transformers
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/transformers; \
+    rm -rf /opt/src/transformers/.git
 
 # train-extras: accelerate==1.13.0 mathruler
 RUN python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt accelerate==1.13.0 mathruler
 
 # verl at 4045d6706305 (editable)
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.verl.
 RUN set -eu; \
     git init -q /opt/src/verl; \
     git -C /opt/src/verl fetch -q --depth 1 https://github.com/verl-project/verl.git 4045d67063052dcb800c918c107b8d5a87046006; \
@@ -158,13 +193,13 @@ RUN set -eu; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/verl/requirements-npu.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/verl
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/verl; \
+    rm -rf /opt/src/verl/.git
 
 LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-8.5.2-910b-ubuntu22.04-py3.11-qwen3-5" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.1-910b-ubuntu22.04-py3.11" \
       org.opencontainers.image.revision="4045d67063052dcb800c918c107b8d5a87046006" \
-      io.cannery.inputs="sha256:7e544aa0ec0df29240486255da6b04ccbc0326874137d4534727b45e84157e1e" \
       io.cannery.toolkit="cann-8.5.2" \
       io.cannery.soc="ascend910b1" \
       io.cannery.component.torch-2-9="torch==2.9.0 torch_npu==2.9.0 torchvision==0.24.0" \

@@ -18,14 +18,23 @@ FROM base AS arch-arm64
 ENV CANN_ARCH=aarch64
 
 FROM arch-${TARGETARCH} AS image
+RUN echo 'cannery: UNLOCKED base image swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-910b-ubuntu22.04-py3.12 has no digest; run cannery lock' >&2; exit 1
 ARG TARGETARCH
+# The build passes the lock's timestamp here, so Python writes hash-based .pyc files
+# and tools clamp file times; unset, nothing changes.
+ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
 # System packages (change least often).
 RUN set -eu; \
-    apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc g++ cmake libnuma-dev git curl jq build-essential ca-certificates; \
-    rm -rf /var/lib/apt/lists/*
+    missing=$(for p in gcc g++ cmake libnuma-dev git curl jq build-essential ca-certificates; do \
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"; \
+    done); \
+    if [ -n "${missing}" ]; then \
+      apt-get update; \
+      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing}; \
+    fi; \
+    rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log /var/cache/ldconfig/aux-cache
 RUN python3 -m pip install --no-cache-dir --upgrade pip packaging setuptools==80.10.2
 
 # CANN 9.1.0 environment, as its set_env.sh sets it, persisted for every
@@ -60,64 +69,85 @@ RUN set -eu; \
 ARG BUILD_JOBS=""
 # vllm-0-23 v0.23.0 at ref v0.23.0 (editable)
 # cannery: UNLOCKED git ref 'v0.23.0': run `cannery lock` to pin a commit.
+# Build env for this step only: VLLM_TARGET_DEVICE.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.vllm-0-23.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref v0.23.0 of vllm-0-23 has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/vllm-0-23; \
     git -C /opt/src/vllm-0-23 fetch -q --depth 1 https://github.com/vllm-project/vllm.git v0.23.0; \
     git -C /opt/src/vllm-0-23 checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     export VLLM_TARGET_DEVICE=empty; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/vllm-0-23
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/vllm-0-23; \
+    rm -rf /opt/src/vllm-0-23/.git
 
-# Read by vllm-ascend's build (an ARG is env in later RUNs).
-ARG SOC_VERSION=ascend910b1
 # vllm-ascend-0-23 v0.23.0 at ref v0.23.0 (editable)
 # cannery: UNLOCKED git ref 'v0.23.0': run `cannery lock` to pin a commit.
-# Built against CANN: the devlib stub and SOC_VERSION apply to this step only.
+# Build env for this step only: COMPILE_CUSTOM_KERNELS, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
 # Job limit 2, for this step only: the custom-kernel compile needs about 8 GiB per job.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.vllm-ascend-0-23.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref v0.23.0 of vllm-ascend-0-23 has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/vllm-ascend-0-23; \
     git -C /opt/src/vllm-ascend-0-23 fetch -q --depth 1 https://github.com/vllm-project/vllm-ascend.git v0.23.0; \
     git -C /opt/src/vllm-ascend-0-23 checkout -q FETCH_HEAD; \
     export MAX_JOBS=2 CMAKE_BUILD_PARALLEL_LEVEL=2 MAKEFLAGS=-j2; \
     export COMPILE_CUSTOM_KERNELS=1; \
+    export SOC_VERSION=ascend910b1; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-9.1.0/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/vllm-ascend-0-23/requirements.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation --no-deps -e /opt/src/vllm-ascend-0-23
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation --no-deps -e /opt/src/vllm-ascend-0-23; \
+    rm -rf /opt/src/vllm-ascend-0-23/.git
 
 # mindspeed-0-18 at ref core_r0.18.0 (editable)
 # cannery: UNLOCKED git ref 'core_r0.18.0': run `cannery lock` to pin a commit.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.mindspeed-0-18.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref core_r0.18.0 of mindspeed-0-18 has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/mindspeed-0-18; \
     git -C /opt/src/mindspeed-0-18 fetch -q --depth 1 https://gitcode.com/Ascend/MindSpeed.git core_r0.18.0; \
     git -C /opt/src/mindspeed-0-18 checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/mindspeed-0-18
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/mindspeed-0-18; \
+    rm -rf /opt/src/mindspeed-0-18/.git
 
 # megatron-lm-0-18 at ref core_r0.18.0 (editable)
 # cannery: UNLOCKED git ref 'core_r0.18.0': run `cannery lock` to pin a commit.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.megatron-lm-0-18.
 RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref core_r0.18.0 of megatron-lm-0-18 has no commit; run cannery lock' >&2; exit 1; \
     git init -q /opt/src/megatron-lm-0-18; \
     git -C /opt/src/megatron-lm-0-18 fetch -q --depth 1 https://github.com/NVIDIA/Megatron-LM.git core_r0.18.0; \
     git -C /opt/src/megatron-lm-0-18 checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/megatron-lm-0-18
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/megatron-lm-0-18; \
+    rm -rf /opt/src/megatron-lm-0-18/.git
 
 # transformers at cc7ab9be508c (editable)
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.transformers.
 RUN set -eu; \
     git init -q /opt/src/transformers; \
     git -C /opt/src/transformers fetch -q --depth 1 https://github.com/huggingface/transformers.git cc7ab9be508ce6ed3637bba9e50367b29b742dc6; \
     git -C /opt/src/transformers checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/transformers
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/transformers; \
+    rm -rf /opt/src/transformers/.git
 
 # train-extras: accelerate==1.13.0 mathruler
 RUN python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt accelerate==1.13.0 mathruler
 
 # verl at 4045d6706305 (editable)
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.verl.
 RUN set -eu; \
     git init -q /opt/src/verl; \
     git -C /opt/src/verl fetch -q --depth 1 https://github.com/verl-project/verl.git 4045d67063052dcb800c918c107b8d5a87046006; \
@@ -125,13 +155,13 @@ RUN set -eu; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/verl/requirements-npu.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/verl
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/verl; \
+    rm -rf /opt/src/verl/.git
 
 LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-9.1.0-910b-ubuntu22.04-py3.12-vllm0-23" \
       org.opencontainers.image.base.name="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-910b-ubuntu22.04-py3.12" \
       org.opencontainers.image.revision="4045d67063052dcb800c918c107b8d5a87046006" \
-      io.cannery.inputs="sha256:4b3240ccc8c15e14de9cc9883ff3b27cc5109a92dffcc203fa94a760e985d4b9" \
       io.cannery.toolkit="cann-9.1.0" \
       io.cannery.soc="ascend910b1" \
       io.cannery.component.torch-2-10="torch==2.10.0 torch_npu==2.10.0.post4 torchvision==0.25.0" \

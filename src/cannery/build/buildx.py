@@ -1,0 +1,78 @@
+"""BuildKit through ``docker buildx``: one platform per invocation, pushed by digest by BuildKit
+itself (``push-by-digest=true,name-canonical=true``; no tag is written), its descriptor read
+from ``--metadata-file``. ``--builder`` selects a remote or Kubernetes BuildKit: the way past
+one machine. Registry credentials are docker's own (its config file); none is on the command
+line. Index merge and tag move stay with cannery's registry client (see engine.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+from cannery.build.engine import BuildOptions, Built
+from cannery.build.plan import INPUTS_LABEL, ImageJob, PlatformJob
+from cannery.errors import FatalError, InputError
+from cannery.oci import Descriptor
+
+
+class BuildxEngine:
+    name = "buildx"
+
+    def steps(self, image: ImageJob, job: PlatformJob, opts: BuildOptions) -> list[list[str]]:
+        if opts.oci_output or not opts.push_repository:
+            raise InputError("--backend buildx pushes to a registry: use --push (or buildah)")
+        argv = ["docker", "buildx", "build"]
+        if opts.builder:
+            argv += ["--builder", opts.builder]
+        output = ",".join(
+            [
+                "type=image",
+                f"name={opts.push_repository}",
+                "push-by-digest=true",
+                "name-canonical=true",
+                "push=true",
+                "rewrite-timestamp=true",
+            ]
+        )
+        argv += [
+            "--platform",
+            job.platform,
+            "--file",
+            str(opts.dockerfile),
+            "--build-arg",
+            f"SOURCE_DATE_EPOCH={image.epoch}",
+            "--label",
+            f"{INPUTS_LABEL}={job.input_digest}",
+            # Attestations would turn the platform manifest into an index of its own.
+            "--provenance=false",
+            "--sbom=false",
+            "--output",
+            output,
+            "--metadata-file",
+            str(opts.work / "metadata.json"),
+        ]
+        if opts.network:
+            argv += ["--network", opts.network]
+        if opts.no_cache:
+            argv.append("--no-cache")
+        argv.append(str(opts.context))
+        return [argv]
+
+    def collect(self, image: ImageJob, job: PlatformJob, opts: BuildOptions) -> Built:
+        path = opts.work / "metadata.json"
+        try:
+            meta = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise FatalError(f"{job.platform}: buildx wrote no readable metadata: {exc}") from None
+        desc = meta.get("containerimage.descriptor") or {}
+        digest = meta.get("containerimage.digest") or desc.get("digest")
+        media = desc.get("mediaType")
+        size = desc.get("size")
+        if not (isinstance(digest, str) and digest.startswith("sha256:") and media and size):
+            raise FatalError(f"{path}: no pushed image descriptor (containerimage.descriptor)")
+        if desc.get("digest") not in (None, digest):
+            raise FatalError(f"{path}: containerimage.digest and descriptor disagree")
+        return Built(
+            layout=None,
+            descriptor=Descriptor(media_type=str(media), digest=digest, size=int(size)),
+        )

@@ -1,0 +1,416 @@
+"""Run planned builds: per platform build → push by digest; then one index → then the tags.
+
+Order is the safety argument. Platform manifests are pushed by digest (no tag); the index is
+written by digest only after every platform it lists is in the registry; the tags move last,
+and only when every platform of the image succeeded. A reader of the tag therefore sees the old
+complete index or the new complete index, never a partial one.
+
+No-op builds: each platform's input digest (see ``build/plan.py``) is stored as the
+``io.cannery.inputs`` label and as an annotation on the platform's entry in the index. A
+platform whose digest matches the entry in the index the tag points at now, and whose manifest
+is still in the registry, is not rebuilt (``force`` rebuilds). When nothing was rebuilt the
+merged index is byte-identical to the current one, and nothing is written at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cannery.build.engine import BuildOptions, Built, Engine
+from cannery.build.plan import INPUTS_LABEL, ImageJob, PlatformJob
+from cannery.build.progress import Reporter
+from cannery.errors import FatalError, InputError
+from cannery.oci import Descriptor, OCIClient, Reference
+from cannery.oci.publish import merge_index, move_tags, push_image_dir
+from cannery.util.cmd import stream
+from cannery.util.fs import atomic_write
+
+INDEX_TYPES = (
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+)
+
+
+@dataclass
+class PlatformResult:
+    platform: str
+    input_digest: str
+    digest: str | None = None
+    skipped: str | None = None  # why it was not rebuilt
+    error: str | None = None
+    seconds: float = 0.0
+    log: str | None = None
+    descriptor: Descriptor | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "platform": self.platform,
+            "input_digest": self.input_digest,
+            "digest": self.digest,
+            "skipped": self.skipped,
+            "error": self.error,
+            "seconds": round(self.seconds, 3),
+            "log": self.log,
+        }
+
+
+@dataclass
+class ImageResult:
+    image: str
+    repository: str
+    tags: list[str]
+    platforms: list[PlatformResult] = field(default_factory=list)
+    index_digest: str | None = None
+    tags_moved: list[str] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+    output: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "image": self.image,
+            "repository": self.repository,
+            "tags": self.tags,
+            "index_digest": self.index_digest,
+            "tags_moved": self.tags_moved,
+            "output": self.output,
+            "error": self.error,
+            "seconds": round(self.seconds, 3),
+            "platforms": [p.to_json() for p in self.platforms],
+        }
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where images go: a registry (``client``) or an OCI image layout directory."""
+
+    client: OCIClient | None = None
+    oci_dir: Path | None = None
+    digest_dir: Path | None = None  # write each pushed platform's descriptor here (CI legs)
+    merge: bool = True  # merge and tag (False: push platforms by digest only)
+
+
+@dataclass(frozen=True)
+class Settings:
+    engine: Engine
+    log_dir: Path
+    force: bool = False
+    cert_dir: Path | None = None
+    network: str | None = None
+    builder: str | None = None
+
+
+def _platform_of(desc: Descriptor) -> str | None:
+    p = desc.platform or {}
+    if not p.get("os") or not p.get("architecture"):
+        return None
+    return "/".join(x for x in (p["os"], p["architecture"], p.get("variant", "")) if x)
+
+
+def current_children(client: OCIClient, repo: Reference, tag: str) -> dict[str, Descriptor]:
+    """platform → entry of the index ``tag`` points at now (empty if none, or not an index)."""
+    ref = repo.with_tag(tag)
+    if client.head_manifest(ref) is None:
+        return {}
+    body, desc = client.get_manifest(ref)
+    if desc.media_type not in INDEX_TYPES:
+        return {}
+    out: dict[str, Descriptor] = {}
+    for m in json.loads(body).get("manifests", []):
+        child = Descriptor(
+            media_type=m.get("mediaType", ""),
+            digest=m.get("digest", ""),
+            size=int(m.get("size", 0)),
+            platform=m.get("platform"),
+            annotations=m.get("annotations"),
+        )
+        platform = _platform_of(child)
+        if platform:
+            out[platform] = child
+    return out
+
+
+def _child(desc: Descriptor, job: PlatformJob) -> Descriptor:
+    return Descriptor(
+        media_type=desc.media_type,
+        digest=desc.digest,
+        size=desc.size,
+        platform=job.os_arch,
+        annotations={INPUTS_LABEL: job.input_digest},
+    )
+
+
+@contextmanager
+def _scratch() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="cannery-build-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _build_platform(
+    image: ImageJob,
+    job: PlatformJob,
+    settings: Settings,
+    target: Target,
+    reporter: Reporter,
+    context: Path,
+    work: Path,
+) -> tuple[Built, list[str]]:
+    repo = Reference.parse(image.repository) if target.client else None
+    opts = BuildOptions(
+        context=context,
+        dockerfile=context / "Dockerfile",
+        work=work,
+        push_repository=f"{repo.host}/{repo.repository}" if repo else None,
+        oci_output=target.oci_dir is not None,
+        cert_dir=settings.cert_dir,
+        network=settings.network,
+        builder=settings.builder,
+        no_cache=settings.force,
+    )
+    steps = settings.engine.steps(image, job, opts)
+    log_path = settings.log_dir / image.name / f"{job.slug}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_text("")
+    for argv in steps:
+        rc, tail = stream(
+            argv, log_path, lambda line: reporter.line(image.name, job, line), env=engine_env()
+        )
+        if rc != 0:
+            raise _PlatformFailed(f"{argv[0]} {argv[1]} exited {rc}", tail, log_path)
+    return settings.engine.collect(image, job, opts), [str(log_path)]
+
+
+def engine_env() -> dict[str, str]:
+    """The environment engines run in: cannery's registry credentials are for its own client
+    only, so no engine process (nor anything it starts) inherits them."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("CANNERY_REGISTRY_")}
+
+
+class _PlatformFailed(Exception):
+    def __init__(self, reason: str, tail: list[str], log: Path) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.tail = tail
+        self.log = log
+
+
+def build_image(
+    image: ImageJob, settings: Settings, target: Target, reporter: Reporter
+) -> ImageResult:
+    """Build every planned platform of one image, then publish it; never a partial tag."""
+    started = time.monotonic()
+    result = ImageResult(image.name, image.repository, list(image.tags))
+    client = target.client
+    repo = Reference.parse(image.repository) if client else None
+    current: dict[str, Descriptor] = {}
+    if client and repo and not settings.force:
+        current = current_children(client, repo, image.tags[0])
+    children: list[Descriptor] = []
+    with _scratch() as scratch:
+        context = scratch / "context"
+        context.mkdir()
+        (context / "Dockerfile").write_text(image.dockerfile, encoding="utf-8")
+        for job in image.platforms:
+            pres = PlatformResult(job.platform, job.input_digest)
+            result.platforms.append(pres)
+            t0 = time.monotonic()
+            have = current.get(job.platform)
+            if (
+                have
+                and client
+                and repo
+                and (have.annotations or {}).get(INPUTS_LABEL) == job.input_digest
+                and client.head_manifest(repo.with_digest(have.digest)) is not None
+            ):
+                pres.skipped = "unchanged inputs, already in the registry"
+                pres.digest = have.digest
+                pres.descriptor = have
+                children.append(have)
+                reporter.skipped(image.name, job, pres.skipped)
+                continue
+            reporter.start(image.name, job)
+            work = scratch / job.slug
+            work.mkdir()
+            try:
+                built, logs = _build_platform(image, job, settings, target, reporter, context, work)
+                pres.log = logs[0]
+                if built.descriptor is not None:
+                    desc = built.descriptor
+                elif client and repo:
+                    assert built.layout is not None
+                    reporter.note(image.name, job, "pushing by digest")
+                    desc = push_image_dir(client, repo, built.layout)
+                else:
+                    assert built.layout is not None and target.oci_dir is not None
+                    desc = _copy_into_layout(built.layout, target.oci_dir)
+            except _PlatformFailed as exc:
+                pres.error = exc.reason
+                pres.log = str(exc.log)
+                pres.seconds = time.monotonic() - t0
+                reporter.failed(image.name, job, exc.reason, exc.tail)
+                result.error = f"{job.platform}: {exc.reason} (log: {exc.log})"
+                break
+            except FatalError as exc:
+                pres.error = exc.message
+                pres.seconds = time.monotonic() - t0
+                reporter.failed(image.name, job, exc.message, [])
+                result.error = f"{job.platform}: {exc.message}"
+                break
+            pres.seconds = time.monotonic() - t0
+            pres.digest = desc.digest
+            pres.descriptor = _child(desc, job)
+            children.append(pres.descriptor)
+            reporter.finished(image.name, job, desc.digest)
+            if target.digest_dir:
+                _write_descriptor(target.digest_dir, image.name, job, pres.descriptor)
+    if result.error is None and target.merge:
+        _publish(image, children, target, result, reporter)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _publish(
+    image: ImageJob,
+    children: list[Descriptor],
+    target: Target,
+    result: ImageResult,
+    reporter: Reporter,
+) -> None:
+    want = set(image.spec.platforms)
+    have = {_platform_of(c) for c in children}
+    if have != want:
+        missing = ", ".join(sorted(want - {p for p in have if p}))
+        result.error = f"not tagged: platforms {missing} were not built in this run"
+        return
+    annotations = {"org.opencontainers.image.ref.name": image.tags[0]}
+    if target.client:
+        repo = Reference.parse(image.repository)
+        index = merge_index(target.client, repo, children, annotations)
+        result.index_digest = index.digest
+        result.tags_moved = move_tags(target.client, repo, index, list(image.tags))
+        reporter.published(image.name, index.digest, result.tags_moved)
+    elif target.oci_dir:
+        index = _write_layout_index(target.oci_dir, children, annotations, image.tags)
+        result.index_digest = index.digest
+        result.output = str(target.oci_dir)
+        reporter.published(image.name, index.digest, list(image.tags))
+
+
+def merge_from_digest_dir(image: ImageJob, target: Target, reporter: Reporter) -> ImageResult:
+    """CI's merge job: read the descriptors the platform legs wrote, check each is in the
+    registry, then merge and tag (or fail with no tag moved when one is missing)."""
+    assert target.digest_dir is not None and target.client is not None
+    result = ImageResult(image.name, image.repository, list(image.tags))
+    repo = Reference.parse(image.repository)
+    children = []
+    for job in image.platforms:
+        path = target.digest_dir / image.name / f"{job.slug}.json"
+        pres = PlatformResult(job.platform, job.input_digest)
+        result.platforms.append(pres)
+        try:
+            raw = json.loads(path.read_text())
+            desc = Descriptor(
+                media_type=raw["mediaType"],
+                digest=raw["digest"],
+                size=int(raw["size"]),
+                platform=raw.get("platform"),
+                annotations=raw.get("annotations"),
+            )
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            result.error = f"{path}: no descriptor for {job.platform} ({exc}); no tag moved"
+            return result
+        if (desc.annotations or {}).get(INPUTS_LABEL) != job.input_digest:
+            result.error = (
+                f"{path}: {job.platform} was built from other inputs than this catalog and "
+                "lock plan; no tag moved"
+            )
+            return result
+        if target.client.head_manifest(repo.with_digest(desc.digest)) is None:
+            result.error = f"{job.platform}: {desc.digest} is not in {image.repository}"
+            return result
+        pres.digest = desc.digest
+        pres.skipped = "built by another job"
+        children.append(desc)
+    _publish(image, children, target, result, reporter)
+    return result
+
+
+def _write_descriptor(root: Path, image: str, job: PlatformJob, desc: Descriptor) -> None:
+    atomic_write(root / image / f"{job.slug}.json", json.dumps(desc.to_json(), indent=2) + "\n")
+
+
+# ---------------------------------------------------------------- OCI image layout output
+
+
+def _copy_into_layout(layout: Path, oci_dir: Path) -> Descriptor:
+    """Copy a ``dir:`` layout's blobs and manifest into an OCI layout's blob store."""
+    blobs = oci_dir / "blobs" / "sha256"
+    blobs.mkdir(parents=True, exist_ok=True)
+    (oci_dir / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}')
+    for f in layout.iterdir():
+        if len(f.name) == 64 and not (blobs / f.name).exists():
+            shutil.copyfile(f, blobs / f.name)
+    manifest = (layout / "manifest.json").read_bytes()
+    import hashlib
+
+    digest = hashlib.sha256(manifest).hexdigest()
+    atomic_write(blobs / digest, manifest)
+    media = json.loads(manifest).get("mediaType", "application/vnd.oci.image.manifest.v1+json")
+    return Descriptor(media_type=media, digest=f"sha256:{digest}", size=len(manifest))
+
+
+def _write_layout_index(
+    oci_dir: Path, children: list[Descriptor], annotations: dict[str, str], tags: tuple[str, ...]
+) -> Descriptor:
+    import hashlib
+
+    ordered = sorted(children, key=lambda c: _platform_of(c) or "")
+    body = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": INDEX_TYPES[0],
+            "manifests": [c.to_json() for c in ordered],
+            "annotations": annotations,
+        },
+        separators=(",", ":"),
+    ).encode()
+    digest = hashlib.sha256(body).hexdigest()
+    atomic_write(oci_dir / "blobs" / "sha256" / digest, body)
+    index = Descriptor(media_type=INDEX_TYPES[0], digest=f"sha256:{digest}", size=len(body))
+    top_path = oci_dir / "index.json"
+    try:
+        top = json.loads(top_path.read_text())
+    except (OSError, ValueError):
+        top = {"schemaVersion": 2, "mediaType": INDEX_TYPES[0], "manifests": []}
+    entries = [
+        m
+        for m in top.get("manifests", [])
+        if (m.get("annotations") or {}).get("org.opencontainers.image.ref.name") not in tags
+    ]
+    for tag in tags:
+        entry = index.to_json()
+        entry["annotations"] = {"org.opencontainers.image.ref.name": tag}
+        entries.append(entry)
+    top["manifests"] = entries
+    atomic_write(top_path, json.dumps(top, indent=2) + "\n")
+    return index
+
+
+def check_target(target: Target) -> None:
+    if target.oci_dir is not None and target.oci_dir.exists() and not target.oci_dir.is_dir():
+        raise InputError(f"--output oci:{target.oci_dir}: exists and is not a directory")

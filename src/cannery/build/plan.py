@@ -1,0 +1,121 @@
+"""ImageSpec + rendered Dockerfile + lock → frozen build steps. Pure: no network, no processes.
+
+The executor (``build/execute.py``) runs what this plans; unit tests check plans with no engine.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass
+
+from cannery import __version__
+from cannery.lock import Lock, git_key
+from cannery.plan import ImageSpec
+
+INPUTS_LABEL = "io.cannery.inputs"
+MAJOR = __version__.split(".")[0]
+
+
+def lock_entries(spec: ImageSpec, lock: Lock) -> dict[str, tuple[str, str]]:
+    """The lock entries ``spec`` was planned from: key → (pinned value, resolved_at)."""
+    out: dict[str, tuple[str, str]] = {}
+    base = lock.bases.get(spec.base_image)
+    if base:
+        out[f"base:{spec.base_image}"] = (base.digest, base.resolved_at)
+    downloads = [*spec.toolkit.downloads, *(w for c in spec.components for w in c.wheels)]
+    for d in downloads:
+        url = lock.urls.get(d.url)
+        if url:
+            out[f"url:{d.url}"] = (url.sha256, url.resolved_at)
+    for c in spec.components:
+        if c.git:
+            entry = lock.git.get(git_key(c.git.url, c.git.ref))
+            if entry:
+                out[f"git:{c.git.url}#{c.git.ref}"] = (entry.commit, entry.resolved_at)
+    return dict(sorted(out.items()))
+
+
+def input_digest(dockerfile: str, platform: str, entries: dict[str, tuple[str, str]]) -> str:
+    """sha256 over what decides a platform's image: the rendered Dockerfile text, the pinned
+    values of the lock entries it uses, the platform and cannery's major version. The image's
+    name, tags and the entries' resolution times are left out: they do not change the build."""
+    blob = json.dumps(
+        {
+            "cannery": MAJOR,
+            "platform": platform,
+            "dockerfile": dockerfile,
+            "lock": {k: v[0] for k, v in entries.items()},
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
+
+
+def source_date_epoch(entries: dict[str, tuple[str, str]]) -> int:
+    """The newest resolution time among the lock entries (0 when the image uses none): every
+    timestamp the build writes comes from the lock, so the same lock gives the same bytes."""
+    times = [dt.datetime.fromisoformat(v[1]) for v in entries.values()]
+    return int(max(times).timestamp()) if times else 0
+
+
+@dataclass(frozen=True)
+class PlatformJob:
+    image: str
+    platform: str  # linux/arm64
+    input_digest: str
+    local_name: str  # the engine's local name for the built image
+
+    @property
+    def slug(self) -> str:
+        """``linux-arm64``: for file names."""
+        return self.platform.replace("/", "-")
+
+    @property
+    def os_arch(self) -> dict[str, str]:
+        parts = self.platform.split("/")
+        out = {"os": parts[0], "architecture": parts[1]}
+        if len(parts) > 2:
+            out["variant"] = parts[2]
+        return out
+
+
+@dataclass(frozen=True)
+class ImageJob:
+    spec: ImageSpec
+    dockerfile: str
+    repository: str  # host/path, where platforms, the index and the tags go
+    tags: tuple[str, ...]
+    epoch: int
+    platforms: tuple[PlatformJob, ...]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+def plan_build(
+    spec: ImageSpec,
+    dockerfile: str,
+    lock: Lock,
+    platforms: list[str] | None = None,
+    tag_suffix: str = "",
+) -> ImageJob:
+    """One image's build: which platforms, their input digests, the tags to move at the end."""
+    entries = lock_entries(spec, lock)
+    chosen = [p for p in spec.platforms if not platforms or p in platforms]
+    jobs = []
+    for p in chosen:
+        digest = input_digest(dockerfile, p, entries)
+        local = f"localhost/cannery-build/{spec.name}:{p.replace('/', '-')}-{digest[7:19]}"
+        jobs.append(PlatformJob(spec.name, p, digest, local))
+    return ImageJob(
+        spec=spec,
+        dockerfile=dockerfile,
+        repository=spec.repository,
+        tags=(spec.tag + tag_suffix,),
+        epoch=source_date_epoch(entries),
+        platforms=tuple(jobs),
+    )

@@ -1,0 +1,231 @@
+"""cannery build: lock what is missing, render, build each platform, push by digest, merge, tag."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from cannery.build.buildah import BuildahEngine
+from cannery.build.buildx import BuildxEngine
+from cannery.build.engine import Engine
+from cannery.build.execute import (
+    ImageResult,
+    Settings,
+    Target,
+    build_image,
+    check_target,
+    merge_from_digest_dir,
+)
+from cannery.build.plan import ImageJob, plan_build
+from cannery.build.progress import reporter_for
+from cannery.catalog.models import Catalog
+from cannery.commands.common import err, load_with_lock, out, select
+from cannery.errors import InputError
+from cannery.lock import (
+    Input,
+    Lock,
+    Resolvers,
+    dump_lock,
+    required_inputs,
+    resolve_git,
+    resolve_url,
+    update_lock,
+)
+from cannery.oci import OCIClient
+from cannery.plan import plan
+from cannery.render.dockerfile import render_dockerfile
+from cannery.tls import extra_ca, git_ca_bundle, ssl_context
+from cannery.util.fs import atomic_write
+
+ENGINES: dict[str, type[BuildahEngine] | type[BuildxEngine]] = {
+    "buildah": BuildahEngine,
+    "buildx": BuildxEngine,
+}
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    images: list[str] | None
+    catalog: Path | None
+    lock: Path | None
+    platforms: list[str] | None
+    backend: str
+    push: bool
+    output: str | None
+    tag_suffix: str
+    builder: str | None
+    force: bool
+    locked: bool
+    frozen: bool
+    ca_cert: Path | None
+    as_json: bool
+    digest_dir: Path | None
+    merge_only: bool
+    network: str | None
+    log_dir: Path
+
+
+def _entries(lock: Lock) -> set[tuple[str, str]]:
+    return (
+        {("base", k) for k in lock.bases}
+        | {("git", k) for k in lock.git}
+        | {("url", k) for k in lock.urls}
+    )
+
+
+def lock_changes(
+    cat: Catalog, lock: Lock, images: list[str] | None = None
+) -> tuple[list[Input], list[str]]:
+    """Inputs of ``images`` missing from the lock, and lock entries no image needs any more."""
+    have = _entries(lock)
+    missing = [i for i in required_inputs(cat, images) if (i.kind, i.key) not in have]
+    wanted = {(i.kind, i.key) for i in required_inputs(cat)}
+    stale = sorted(f"{k} {key}" for k, key in have - wanted)
+    return missing, stale
+
+
+def ensure_locked(
+    cat: Catalog, lock: Lock, path: Path, req: BuildRequest, images: list[str]
+) -> Lock:
+    """uv/cargo semantics: default resolves what is missing and writes the lock; ``--locked``
+    fails if the lock would change; ``--frozen`` never resolves (unlocked inputs fail later)."""
+    if req.frozen:
+        return lock
+    missing, stale = lock_changes(cat, lock, images)
+    if not missing and not stale:
+        return lock
+    if req.locked:
+        lines = [f"{path}: the lock would change (--locked); run `cannery lock`:"]
+        lines += [f"  add {i.kind} {i.key}" for i in missing]
+        lines += [f"  remove {s}" for s in stale]
+        raise InputError("\n".join(lines))
+    ctx = ssl_context(req.ca_cert)
+    with OCIClient(ctx) as client, git_ca_bundle(req.ca_cert) as git_ca:
+        resolvers = Resolvers(
+            base=client.resolve,
+            git=lambda url, ref: resolve_git(url, ref, git_ca),
+            url=lambda url: resolve_url(url, ctx),
+        )
+        new = update_lock(cat, lock, resolvers, images=images)
+    atomic_write(path, dump_lock(new))
+    for i in missing:
+        err.print(f"lock: added {i.kind} {i.key}", markup=False)
+    for s in stale:
+        err.print(f"lock: removed {s}", markup=False)
+    return new
+
+
+@contextmanager
+def _cert_dir(ca_cert: Path | None) -> Iterator[Path | None]:
+    """A directory holding the extra CA as ``ca.crt``, the form buildah's --cert-dir takes."""
+    extra = extra_ca(ca_cert)
+    if extra is None:
+        yield None
+        return
+    d = Path(tempfile.mkdtemp(prefix="cannery-certs-"))
+    try:
+        shutil.copyfile(extra, d / "ca.crt")
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _jobs(req: BuildRequest) -> tuple[list[ImageJob], Lock]:
+    loaded, lk, path = load_with_lock(req.catalog, req.lock)
+    names = select(loaded, req.images)
+    lk = ensure_locked(loaded.catalog, lk, path, req, names)
+    jobs = []
+    problems = []
+    for spec in plan(loaded.catalog, lk, names):
+        for item in spec.unlocked():
+            problems.append(f"{spec.name}: {item} is not in {path}")
+        if req.platforms:
+            unknown = [p for p in req.platforms if p not in spec.platforms]
+            if unknown:
+                problems.append(
+                    f"{spec.name}: --platform {', '.join(unknown)} is not one of its platforms "
+                    f"({', '.join(spec.platforms)})"
+                )
+        jobs.append(plan_build(spec, render_dockerfile(spec), lk, req.platforms, req.tag_suffix))
+    if problems:
+        hint = "" if not req.frozen else " (--frozen never resolves: run `cannery lock`)"
+        raise InputError("\n".join(problems) + hint)
+    return jobs, lk
+
+
+def _target(req: BuildRequest, client: OCIClient | None) -> Target:
+    oci_dir = None
+    if req.output:
+        if not req.output.startswith("oci:") or len(req.output) == 4:
+            raise InputError(f"--output {req.output}: expected oci:DIR")
+        oci_dir = Path(req.output[4:])
+    merge = not (req.digest_dir and not req.merge_only)
+    if req.platforms and not req.digest_dir:
+        merge = False  # a subset of platforms is pushed by digest; the tag needs them all
+    target = Target(client=client, oci_dir=oci_dir, digest_dir=req.digest_dir, merge=merge)
+    check_target(target)
+    return target
+
+
+def build_cmd(req: BuildRequest) -> int:
+    if req.locked and req.frozen:
+        raise InputError("--locked and --frozen: give one")
+    if req.push and req.output:
+        raise InputError("--push and --output: give one")
+    if req.merge_only and not (req.push and req.digest_dir):
+        raise InputError("--merge-only needs --push and --digest-dir")
+    if req.backend not in ENGINES:
+        raise InputError(f"--backend {req.backend}: expected one of {', '.join(ENGINES)}")
+    request = req
+    if not req.push and not req.output:
+        request = BuildRequest(**{**req.__dict__, "output": "oci:cannery-images"})
+    jobs, _ = _jobs(request)
+    engine: Engine = ENGINES[request.backend]()
+    results: list[ImageResult] = []
+    client = OCIClient(ssl_context(request.ca_cert)) if request.push else None
+    reporter = reporter_for(err)
+    try:
+        target = _target(request, client)
+        with _cert_dir(request.ca_cert) as cert_dir:
+            settings = Settings(
+                engine=engine,
+                log_dir=request.log_dir,
+                force=request.force,
+                cert_dir=cert_dir,
+                network=request.network,
+                builder=request.builder,
+            )
+            for job in jobs:
+                if request.merge_only:
+                    results.append(merge_from_digest_dir(job, target, reporter))
+                else:
+                    results.append(build_image(job, settings, target, reporter))
+    finally:
+        reporter.close()
+        if client:
+            client.close()
+    _report(results, request.as_json)
+    return 0 if all(r.ok for r in results) else 1
+
+
+def _report(results: list[ImageResult], as_json: bool) -> None:
+    if as_json:
+        out.print_json(json.dumps({"images": [r.to_json() for r in results]}))
+        return
+    for r in results:
+        if r.error:
+            out.print(f"{r.image}: FAILED: {r.error}; no tag moved", markup=False)
+            continue
+        where = r.output or r.repository
+        out.print(f"{r.image}: {where}@{r.index_digest} ({r.seconds:.1f}s)", markup=False)
+        for p in r.platforms:
+            state = f"skipped: {p.skipped}" if p.skipped else f"built in {p.seconds:.1f}s"
+            out.print(f"  {p.platform}: {p.digest} ({state})", markup=False)
+        if r.output is None:
+            moved = ", ".join(r.tags_moved) if r.tags_moved else "none (already there)"
+            out.print(f"  tags moved: {moved}", markup=False)

@@ -1,0 +1,84 @@
+"""cannery verify: registry checks, then runtime checks per platform; exit 1 on any failure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.table import Table
+
+from cannery.commands.build import _cert_dir
+from cannery.commands.common import load_with_lock, out, select
+from cannery.errors import InputError, NetworkError
+from cannery.oci import OCIClient, Reference
+from cannery.plan import ImageSpec, plan
+from cannery.tls import ssl_context
+from cannery.verify.model import Check
+from cannery.verify.registry import registry_checks
+from cannery.verify.runtime import runtime_checks
+
+
+def _spec_for(ref: Reference, specs: list[ImageSpec]) -> ImageSpec:
+    repo = f"{ref.host}/{ref.repository}"
+    matches = [
+        s
+        for s in specs
+        if Reference.parse(s.repository).repository == ref.repository
+        and (ref.tag or "").startswith(s.tag)
+    ]
+    if len(matches) == 1:
+        return matches[0]
+    names = ", ".join(s.name for s in specs)
+    raise InputError(f"{repo}:{ref.tag}: which catalog image is it? give --image (one of {names})")
+
+
+def verify_cmd(
+    ref_text: str,
+    catalog: Path | None,
+    lock: Path | None,
+    image: str | None,
+    as_json: bool,
+    ca_cert: Path | None,
+    runtime: bool,
+) -> int:
+    try:
+        ref = Reference.parse(ref_text)
+    except ValueError as exc:
+        raise InputError(f"{ref_text}: not an image reference: {exc}") from None
+    loaded, lk, _ = load_with_lock(catalog, lock, quiet=as_json)
+    specs = plan(loaded.catalog, lk, select(loaded, [image] if image else None))
+    spec = specs[0] if image else _spec_for(ref, specs)
+    checks: list[Check] = []
+    with OCIClient(ssl_context(ca_cert)) as client:
+        try:
+            found, images = registry_checks(client, ref, spec)
+        except NetworkError:
+            raise
+        checks += found
+    if runtime:
+        with _cert_dir(ca_cert) as cert_dir:
+            for img in images:
+                pinned = f"{ref.host}/{ref.repository}@{img.descriptor.digest}"
+                checks += runtime_checks(pinned, img.platform, spec, cert_dir, ref.host)
+    failed = [c for c in checks if not c.ok]
+    if as_json:
+        out.print_json(
+            json.dumps(
+                {
+                    "reference": ref_text,
+                    "image": spec.name,
+                    "ok": not failed,
+                    "checks": [c.to_json() for c in checks],
+                }
+            )
+        )
+    else:
+        table = Table(box=None, header_style="bold")
+        for col in ("platform", "check", "result", "detail"):
+            table.add_column(col)
+        for c in checks:
+            table.add_row(c.platform or "", c.name, "ok" if c.ok else "FAIL", c.detail)
+        out.print(table)
+        verdict = f"{len(failed)} of {len(checks)} checks failed" if failed else "all passed"
+        out.print(f"{ref_text} ({spec.name}): {len(checks)} checks, {verdict}", markup=False)
+    return 1 if failed else 0

@@ -1,0 +1,224 @@
+"""Catalog → one GitHub Actions workflow that builds every image on native runners.
+
+Shape, and why:
+- a first job runs `cannery render --check`, so a hand edit or a stale rendered file fails
+  before anything builds;
+- per image, one build job whose matrix has one leg per platform, each on a native runner
+  (labels from ``[ci.runners]``); a leg runs `cannery build IMAGE --platform P --push
+  --digest-dir DIR`, which pushes that platform by digest (no tag moves) and writes its
+  descriptor, uploaded as an artifact named per image and platform;
+- per image, one merge job that `needs` only that image's build job, so it runs only when every
+  leg of that image succeeded. It runs `cannery build IMAGE --merge-only --digest-dir DIR
+  --push` rather than `docker buildx imagetools create`: cannery reads the same catalog and
+  lock as the legs, refuses to merge when a catalog platform is missing, pushes the index by
+  digest and only then moves the tag, so the tag never names a partial index. `cannery verify`
+  then checks the pushed image against the catalog.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from cannery import __version__
+from cannery.catalog.models import REL_PATH, Catalog
+from cannery.errors import InputError
+from cannery.plan import ImageSpec
+from cannery.render.actions import Pin, uses
+from cannery.render.yamltext import Gap, Literal, Note, dump
+
+DIGESTS = "${{ runner.temp }}/digests"
+
+
+def _arch(platform: str) -> str:
+    return platform.split("/", 1)[1].replace("/", "-")
+
+
+def cannery_requirement(cat: Catalog) -> str:
+    return cat.ci.install or f"cannery=={__version__.split('+')[0]}"
+
+
+def _setup(cat: Catalog, pins: dict[str, Pin]) -> list[object]:
+    return [
+        {
+            "name": "Check out",
+            "uses": uses(pins, "actions/checkout"),
+            "with": {"persist-credentials": False},
+        },
+        {
+            "name": "Set up Python",
+            "uses": uses(pins, "actions/setup-python"),
+            "with": {"python-version": cat.ci.python},
+        },
+        {
+            "name": "Install cannery",
+            "env": {"CANNERY_REQUIREMENT": cannery_requirement(cat)},
+            "run": 'python -m pip install "${CANNERY_REQUIREMENT}"',
+        },
+    ]
+
+
+def _credentials(cat: Catalog, spec: ImageSpec) -> dict[str, str]:
+    """Registry login reaches cannery through env, never argv (`cannery build` reads these)."""
+    reg = next(r for r in cat.registries.values() if r.repository == spec.repository)
+    return {
+        "CANNERY_REGISTRY_USER": f"${{{{ secrets.{reg.user_secret} }}}}",
+        "CANNERY_REGISTRY_PASSWORD": f"${{{{ secrets.{reg.password_secret} }}}}",
+    }
+
+
+def _job_id(prefix: str, image: str) -> str:
+    return f"{prefix}-{image.replace('.', '-')}"
+
+
+def render_workflow(
+    cat: Catalog,
+    specs: Sequence[ImageSpec],
+    pins: dict[str, Pin],
+    *,
+    catalog_file: str | None,
+    lock_file: str,
+) -> str:
+    """The workflow text. ``catalog_file`` is the catalog's path from the repository root
+    (None: the embedded catalog); ``lock_file`` likewise for the lock, which cannery finds
+    beside the catalog by itself."""
+    ci = cat.ci
+    if catalog_file is not None and not REL_PATH.match(catalog_file):
+        # The name lands in run: lines, where GitHub expands ${{ }} before any shell quoting.
+        raise InputError(f"{catalog_file}: rename the catalog to letters, digits, '.', '_', "
+                         "'-' so the workflow can name it")
+    cat_args = f" --catalog {shlex.quote(catalog_file)}" if catalog_file else ""
+    paths = [p for p in (catalog_file, lock_file) if p]
+    paths += [f"{ci.dockerfiles}/**", ci.bake, ci.docs, ci.workflow]
+
+    push: dict[str, object] = {"branches": list(ci.branches), "paths": paths}
+    on: dict[object, object] = {"workflow_dispatch": {}, "push": push}
+    if ci.schedule:
+        on[Note("Unchanged inputs are skipped: the build is a no-op when nothing moved.")] = None
+        on["schedule"] = [{"cron": ci.schedule}]
+
+    jobs: dict[object, object] = {
+        "check": {
+            "name": "rendered files match the catalog",
+            "runs-on": "ubuntu-latest",
+            "permissions": {"contents": "read"},
+            "concurrency": {"group": "cannery-check-${{ github.ref }}", "cancel-in-progress": True},
+            "steps": [
+                *_setup(cat, pins),
+                {"name": "cannery render --check", "run": f"cannery render --check{cat_args}"},
+            ],
+        }
+    }
+    for spec in specs:
+        build_id, merge_id = _job_id("build", spec.name), _job_id("merge", spec.name)
+        legs = [
+            {"platform": p, "arch": _arch(p), "runner": ci.runners[p]} for p in spec.platforms
+        ]
+        creds = _credentials(cat, spec)
+        env = {"environment": ci.environment} if ci.environment else {}
+        jobs[Gap(len(jobs))] = None
+        jobs[Note(f"{spec.name}: {spec.reference}")] = None
+        jobs[build_id] = {
+            "name": f"build {spec.name} (${{{{ matrix.platform }}}})",
+            "needs": "check",
+            "runs-on": "${{ matrix.runner }}",
+            **env,
+            "permissions": {"contents": "read"},
+            "concurrency": {
+                "group": f"cannery-build-{spec.name}-${{{{ matrix.arch }}}}-${{{{ github.ref }}}}",
+                "cancel-in-progress": False,
+            },
+            "strategy": {"fail-fast": False, "matrix": {"include": legs}},
+            "steps": [
+                *_setup(cat, pins),
+                {
+                    "name": "Set up buildx",
+                    "id": "buildx",
+                    "uses": uses(pins, "docker/setup-buildx-action"),
+                },
+                {
+                    "name": "Build and push by digest",
+                    "env": {
+                        **creds,
+                        "PLATFORM": "${{ matrix.platform }}",
+                        "BUILDER": "${{ steps.buildx.outputs.name }}",
+                    },
+                    "run": Literal(
+                        f"cannery build {spec.name}{cat_args} --locked \\\n"
+                        '  --platform "${PLATFORM}" --backend buildx --builder "${BUILDER}" \\\n'
+                        '  --push --digest-dir "${RUNNER_TEMP}/digests"\n'
+                    ),
+                },
+                {
+                    "name": "Upload the platform's descriptor",
+                    "uses": uses(pins, "actions/upload-artifact"),
+                    "with": {
+                        "name": f"digest-{spec.name}-${{{{ matrix.arch }}}}",
+                        "path": DIGESTS,
+                        "if-no-files-found": "error",
+                        "retention-days": 1,
+                    },
+                },
+            ],
+        }
+        jobs[merge_id] = {
+            "name": f"merge {spec.name}",
+            "needs": build_id,
+            "runs-on": "ubuntu-latest",
+            **env,
+            "permissions": {"contents": "read"},
+            "concurrency": {
+                "group": f"cannery-merge-{spec.name}-${{{{ github.ref }}}}",
+                "cancel-in-progress": False,
+            },
+            "steps": [
+                *_setup(cat, pins),
+                {
+                    "name": "Download the descriptors",
+                    "uses": uses(pins, "actions/download-artifact"),
+                    "with": {
+                        "pattern": f"digest-{spec.name}-*",
+                        "path": DIGESTS,
+                        "merge-multiple": True,
+                    },
+                },
+                {
+                    "name": "Merge into one index, push it, then move the tag",
+                    "env": creds,
+                    "run": Literal(
+                        f"cannery build {spec.name}{cat_args} --locked --merge-only \\\n"
+                        '  --digest-dir "${RUNNER_TEMP}/digests" --push\n'
+                    ),
+                },
+                {
+                    "name": "Verify the pushed image",
+                    "env": {**creds, "IMAGE_REF": spec.reference},
+                    "run": f'cannery verify "${{IMAGE_REF}}"{cat_args} --image {spec.name}',
+                },
+            ],
+        }
+
+    doc: dict[object, object] = {
+        "name": f"cannery images ({cat.catalog.name})",
+        Gap(): None,
+        "on": on,
+        Gap(1): None,
+        Note("Each job asks for what it needs; nothing is granted by default."): None,
+        "permissions": {},
+        Gap(2): None,
+        "jobs": jobs,
+    }
+    header = (
+        f"Generated by cannery {__version__.split('+')[0]} from catalog {cat.catalog.name!r}.\n"
+        "Do not edit: change the catalog, then run `cannery render`.\n"
+        "\n"
+        "Per image: one build job with a leg per platform on a native runner, each pushing its\n"
+        "platform by digest (`cannery build --platform P --push --digest-dir`, no tag moves) and\n"
+        "uploading the descriptor; then one merge job, run only when every leg of that image\n"
+        "succeeded. The merge is `cannery build --merge-only` rather than `docker buildx\n"
+        "imagetools create` because cannery checks that every platform of the catalog is\n"
+        "present, pushes the index by digest and only then moves the tag, so the tag never\n"
+        "names a partial index; `cannery verify` then checks the pushed image.\n"
+        "Registry credentials reach cannery as environment variables, never as arguments."
+    )
+    return dump(doc, header)  # type: ignore[arg-type]

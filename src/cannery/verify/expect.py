@@ -1,0 +1,33 @@
+"""What the catalog says a platform's image env must hold (pure)."""
+
+from __future__ import annotations
+
+import re
+
+from cannery.plan import UNAME_ARCH, ImageSpec
+from cannery.render.dockerfile import ARCH_VAR, toolkit_env
+
+# Variables whose value is a ':'-separated search path, where an empty element means ".".
+SEARCH_PATHS = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CMAKE_PREFIX_PATH")
+_INHERIT = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):\+:\$\{\1\}\}$")
+
+
+def expected_env(spec: ImageSpec, arch: str) -> dict[str, tuple[str, bool]]:
+    """name → (value, inherits): ``inherits`` means the image value is this prefix, optionally
+    followed by ':' and what the base image had."""
+    out: dict[str, tuple[str, bool]] = {}
+    for name, text in toolkit_env(spec):
+        text = text.replace("${" + ARCH_VAR + "}", UNAME_ARCH[arch])
+        inherits = bool(_INHERIT.search(text))
+        out[name] = (_INHERIT.sub("", text), inherits)
+    return out
+
+
+def env_matches(actual: str | None, value: str, inherits: bool) -> bool:
+    if actual is None:
+        return False
+    return actual == value or (inherits and actual.startswith(value + ":"))
+
+
+def empty_element(value: str) -> bool:
+    return "" in value.split(":")

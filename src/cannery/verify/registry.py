@@ -1,0 +1,143 @@
+"""Registry checks: the index holds exactly the catalog's platforms; each platform's config env
+is what the catalog renders (no empty search-path element, no build-only devlib); labels and
+input digests agree; nothing credential-like in env, labels or history."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from cannery.build.plan import INPUTS_LABEL
+from cannery.oci import Descriptor, OCIClient, Reference
+from cannery.plan import ImageSpec
+from cannery.verify.expect import SEARCH_PATHS, empty_element, env_matches, expected_env
+from cannery.verify.model import Check
+
+INDEX_TYPES = (
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+)
+# A credential in a value: key=value pairs with secret-sounding keys, or user:password@ in a URL.
+_SECRET_PAIR = re.compile(
+    r"(?i)\b[\w.-]*(password|passwd|secret|token|api[_-]?key|auth)[\w.-]*\s*[=:]\s*['\"]?[^\s'\"$]{4,}"
+)
+_URL_USERINFO = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", re.I)
+_SECRET_NAME = re.compile(r"(?i)(password|passwd|secret|token|api[_-]?key|credential)")
+
+
+@dataclass(frozen=True)
+class PlatformImage:
+    platform: str
+    descriptor: Descriptor
+    config: dict[str, object]
+
+
+def _platform(entry: dict[str, object]) -> str:
+    p = entry.get("platform") or {}
+    assert isinstance(p, dict)
+    return "/".join(x for x in (p.get("os"), p.get("architecture"), p.get("variant")) if x)
+
+
+def credential_findings(config: dict[str, object]) -> list[str]:
+    """Where a credential-like string sits in an image config (env, labels, history)."""
+    found = []
+    cfg = config.get("config") or {}
+    assert isinstance(cfg, dict)
+    for item in cfg.get("Env") or []:
+        name, _, value = str(item).partition("=")
+        if value and (_SECRET_NAME.search(name) or _URL_USERINFO.search(value)):
+            found.append(f"env {name}")
+    for key, value in (cfg.get("Labels") or {}).items():
+        if _SECRET_PAIR.search(str(value)) or _URL_USERINFO.search(str(value)):
+            found.append(f"label {key}")
+    history = config.get("history") or []
+    assert isinstance(history, list)
+    for n, entry in enumerate(history):
+        text = str(entry.get("created_by", "")) if isinstance(entry, dict) else ""
+        if _SECRET_PAIR.search(text) or _URL_USERINFO.search(text):
+            found.append(f"history[{n}]")
+    return found
+
+
+def registry_checks(
+    client: OCIClient, ref: Reference, spec: ImageSpec
+) -> tuple[list[Check], list[PlatformImage]]:
+    checks: list[Check] = []
+    body, desc = client.get_manifest(ref)
+    if desc.media_type not in INDEX_TYPES:
+        return [Check("index", False, f"{ref} is a {desc.media_type}, not a multi-arch index")], []
+    index = json.loads(body)
+    entries = index.get("manifests") or []
+    platforms = sorted(_platform(e) for e in entries)
+    want = sorted(spec.platforms)
+    checks.append(
+        Check(
+            "platforms",
+            platforms == want,
+            f"index has {', '.join(platforms) or 'none'}; catalog wants {', '.join(want)}",
+        )
+    )
+    images = []
+    repo = Reference(ref.host, ref.repository)
+    for entry in entries:
+        platform = _platform(entry)
+        child = Descriptor(
+            media_type=entry["mediaType"],
+            digest=entry["digest"],
+            size=int(entry["size"]),
+            platform=entry.get("platform"),
+            annotations=entry.get("annotations"),
+        )
+        mbody, _ = client.get_manifest(repo.with_digest(child.digest))
+        manifest = json.loads(mbody)
+        config = json.loads(client.get_blob(repo, manifest["config"]["digest"]))
+        images.append(PlatformImage(platform, child, config))
+        checks += _config_checks(spec, platform, child, config)
+    return checks, images
+
+
+def _config_checks(
+    spec: ImageSpec, platform: str, child: Descriptor, config: dict[str, object]
+) -> list[Check]:
+    out: list[Check] = []
+    arch = platform.split("/")[1]
+    cfg = config.get("config") or {}
+    assert isinstance(cfg, dict)
+    env = dict(str(e).partition("=")[::2] for e in cfg.get("Env") or [])
+    labels = {str(k): str(v) for k, v in (cfg.get("Labels") or {}).items()}
+    arch_ok = config.get("architecture") == arch
+    out.append(Check("config architecture", arch_ok, str(config.get("architecture")), platform))
+    for name, (value, inherits) in expected_env(spec, arch).items():
+        ok = env_matches(env.get(name), value, inherits)
+        detail = "" if ok else f"image has {env.get(name)!r}; catalog renders {value!r}"
+        out.append(Check(f"env {name}", ok, detail, platform))
+    for name in SEARCH_PATHS:
+        if name in env and empty_element(env[name]):
+            why = "empty search-path element (means '.')"
+            out.append(Check(f"env {name}", False, why, platform))
+    devlib = [k for k, v in env.items() if "devlib" in v]
+    out.append(Check("no devlib in env", not devlib, ", ".join(devlib), platform))
+    want_inputs = (child.annotations or {}).get(INPUTS_LABEL)
+    have_inputs = labels.get(INPUTS_LABEL)
+    out.append(
+        Check(
+            "inputs label",
+            bool(have_inputs) and (want_inputs is None or have_inputs == want_inputs),
+            f"label {have_inputs}; index annotation {want_inputs}",
+            platform,
+        )
+    )
+    expected_labels = {
+        "org.opencontainers.image.source": spec.source,
+        "io.cannery.soc": spec.soc,
+        "io.cannery.toolkit": f"cann-{spec.toolkit.version}",
+        **{f"io.cannery.component.{c.name}": c.label_version for c in spec.components},
+    }
+    for key, value in expected_labels.items():
+        ok = labels.get(key) == value
+        detail = "" if ok else f"image has {labels.get(key)!r}; catalog says {value!r}"
+        out.append(Check(f"label {key}", ok, detail, platform))
+    secrets = credential_findings(config)
+    out.append(Check("no credentials", not secrets, ", ".join(secrets), platform))
+    return out

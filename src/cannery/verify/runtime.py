@@ -1,0 +1,121 @@
+"""Runtime checks in a fresh container of the pushed image, per platform (arm64 under qemu):
+the image env already holds every variable the toolkit's env script sets (so nothing depends on
+`source` having run: the review's third finding, checked dynamically), and the smoke imports
+succeed. Containers are made with ``buildah from`` + ``buildah run`` (daemonless)."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from cannery.errors import FatalError
+from cannery.oci import Credentials
+from cannery.plan import ImageSpec
+from cannery.util.cmd import CommandError, run
+from cannery.verify.expect import SEARCH_PATHS
+from cannery.verify.model import Check
+
+# Set by bash itself, not by an env script.
+_SHELL_OWN = {"SHLVL", "_", "PWD", "OLDPWD"}
+
+
+def _env(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name.isidentifier():
+            out[name] = value
+    return out
+
+
+def compare_env(image: dict[str, str], sourced: dict[str, str], platform: str) -> list[Check]:
+    """A variable the script sets must already be in the image with the same value; for a
+    search path, every (non-empty) element the script adds must already be in the image's."""
+    checks = []
+    for name in sorted(sourced):
+        if name in _SHELL_OWN or sourced[name] == image.get(name):
+            continue
+        have = image.get(name)
+        if name in SEARCH_PATHS and have is not None:
+            missing = [e for e in sourced[name].split(":") if e and e not in have.split(":")]
+            if not missing:
+                continue
+            detail = f"image lacks {', '.join(missing)}"
+        else:
+            detail = f"image has {have!r}; the env script sets {sourced[name]!r}"
+        checks.append(Check(f"runtime env {name}", False, detail, platform))
+    if not checks:
+        checks.append(Check("runtime env", True, "env script changes nothing", platform))
+    return checks
+
+
+@contextmanager
+def registry_auth_file(host: str) -> Iterator[dict[str, str]]:
+    """The environment for buildah to pull from ``host`` with cannery's credentials: a private
+    auth file (mode 0600, removed afterwards) named by REGISTRY_AUTH_FILE, never an argv."""
+    creds = Credentials().lookup(host)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CANNERY_REGISTRY_")}
+    if creds is None:
+        yield env
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="cannery-auth-"))
+    try:
+        path = tmp / "auth.json"
+        token = base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"auths": {host: {"auth": token}}}, fh)
+        yield {**env, "REGISTRY_AUTH_FILE": str(path)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def runtime_checks(
+    image_ref: str, platform: str, spec: ImageSpec, cert_dir: Path | None, host: str
+) -> list[Check]:
+    arch = platform.split("/")[1]
+    argv = ["buildah", "from", "--quiet", "--arch", arch, "--pull"]
+    if cert_dir:
+        argv += ["--cert-dir", str(cert_dir)]
+    try:
+        with registry_auth_file(host) as env:
+            ctr = run([*argv, image_ref], env=env, timeout=600).strip()
+    except CommandError as exc:
+        return [Check("container", False, exc.message, platform)]
+    try:
+        checks = []
+        image_env = _env(run(["buildah", "run", ctr, "--", "env"], timeout=300))
+        scripts = [s for s in spec.toolkit.env_scripts]
+        if scripts:
+            sources = " && ".join(f"source {shlex.quote(s)} >/dev/null" for s in scripts)
+            try:
+                sourced = _env(
+                    run(
+                        ["buildah", "run", ctr, "--", "bash", "-c", f"{sources} && env"],
+                        timeout=300,
+                    )
+                )
+            except CommandError as exc:
+                checks.append(
+                    Check("runtime env", False, f"sourcing failed: {exc.message}", platform)
+                )
+            else:
+                checks += compare_env(image_env, sourced, platform)
+        for module in spec.smoke_imports:
+            try:
+                run(["buildah", "run", ctr, "--", "python3", "-c", f"import {module}"], timeout=300)
+                checks.append(Check(f"import {module}", True, "", platform))
+            except CommandError as exc:
+                checks.append(Check(f"import {module}", False, exc.message, platform))
+        return checks
+    finally:
+        with contextlib.suppress(FatalError):
+            run(["buildah", "rm", ctr], timeout=120)

@@ -1,0 +1,351 @@
+"""cannery build and verify end to end: real buildah (arm64 under qemu), real registries with
+TLS and htpasswd, the stand-in CANN installers over HTTPS, a real git host, a real wheel index.
+
+The only stand-ins are for what cannot be fetched here: the CANN installers (a self-extracting
+``.run`` the tests build, installing the real layout and an env script with the real variable
+names) and the Ascend base image (a Debian root filesystem). Tests run in file order and share
+one world: the first build is what the later ones compare against.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world
+from tests.e2e.imagediff import describe_across
+from tests.services.tlsca import LocalCA
+
+ROOT = Path(__file__).resolve().parents[2]
+CANNERY = [sys.executable, "-m", "cannery"]
+pytestmark = pytest.mark.e2e
+
+if shutil.which("buildah") is None:  # CI installs it (scripts/test.sh); a dev box may not have it
+    if os.environ.get("CI"):
+        raise RuntimeError("buildah is not installed: scripts/test.sh installs it")
+    pytest.skip("buildah is not installed (run scripts/test.sh)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, test_ca: LocalCA) -> Iterator[BuildWorld]:
+    w = make_world(tmp_path_factory.mktemp("world"), test_ca)
+    yield w
+    w.stop()
+    cleanup_local_images()
+
+
+def cannery(
+    world: BuildWorld, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+    timeout: float = 900,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CANNERY, *args],
+        env=env if env is not None else world.env(),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def build(world: BuildWorld, catalog: Path, *extra: str, **kw: object) -> tuple[int, dict, str]:  # type: ignore[type-arg]
+    proc = cannery(
+        world, "build", "--catalog", str(catalog), "--push", "--network", "host", "--json",
+        "--log-dir", str(catalog.parent / "logs"), *extra, **kw,  # type: ignore[arg-type]
+    )
+    summary = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
+    return proc.returncode, summary, proc.stderr
+
+
+def registry_get(world: BuildWorld, repo: str, ref: str) -> httpx.Response:
+    accept = ", ".join(
+        [
+            "application/vnd.oci.image.index.v1+json",
+            "application/vnd.docker.distribution.manifest.v2+json",
+        ]
+    )
+    return httpx.get(
+        f"https://{world.push_registry.host}/v2/e2e/{repo}/manifests/{ref}",
+        headers={"Accept": accept},
+        auth=(world.user, world.password),
+        verify=_ssl(world),
+    )
+
+
+TAG = "e2e-8.5.2-910b-py3.11"
+
+
+def _ssl(world: BuildWorld) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=str(world.ca.ca_cert))
+
+
+class _ArgvWatcher:
+    """Reads every process's argv from /proc while a command runs (the password must be in none)."""
+
+    def __init__(self, needle: str) -> None:
+        self.needle = needle.encode()
+        self.seen: list[str] = []
+        self.scans = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for proc in Path("/proc").iterdir():
+                if not proc.name.isdigit():
+                    continue
+                try:
+                    argv = (proc / "cmdline").read_bytes()
+                except OSError:
+                    continue
+                if self.needle in argv:
+                    self.seen.append(argv.replace(b"\0", b" ").decode(errors="replace"))
+            self.scans += 1
+            time.sleep(0.05)
+
+    def __enter__(self) -> _ArgvWatcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def first(world: BuildWorld) -> dict:  # type: ignore[type-arg]
+    """The first build of the e2e catalog, both platforms, pushed, merged and tagged, with a
+    watch on every process's argv for the registry password throughout."""
+    catalog = world.catalog(world.root / "main")
+    with _ArgvWatcher(world.password) as watch:
+        rc, summary, err = build(world, catalog)
+    assert rc == 0, err[-3000:]
+    assert watch.scans > 10 and watch.seen == [], watch.seen
+    return {"catalog": catalog, "summary": summary, "stderr": err}
+
+
+def test_build_pushes_each_platform_by_digest_then_tags_one_index(
+    world: BuildWorld, first: dict  # type: ignore[type-arg]
+) -> None:
+    image = first["summary"]["images"][0]
+    assert image["error"] is None and image["tags_moved"] == [TAG]
+    platforms = {p["platform"]: p for p in image["platforms"]}
+    assert set(platforms) == {"linux/amd64", "linux/arm64"}
+    resp = registry_get(world, "standin", TAG)
+    assert resp.status_code == 200
+    assert resp.headers["docker-content-digest"] == image["index_digest"]
+    index = resp.json()
+    assert index["mediaType"] == "application/vnd.oci.image.index.v1+json"
+    listed = {
+        f"{m['platform']['os']}/{m['platform']['architecture']}": m for m in index["manifests"]
+    }
+    assert set(listed) == set(platforms)
+    for name, entry in listed.items():
+        assert entry["digest"] == platforms[name]["digest"]
+        assert entry["annotations"]["io.cannery.inputs"] == platforms[name]["input_digest"]
+    # The platform manifests were pushed by digest: the repository has exactly one tag.
+    tags = httpx.get(
+        f"https://{world.push_registry.host}/v2/e2e/standin/tags/list",
+        auth=(world.user, world.password), verify=_ssl(world),
+    ).json()["tags"]
+    assert tags == [TAG]
+
+
+def test_lock_written_with_what_the_build_resolved(world: BuildWorld, first: dict) -> None:  # type: ignore[type-arg]
+    lock = (first["catalog"].parent / "cannery.lock").read_text()
+    assert world.fastops_commit in lock  # the git tag v1.0, resolved to its commit
+    assert "Ascend-cann-toolkit_8.5.2_linux-aarch64.run" in lock
+    assert "lock: added git" in first["stderr"]
+    assert world.password not in lock
+
+
+def test_verify_passes_on_cannerys_image_including_runtime_env(
+    world: BuildWorld, first: dict  # type: ignore[type-arg]
+) -> None:
+    ref = f"{world.push_registry.host}/e2e/standin:{TAG}"
+    proc = cannery(world, "verify", ref, "--catalog", str(first["catalog"]), "--json")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    names = {(c["platform"], c["name"]) for c in report["checks"] if c["ok"]}
+    for platform in ("linux/amd64", "linux/arm64"):
+        assert (platform, "runtime env") in names
+        assert (platform, "import fastops") in names
+        assert (platform, "env LD_LIBRARY_PATH") in names
+        assert (platform, "no credentials") in names
+    assert (None, "platforms") in names
+
+
+def test_compiled_component_was_built_with_its_job_limit_on_each_arch(
+    world: BuildWorld, first: dict  # type: ignore[type-arg]
+) -> None:
+    """The stand-in compile records the MAX_JOBS it saw; the catalog limits it to 1."""
+    for p in first["summary"]["images"][0]["platforms"]:
+        arch = p["platform"].split("/")[1]
+        ref = f"{world.push_registry.host}/e2e/standin@{p['digest']}"
+        auth = world.root / "auth.json"
+        auth.write_text(json.dumps({"auths": {world.push_registry.host: {"auth": __import__(
+            "base64").b64encode(f"{world.user}:{world.password}".encode()).decode()}}}))
+        env = dict(os.environ, REGISTRY_AUTH_FILE=str(auth))
+        ctr = subprocess.run(
+            ["buildah", "from", "--quiet", "--arch", arch, "--cert-dir", str(world.cert_dir), ref],
+            env=env, capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        try:
+            out = subprocess.run(
+                ["buildah", "run", ctr, "--", "python3", "-c",
+                 "import fastops, platform; print(fastops.JOBS, fastops.add(2, 3), "
+                 "platform.machine())"],
+                env=env, capture_output=True, text=True, check=True,
+            ).stdout.split()
+        finally:
+            subprocess.run(["buildah", "rm", ctr], capture_output=True, check=False)
+        assert out == ["1", "5", {"amd64": "x86_64", "arm64": "aarch64"}[arch]]
+
+
+def test_second_build_of_unchanged_inputs_is_a_no_op(world: BuildWorld, first: dict) -> None:  # type: ignore[type-arg]
+    before = registry_get(world, "standin", TAG).headers["docker-content-digest"]
+    started = time.monotonic()
+    rc, summary, err = build(world, first["catalog"])
+    took = time.monotonic() - started
+    assert rc == 0, err[-2000:]
+    image = summary["images"][0]
+    assert all(p["skipped"] for p in image["platforms"])
+    assert image["tags_moved"] == []
+    assert image["index_digest"] == before
+    assert registry_get(world, "standin", TAG).headers["docker-content-digest"] == before
+    print(f"no-op build: {took:.2f}s")
+
+
+def test_same_lock_gives_the_same_digests_from_scratch(world: BuildWorld, first: dict) -> None:  # type: ignore[type-arg]
+    """A second build from scratch (no layer cache) into another repository, with the same lock:
+    every platform manifest and the index come out byte-identical."""
+    catalog = world.catalog(world.root / "repro", repo="repro")
+    shutil.copyfile(first["catalog"].parent / "cannery.lock", catalog.parent / "cannery.lock")
+    rc, summary, err = build(world, catalog, "--force", "--frozen")
+    assert rc == 0, err[-3000:]
+    ours = {p["platform"]: p["digest"] for p in summary["images"][0]["platforms"]}
+    theirs = {p["platform"]: p["digest"] for p in first["summary"]["images"][0]["platforms"]}
+    why = []
+    with httpx.Client(auth=(world.user, world.password), verify=_ssl(world)) as client:
+        for platform in ours:
+            if ours[platform] != theirs[platform]:
+                # Both builds' blobs are in their own repositories; mount-free: compare via ours.
+                base = f"https://{world.push_registry.host}/v2/e2e"
+                why.append(f"{platform}:\n" + describe_across(
+                    client, f"{base}/standin", theirs[platform], f"{base}/repro", ours[platform]
+                ))
+    print("\n".join(why) or "reproducible: every platform digest and the index are equal")
+    assert ours == theirs, "\n".join(why)
+    assert summary["images"][0]["index_digest"] == first["summary"]["images"][0]["index_digest"]
+
+
+def test_tampered_installer_fails_at_sha256sum_before_it_runs_and_no_tag_moves(
+    world: BuildWorld, first: dict  # type: ignore[type-arg]
+) -> None:
+    catalog = world.catalog(world.root / "tampered", repo="tampered")
+    shutil.copyfile(first["catalog"].parent / "cannery.lock", catalog.parent / "cannery.lock")
+    installer = world.installer("amd64")
+    good = installer.read_bytes()
+    # Still a working installer (it would run and install), but not the locked bytes.
+    installer.write_bytes(good.replace(b"set -eu\n", b"set -eu\necho TAMPERED-RAN\n", 1))
+    try:
+        rc, summary, err = build(world, catalog, "--force", "--frozen")
+    finally:
+        installer.write_bytes(good)
+    assert rc == 1
+    image = summary["images"][0]
+    assert image["tags_moved"] == [] and image["index_digest"] is None
+    assert "linux/amd64" in image["error"]
+    log = Path(image["platforms"][0]["log"]).read_text()
+    assert "FAILED" in log and "sha256sum" in log  # sha256sum -c reports the mismatch
+    assert "TAMPERED-RAN" not in log
+    assert "FAILED" in err  # the failing platform's last lines are shown
+    assert registry_get(world, "tampered", TAG).status_code == 404
+
+
+def test_untrusted_registry_certificate_is_one_line_exit_2(world: BuildWorld, first: dict) -> None:  # type: ignore[type-arg]
+    ref = f"{world.push_registry.host}/e2e/standin:{TAG}"
+    env = world.env()
+    env.pop("CANNERY_CA_CERT")
+    proc = cannery(world, "verify", ref, "--catalog", str(first["catalog"]), env=env)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "certificate" in lines[0] and "--ca-cert" in lines[0], lines
+    assert "Traceback" not in proc.stderr
+    ok = cannery(
+        world, "verify", ref, "--catalog", str(first["catalog"]), "--no-runtime",
+        "--ca-cert", str(world.ca.ca_cert), env=env,
+    )
+    assert ok.returncode == 0, ok.stdout[-2000:]
+
+
+def test_wrong_password_is_a_clear_error_and_never_shown(world: BuildWorld, first: dict) -> None:  # type: ignore[type-arg]
+    wrong = "wrong-" + world.password[::-1]
+    env = world.env(CANNERY_REGISTRY_PASSWORD=wrong)
+    with _ArgvWatcher(wrong) as watch:
+        rc, _, err = build(world, first["catalog"], env=env)
+    assert rc == 2
+    assert "401" in err or "credentials" in err or "refused" in err, err
+    assert wrong not in err and world.password not in err
+    for log in (first["catalog"].parent / "logs").rglob("*.log"):
+        text = log.read_text()
+        assert wrong not in text and world.password not in text
+    assert watch.seen == []
+
+
+SEED_STYLE = """\
+FROM {base}
+ARG TARGETARCH
+SHELL ["/bin/bash", "-c"]
+# The review's third finding: the toolkit env is sourced in a RUN and persisted nowhere.
+RUN set -eu; case "$TARGETARCH" in amd64) a=x86_64 ;; arm64) a=aarch64 ;; esac; \\
+    curl -fsSL -o /tmp/tk.run "{files}/Ascend-cann-toolkit_8.5.2_linux-$a.run"; \\
+    bash /tmp/tk.run --quiet --install; rm -f /tmp/tk.run
+RUN source /usr/local/Ascend/ascend-toolkit/set_env.sh && python3 -c "import cann_standin"
+"""
+
+
+def test_verify_fails_on_a_seed_style_image_naming_the_variables(
+    world: BuildWorld, first: dict  # type: ignore[type-arg]
+) -> None:
+    """The dynamic proof of the review's finding 3: a hand-written image that sources the env
+    script in a RUN builds fine, yet its containers lack every variable the script sets."""
+    ctx = world.root / "seed"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text(SEED_STYLE.format(base=world.base, files=world.files.url))
+    ref = f"{world.registry.host}/e2e/seed:{TAG}"
+    manifest = f"localhost/cannery-seed-{os.getpid()}"
+    subprocess.run(["buildah", "manifest", "rm", manifest], capture_output=True, check=False)
+    subprocess.run(
+        ["buildah", "build", "--format", "docker", "--network", "host", "--cert-dir",
+         str(world.cert_dir), "--platform", "linux/amd64,linux/arm64", "--manifest", manifest,
+         str(ctx)],
+        check=True, capture_output=True,
+    )
+    subprocess.run(
+        ["buildah", "manifest", "push", "--all", "--cert-dir", str(world.cert_dir), manifest,
+         f"docker://{ref}"],
+        check=True, capture_output=True,
+    )
+    proc = cannery(
+        world, "verify", ref, "--catalog", str(first["catalog"]), "--image", "standin", "--json"
+    )
+    assert proc.returncode == 1, proc.stderr
+    failed = {(c["platform"], c["name"]) for c in json.loads(proc.stdout)["checks"] if not c["ok"]}
+    for platform in ("linux/amd64", "linux/arm64"):
+        for var in ("ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH", "LD_LIBRARY_PATH", "PYTHONPATH"):
+            assert (platform, f"runtime env {var}") in failed, sorted(failed)
+            assert (platform, f"env {var}") in failed

@@ -1,0 +1,169 @@
+"""The buildx backend, against a fake ``docker`` on PATH and the real registry.
+
+``docker buildx`` cannot be installed here, so this is the one place a fake stands in: a
+script named ``docker`` that records its argv and environment, "pushes" by answering with the
+descriptor of an image the test pushed to the real registry beforehand, and writes the
+``--metadata-file`` the way buildx does. Everything after that is real: cannery reads the
+metadata, checks the manifests are in the registry, merges the index and moves the tag.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.services.registry import LocalRegistry, push_image
+
+pytestmark = pytest.mark.e2e
+
+FAKE_DOCKER = """#!{python}
+import json, os, sys
+argv = sys.argv[1:]
+with open(os.environ["FAKE_DOCKER_LOG"], "a") as fh:
+    fh.write(json.dumps({{"argv": argv, "env": sorted(os.environ)}}) + "\\n")
+platform = argv[argv.index("--platform") + 1]
+arch = platform.split("/")[1]
+if os.environ.get("FAKE_DOCKER_FAIL") == arch:
+    print("#12 ERROR: process did not complete successfully: exit code: 1")
+    sys.exit(1)
+meta = argv[argv.index("--metadata-file") + 1]
+desc = json.loads(os.environ["FAKE_DOCKER_" + arch.upper()])
+with open(meta, "w") as fh:
+    json.dump({{"containerimage.descriptor": desc, "containerimage.digest": desc["digest"],
+               "image.name": "ignored"}}, fh)
+print("#1 [image 1/1] RUN true")
+"""
+
+CATALOG = """\
+[catalog]
+name = "buildx"
+source = "https://example.com/buildx"
+registry = "local"
+
+[registries.local]
+repository = "{host}/bx/image"
+
+[bases.b]
+image = "{host}/bx/base:1"
+python = "3.11"
+os = "ubuntu"
+os_version = "22.04"
+chip = "910b"
+toolkit_version = "9.1.0"
+
+[envs.e]
+ASCEND_TOOLKIT_HOME = "/usr/local/Ascend/cann-{{version}}"
+
+[toolkits.t]
+version = "9.1.0"
+env = "e"
+
+[images.one]
+base = "b"
+toolkit = "t"
+soc = "ascend910b1"
+platforms = ["linux/amd64", "linux/arm64"]
+tag = "bx-{{cann}}"
+"""
+
+
+def _setup(tmp_path: Path, registry: LocalRegistry) -> tuple[Path, dict[str, str]]:
+    base = registry.url
+    push_image(base, "bx/base", "1", "amd64")
+    descs = {}
+    for arch in ("amd64", "arm64"):
+        digest = push_image(base, "bx/image", f"tmp-{arch}", arch, note="built by buildx")
+        size = len(
+            httpx.get(
+                f"{base}/v2/bx/image/manifests/{digest}",
+                headers={"Accept": "application/vnd.oci.image.manifest.v1+json"},
+            ).content
+        )
+        descs[arch] = {
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": digest,
+            "size": size,
+        }
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "docker"
+    fake.write_text(FAKE_DOCKER.format(python=sys.executable))
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    catalog = tmp_path / "catalog.toml"
+    catalog.write_text(CATALOG.format(host=registry.host))
+    env = dict(
+        os.environ,
+        PATH=f"{bindir}:{os.environ['PATH']}",
+        FAKE_DOCKER_LOG=str(tmp_path / "docker.log"),
+        FAKE_DOCKER_AMD64=json.dumps(descs["amd64"]),
+        FAKE_DOCKER_ARM64=json.dumps(descs["arm64"]),
+        CANNERY_REGISTRY_USER="someone",
+        CANNERY_REGISTRY_PASSWORD="s3cret-not-for-docker",
+    )
+    return catalog, env
+
+
+def _cannery(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cannery", *args], env=env, capture_output=True, text=True,
+        check=False, timeout=300,
+    )
+
+
+def test_buildx_argv_metadata_and_merge(tmp_path: Path, registry: LocalRegistry) -> None:
+    catalog, env = _setup(tmp_path, registry)
+    proc = _cannery(
+        "build", "--catalog", str(catalog), "--backend", "buildx", "--builder", "k8s-arm",
+        "--push", "--json", "--log-dir", str(tmp_path / "logs"), env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    calls = [json.loads(line) for line in (tmp_path / "docker.log").read_text().splitlines()]
+    assert [c["argv"][c["argv"].index("--platform") + 1] for c in calls] == [
+        "linux/amd64",
+        "linux/arm64",
+    ]
+    summary = json.loads(proc.stdout)["images"][0]
+    for call, plat in zip(calls, summary["platforms"], strict=True):
+        argv = call["argv"]
+        assert argv[:3] == ["buildx", "build", "--builder"] and argv[3] == "k8s-arm"
+        out = argv[argv.index("--output") + 1].split(",")
+        assert out[0] == "type=image" and f"name={registry.host}/bx/image" in out
+        assert {"push-by-digest=true", "name-canonical=true", "push=true"} <= set(out)
+        assert not any(o.startswith("tag") for o in out)  # no tag is written by a leg
+        assert f"io.cannery.inputs={plat['input_digest']}" in argv
+        assert "--provenance=false" in argv and "--metadata-file" in argv
+        # cannery's own registry credentials never reach the engine (docker has its own).
+        assert not any(name.startswith("CANNERY_REGISTRY_") for name in call["env"])
+        assert "s3cret-not-for-docker" not in " ".join(argv)
+    index = httpx.get(
+        f"{registry.url}/v2/bx/image/manifests/bx-9.1.0",
+        headers={"Accept": "application/vnd.oci.image.index.v1+json"},
+    ).json()
+    got = {m["platform"]["architecture"]: m["digest"] for m in index["manifests"]}
+    want = {json.loads(env[f"FAKE_DOCKER_{a.upper()}"])["digest"]: a for a in ("amd64", "arm64")}
+    assert got == {a: d for d, a in want.items()}
+    assert summary["tags_moved"] == ["bx-9.1.0"]
+
+
+def test_buildx_leg_failure_moves_no_tag_and_shows_the_log(
+    tmp_path: Path, registry: LocalRegistry
+) -> None:
+    catalog, env = _setup(tmp_path, registry)
+    catalog.write_text(catalog.read_text().replace('tag = "bx-{cann}"', 'tag = "bx-fail"'))
+    env["FAKE_DOCKER_FAIL"] = "arm64"
+    proc = _cannery(
+        "build", "--catalog", str(catalog), "--backend", "buildx", "--push",
+        "--log-dir", str(tmp_path / "logs"), env=env,
+    )
+    assert proc.returncode == 1
+    assert "linux/arm64" in proc.stdout and "no tag moved" in proc.stdout
+    assert "process did not complete successfully" in proc.stderr  # the leg's last lines
+    resp = httpx.get(f"{registry.url}/v2/bx/image/manifests/bx-fail")
+    assert resp.status_code == 404

@@ -1,0 +1,289 @@
+# ruff: noqa: E501  (the stand-in set_env.sh lines are as long as the real ones)
+"""Stand-ins for what cannot be fetched here: the CANN installers, a compiled component, a wheel.
+
+- ``make_toolkit_run``: a self-extracting ``.run`` (like Ascend's makeself archives) that takes
+  ``--quiet --install [--install-for-all]``, refuses the wrong CPU architecture, and installs the
+  CANN >= 8.5 layout ASCEND.md describes, with an ``ascend-toolkit/set_env.sh`` exporting the real
+  variable names (prepending search paths without guarding empty values, as the real one does).
+- ``make_fastops_repo``: a git repository whose ``setup.py`` compiles a few C files into a shared
+  library with as many parallel jobs as ``MAX_JOBS`` allows, and records that number.
+- ``make_wheelhouse``: a pure-Python wheel behind a PEP 503 simple index (a directory to serve).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import subprocess
+import tarfile
+import zipfile
+from pathlib import Path
+
+UNAME = {"amd64": "x86_64", "arm64": "aarch64"}
+
+# What the stand-in set_env.sh exports, in order; {home} is the versioned install root.
+SET_ENV = """\
+# Stand-in for CANN's set_env.sh: the same names, the same unguarded prepends.
+export ASCEND_TOOLKIT_HOME={home}
+export ASCEND_TOOLKIT_LATEST_HOME=/usr/local/Ascend/ascend-toolkit/latest
+export ASCEND_HOME_PATH=${{ASCEND_TOOLKIT_HOME}}
+export ASCEND_AICPU_PATH=${{ASCEND_TOOLKIT_HOME}}
+export ASCEND_OPP_PATH=${{ASCEND_TOOLKIT_HOME}}/opp
+export TOOLCHAIN_HOME=${{ASCEND_TOOLKIT_HOME}}/toolkit
+export ATB_HOME_PATH=/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1
+export PYTHONPATH=${{ASCEND_TOOLKIT_HOME}}/python/site-packages:${{ASCEND_TOOLKIT_HOME}}/opp/built-in/op_impl/ai_core/tbe:${{PYTHONPATH}}
+export PATH=${{ASCEND_TOOLKIT_HOME}}/bin:${{ASCEND_TOOLKIT_HOME}}/tools/ccec_compiler/bin:${{ASCEND_TOOLKIT_HOME}}/tools/profiler/bin:${{PATH}}
+export LD_LIBRARY_PATH=${{ASCEND_TOOLKIT_HOME}}/lib64:${{ASCEND_TOOLKIT_HOME}}/lib64/plugin/opskernel:${{ASCEND_TOOLKIT_HOME}}/lib64/plugin/nnengine:${{ASCEND_TOOLKIT_HOME}}/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/{uname}:/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver:${{ATB_HOME_PATH}}/lib:${{LD_LIBRARY_PATH}}
+"""
+
+# The catalog env table that matches SET_ENV (what a catalog for the stand-in declares).
+ENV_TABLE = """\
+[envs.standin]
+ASCEND_TOOLKIT_HOME = "/usr/local/Ascend/cann-{version}"
+ASCEND_TOOLKIT_LATEST_HOME = "/usr/local/Ascend/ascend-toolkit/latest"
+ASCEND_HOME_PATH = "${ASCEND_TOOLKIT_HOME}"
+ASCEND_AICPU_PATH = "${ASCEND_TOOLKIT_HOME}"
+ASCEND_OPP_PATH = "${ASCEND_TOOLKIT_HOME}/opp"
+TOOLCHAIN_HOME = "${ASCEND_TOOLKIT_HOME}/toolkit"
+ATB_HOME_PATH = "/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1"
+PYTHONPATH = [
+  "${ASCEND_TOOLKIT_HOME}/python/site-packages",
+  "${ASCEND_TOOLKIT_HOME}/opp/built-in/op_impl/ai_core/tbe",
+]
+PATH = [
+  "${ASCEND_TOOLKIT_HOME}/bin",
+  "${ASCEND_TOOLKIT_HOME}/tools/ccec_compiler/bin",
+  "${ASCEND_TOOLKIT_HOME}/tools/profiler/bin",
+]
+LD_LIBRARY_PATH = [
+  "${ASCEND_TOOLKIT_HOME}/lib64",
+  "${ASCEND_TOOLKIT_HOME}/lib64/plugin/opskernel",
+  "${ASCEND_TOOLKIT_HOME}/lib64/plugin/nnengine",
+  "${ASCEND_TOOLKIT_HOME}/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/{uname_arch}",
+  "/usr/local/Ascend/driver/lib64",
+  "/usr/local/Ascend/driver/lib64/common",
+  "/usr/local/Ascend/driver/lib64/driver",
+  "${ATB_HOME_PATH}/lib",
+]
+"""
+
+_HEADER = """\
+#!/bin/bash
+# Stand-in CANN {version} installer for {uname} (self-extracting, like a makeself .run).
+set -eu
+install=0
+for a in "$@"; do
+  case "$a" in
+    --quiet|--install-for-all) ;;
+    --install) install=1 ;;
+    --check) exit 0 ;;
+    *) echo "unknown option: $a" >&2; exit 2 ;;
+  esac
+done
+[ "$install" = 1 ] || {{ echo "usage: $0 --install [--quiet] [--install-for-all]" >&2; exit 2; }}
+[ "$(uname -m)" = "{uname}" ] || {{ echo "this installer is for {uname}, not $(uname -m)" >&2; exit 1; }}
+line=$(awk '/^__PAYLOAD__$/ {{ print NR + 1; exit 0 }}' "$0")
+tail -n +"$line" "$0" | base64 -d | tar -xz -C / --no-same-owner
+echo "installed stand-in CANN {version} ({uname})" > /usr/local/Ascend/cann-{version}/version.info
+exit 0
+__PAYLOAD__
+"""
+
+
+def _tar_add(tar: tarfile.TarFile, name: str, data: bytes = b"", mode: int = 0o644) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = mode
+    info.mtime = 0
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _tar_dir(tar: tarfile.TarFile, name: str) -> None:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.DIRTYPE
+    info.mode = 0o755
+    info.mtime = 0
+    tar.addfile(info)
+
+
+def _tar_link(tar: tarfile.TarFile, name: str, target: str) -> None:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.SYMTYPE
+    info.linkname = target
+    info.mtime = 0
+    tar.addfile(info)
+
+
+def make_toolkit_run(out: Path, version: str, arch: str, filler_bytes: int = 0) -> Path:
+    """Write the stand-in installer for ``arch`` (amd64|arm64) to ``out``; return ``out``."""
+    uname = UNAME[arch]
+    home = f"/usr/local/Ascend/cann-{version}"
+    payload = io.BytesIO()
+    with tarfile.open(fileobj=payload, mode="w:gz", format=tarfile.GNU_FORMAT) as tar:
+        for d in (
+            "usr/local/Ascend",
+            "usr/local/Ascend/ascend-toolkit",
+            f"{home[1:]}",
+            f"{home[1:]}/bin",
+            f"{home[1:]}/lib64",
+            f"{home[1:]}/opp",
+            f"{home[1:]}/toolkit",
+            f"{home[1:]}/python",
+            f"{home[1:]}/python/site-packages",
+            f"{home[1:]}/python/site-packages/cann_standin",
+            f"{home[1:]}/{uname}-linux/devlib/linux/{uname}",
+        ):
+            _tar_dir(tar, d)
+        _tar_add(
+            tar,
+            f"{home[1:]}/python/site-packages/cann_standin/__init__.py",
+            f'VERSION = "{version}"\nARCH = "{uname}"\n'.encode(),
+        )
+        _tar_add(
+            tar, f"{home[1:]}/bin/cann-standin-version", f"#!/bin/sh\necho {version}\n".encode(),
+            0o755,
+        )
+        _tar_add(tar, f"{home[1:]}/{uname}-linux/devlib/linux/{uname}/libascend_hal.so", b"stub")
+        if filler_bytes:
+            _tar_add(tar, f"{home[1:]}/lib64/libfiller.so", os.urandom(filler_bytes))
+        _tar_link(tar, "usr/local/Ascend/ascend-toolkit/latest", f"../cann-{version}")
+        set_env = SET_ENV.format(home=home, uname=uname).encode()
+        _tar_add(tar, f"{home[1:]}/set_env.sh", set_env)
+        _tar_add(tar, "usr/local/Ascend/ascend-toolkit/set_env.sh", set_env)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    body = base64.encodebytes(payload.getvalue())
+    out.write_bytes(_HEADER.format(version=version, uname=uname).encode() + body)
+    out.chmod(0o755)
+    return out
+
+
+_SETUP_PY = '''\
+"""fastops: a few C files compiled into one shared library, as many at once as MAX_JOBS allows."""
+import concurrent.futures
+import os
+import subprocess
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+
+
+class BuildLib(build_py):
+    def run(self):
+        super().run()
+        jobs = int(os.environ.get("MAX_JOBS") or os.cpu_count() or 1)
+        out = Path(self.build_lib) / "fastops"
+        objs = HERE / "build" / "obj"
+        objs.mkdir(parents=True, exist_ok=True)
+        sources = sorted((HERE / "csrc").glob("*.c"))
+
+        def cc(src):
+            obj = objs / (src.stem + ".o")
+            subprocess.run(["gcc", "-O2", "-fPIC", "-c", str(src), "-o", str(obj)], check=True)
+            return obj
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            built = list(pool.map(cc, sources))
+        subprocess.run(["gcc", "-shared", "-o", str(out / "libfastops.so"), *map(str, built)],
+                       check=True)
+        (out / "_build.py").write_text(f"JOBS = {jobs}\\n")
+
+
+setup(name="fastops", version="1.0", packages=["fastops"], cmdclass={"build_py": BuildLib})
+'''
+
+_INIT_PY = '''\
+"""Loads the compiled library; ``add(a, b)`` calls into C."""
+import ctypes
+from pathlib import Path
+
+from fastops._build import JOBS
+
+_lib = ctypes.CDLL(str(Path(__file__).with_name("libfastops.so")))
+
+
+def add(a: int, b: int) -> int:
+    return int(_lib.fastops_add0(a, b))
+'''
+
+
+def _git(*args: str, cwd: Path) -> str:
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
+        GIT_AUTHOR_DATE="2026-01-01T00:00:00Z",
+        GIT_COMMITTER_DATE="2026-01-01T00:00:00Z",
+    )
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def make_fastops_repo(bare: Path, units: int = 4) -> str:
+    """A bare repository holding the fastops sources, tagged v1.0; return the commit."""
+    work = bare.parent / (bare.name + ".work")
+    (work / "csrc").mkdir(parents=True)
+    (work / "fastops").mkdir()
+    for i in range(units):
+        (work / "csrc" / f"unit{i}.c").write_text(
+            f"int fastops_add{i}(int a, int b) {{ return a + b + {i}; }}\n"
+        )
+    (work / "setup.py").write_text(_SETUP_PY)
+    (work / "fastops" / "__init__.py").write_text(_INIT_PY)
+    (work / "fastops" / "_build.py").write_text("JOBS = 0\n")
+    _git("init", "-q", "-b", "main", cwd=work)
+    _git("add", ".", cwd=work)
+    _git("commit", "-q", "-m", "fastops 1.0", cwd=work)
+    _git("tag", "v1.0", cwd=work)
+    commit = _git("rev-parse", "HEAD", cwd=work)
+    _git("clone", "-q", "--bare", str(work), str(bare), cwd=work.parent)
+    # Let clients fetch a bare commit id (what `git fetch --depth 1 URL <commit>` asks for).
+    _git("config", "uploadpack.allowAnySHA1InWant", "true", cwd=bare)
+    _git("config", "http.receivepack", "false", cwd=bare)
+    return commit
+
+
+def make_wheelhouse(root: Path, name: str = "hello_cannery", version: str = "1.0") -> Path:
+    """A pure-Python wheel under ``root/files`` and a PEP 503 index under ``root/simple``."""
+    files = root / "files"
+    files.mkdir(parents=True, exist_ok=True)
+    dist = f"{name}-{version}"
+    wheel = files / f"{dist}-py3-none-any.whl"
+    entries = {
+        f"{name}/__init__.py": f'GREETING = "hello from {name} {version}"\n',
+        f"{dist}.dist-info/METADATA": (
+            f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: {version}\n"
+        ),
+        f"{dist}.dist-info/WHEEL": (
+            "Wheel-Version: 1.0\nGenerator: cannery-tests\nRoot-Is-Purelib: true\n"
+            "Tag: py3-none-any\n"
+        ),
+    }
+    record = []
+    for path, text in entries.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
+    record.append(f"{dist}.dist-info/RECORD,,")
+    entries[f"{dist}.dist-info/RECORD"] = "\n".join(record) + "\n"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path, text in entries.items():
+            info = zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0))
+            zf.writestr(info, text)
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    project = root / "simple" / name.replace("_", "-")
+    project.mkdir(parents=True, exist_ok=True)
+    (project / "index.html").write_text(
+        f'<html><body><a href="../../files/{wheel.name}#sha256={sha}">{wheel.name}</a>'
+        "</body></html>\n"
+    )
+    (root / "simple" / "index.html").write_text(
+        f'<html><body><a href="{name.replace("_", "-")}/">{name}</a></body></html>\n'
+    )
+    return wheel
