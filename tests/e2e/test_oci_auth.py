@@ -187,7 +187,7 @@ def test_lock_with_a_wrong_password_is_one_line_without_it(  # type: ignore[no-u
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "no-docker-config"))
     monkeypatch.setenv("CANNERY_REGISTRY_USER", USER)
     monkeypatch.setenv("CANNERY_REGISTRY_PASSWORD", WRONG)
-    res = cli("lock", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
     assert res.code == 2, res.err
     assert any(r.name == "cannery.oci" for r in caplog.records)
     assert f"registry refused the credentials for {basic_registry.host} (401)" in res.err
