@@ -4,6 +4,7 @@ in no error text, repr or log record; tokens are asked for the scope a write nee
 
 from __future__ import annotations
 
+import hashlib
 import http.server
 import logging
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 from cannery.errors import NetworkError
 from cannery.oci import AuthError, Credentials, OCIClient, Reference, push_image_dir
 from cannery.tls import ssl_context
+from tests.services.faultproxy import FaultProxy
 from tests.services.registry import LocalRegistry, write_dir_layout
 from tests.services.tlsca import LocalCA
 from tests.services.token import TokenServer
@@ -134,3 +136,61 @@ def test_malformed_token_answer_is_one_line(tmp_path: Path) -> None:
         signer.stop()
         junk.shutdown()
         junk.server_close()
+
+
+def test_credentials_stay_with_the_registry_origin(token_registry, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """An upload Location on another origin gets no Authorization header: the token for the
+    registry is not handed to whatever host a Location names."""
+    reg, _ = token_registry
+    front = FaultProxy(reg.port)  # the registry as the client knows it
+    other = FaultProxy(reg.port)  # a different origin (port) in front of the same registry
+    front.location_to = other.host
+    try:
+        repo = Reference.parse(f"{front.host}/team/app:latest")
+        with OCIClient(ssl_context(), credentials=Credentials(_env(PASSWORD), tmp_path)) as c, \
+                pytest.raises(AuthError, match="refused access"):
+            c.push_blob(repo, b"data", "sha256:" + hashlib.sha256(b"data").hexdigest())
+        assert front.authorized  # the registry's own origin did get the token
+        assert other.log and other.authorized == []
+    finally:
+        front.stop()
+        other.stop()
+
+
+def test_no_credentials_to_a_plain_http_token_service_elsewhere(tmp_path: Path) -> None:
+    """A realm on plain HTTP is accepted only on loopback (a test token service). 0.0.0.0
+    reaches this machine but is not a loopback address: credentials are withheld."""
+    signer = TokenServer(tmp_path / "signer", credentials=(USER, PASSWORD))
+    realm = signer.realm.replace("127.0.0.1", "0.0.0.0")
+    (tmp_path / "reg").mkdir()
+    reg = LocalRegistry(tmp_path / "reg", auth=signer.registry_auth().replace(signer.realm, realm))
+    try:
+        with OCIClient(ssl_context(), credentials=Credentials(_env(PASSWORD), tmp_path)) as c, \
+                pytest.raises(AuthError, match="not HTTPS; not sending credentials"):
+            c.resolve(f"{reg.host}/a/b:t")
+        assert signer.requests == []
+    finally:
+        reg.stop()
+        signer.stop()
+
+
+def test_lock_with_a_wrong_password_is_one_line_without_it(  # type: ignore[no-untyped-def]
+    basic_registry, test_ca: LocalCA, tmp_path: Path, cli, monkeypatch, caplog
+) -> None:
+    """Through the CLI (`cannery lock`): exit 2, one line, the password nowhere in stdout,
+    stderr or the log records (debug level, captured), and no lock file is written."""
+    from tests.catalogs import minimal
+
+    caplog.set_level(logging.DEBUG)
+    catalog = tmp_path / "catalog.toml"
+    catalog.write_text(minimal(registry=basic_registry.host))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "no-docker-config"))
+    monkeypatch.setenv("CANNERY_REGISTRY_USER", USER)
+    monkeypatch.setenv("CANNERY_REGISTRY_PASSWORD", WRONG)
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 2, res.err
+    assert any(r.name == "cannery.oci" for r in caplog.records)
+    assert f"registry refused the credentials for {basic_registry.host} (401)" in res.err
+    for text in (res.out, res.err, caplog.text):
+        assert WRONG not in text
+    assert not (tmp_path / "cannery.lock").exists()

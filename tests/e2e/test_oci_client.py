@@ -248,3 +248,16 @@ def test_tls_registry_with_test_ca(tls_registry, test_ca: LocalCA, tmp_path: Pat
         desc = push_image_dir(c, repo, write_dir_layout(tmp_path / "t", "amd64", "tls"))
         assert c.head_manifest(repo.with_digest(desc.digest)) is not None
 
+
+
+def test_oci_image_layout_made_by_skopeo(tmp_path: Path, registry, client) -> None:  # type: ignore[no-untyped-def]
+    """The other layout push_image_dir takes: an OCI image layout with one manifest."""
+    if shutil.which("skopeo") is None:
+        pytest.skip("skopeo is not installed")
+    layout = write_dir_layout(tmp_path / "d", "arm64", "oci-layout")
+    subprocess.run(["skopeo", "copy", "-q", f"dir:{layout}", f"oci:{tmp_path / 'oci'}:x"],
+                   check=True, capture_output=True)
+    repo = _repo(registry)
+    desc = push_image_dir(client, repo, tmp_path / "oci")
+    assert desc.platform == {"architecture": "arm64", "os": "linux"}
+    assert client.head_manifest(repo.with_digest(desc.digest)) is not None

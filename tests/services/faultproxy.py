@@ -6,6 +6,9 @@ answering, or half-way through the answer's body), or answers 500/503/429 itself
 script of actions for deterministic tests (where ``429:N`` fixes Retry-After at N, and 502 and
 504 may be asked for too). Every action taken is counted.
 
+``location_to`` sends clients elsewhere for uploads (another origin), to check what they
+carry there; ``authorized`` lists the requests that came with an Authorization header.
+
 Scripted-only actions that make the registry look dishonest: ``lie-digest`` forwards but
 replaces ``Docker-Content-Digest`` with another digest; ``corrupt-consistent`` flips a byte of
 the body and sets the header to the digest of the corrupted bytes.
@@ -20,6 +23,7 @@ import http.server
 import random
 import socket
 import threading
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable
 
@@ -44,6 +48,8 @@ class FaultProxy:
         self.when = when
         self.counts: Counter[str] = Counter()
         self.log: list[tuple[str, str, str]] = []  # (method, path, action)
+        self.authorized: list[str] = []  # paths of requests that carried an Authorization
+        self.location_to: str | None = None  # rewrite Location headers to this host:port
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
         proxy = self
@@ -53,6 +59,15 @@ class FaultProxy:
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
+
+            def handle(self) -> None:
+                # A TLS ClientHello (the client probing for HTTPS): answer as a plain HTTP
+                # server does, rather than wait for a request line that never comes.
+                with contextlib.suppress(OSError):
+                    if self.connection.recv(1, socket.MSG_PEEK) == b"\x16":
+                        self.wfile.write(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+                        return
+                super().handle()
 
             def setup(self) -> None:
                 super().setup()
@@ -113,6 +128,9 @@ class FaultProxy:
     def _handle(self, h: http.server.BaseHTTPRequestHandler) -> None:
         body = _read_body(h)
         method, path = h.command, h.path
+        if h.headers.get("Authorization"):
+            with self._lock:
+                self.authorized.append(path)
         action, wait = self._choose(method, path)
         if action.startswith("429:"):  # scripted: a fixed Retry-After
             action, wait = "429", action.partition(":")[2]
@@ -142,6 +160,9 @@ class FaultProxy:
             self._record(method, path, "drop-after")
             return _drop(h)
         out = [(k, v) for k, v in out if k.lower() not in HOP_BY_HOP]
+        if self.location_to:
+            out = [(k, _rehost(v, self.location_to) if k.lower() == "location" else v)
+                   for k, v in out]
         if action == "lie-digest":
             out = _set(out, "Docker-Content-Digest", "sha256:" + "0" * 64)
         elif action == "corrupt-consistent" and data:
@@ -183,6 +204,11 @@ def _drop(h: http.server.BaseHTTPRequestHandler) -> None:
     h.close_connection = True
     with contextlib.suppress(OSError):
         h.connection.shutdown(socket.SHUT_RDWR)
+
+
+def _rehost(url: str, host: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)) if parts.netloc else url
 
 
 def _set(headers: list[tuple[str, str]], name: str, value: str) -> list[tuple[str, str]]:

@@ -54,16 +54,19 @@ class LocalRegistry:
             f"http:\n  addr: 127.0.0.1:{self.port}{tls_cfg}\n" + auth_cfg
         )
         self.scheme = "https" if tls else "http"
-        self.proc = subprocess.Popen(
-            [binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
+        # Its log goes to a file: an unread pipe fills up and then blocks the registry.
+        self.log = root / "registry.log"
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=log
+            )
         self._wait()
 
     def _wait(self) -> None:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"docker-registry exited: {self.proc.stderr.read().decode()}")  # type: ignore[union-attr]
+                raise RuntimeError(f"docker-registry exited: {self.log.read_text()[-2000:]}")
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", self.port)) == 0:
                     return

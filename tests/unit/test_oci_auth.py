@@ -99,6 +99,7 @@ def helper(tmp_path: Path) -> tuple[dict[str, str], Path]:
     script.write_text(f"""#!/bin/sh
 # Fake credential helper (the docker-credential-* protocol): records argv and stdin.
 tr '\\0' ' ' < /proc/$$/cmdline >> {rec}/argv
+echo "${{CANNERY_REGISTRY_PASSWORD:-unset}}" >> {rec}/env
 echo >> {rec}/argv
 read -r server
 echo "$server" >> {rec}/stdin
@@ -106,6 +107,7 @@ case "$server" in
   quay.io|https://index.docker.io/v1/)
     printf '{{"ServerURL":"%s","Username":"robot","Secret":"{SECRET}"}}' "$server" ;;
   broken.example) echo 'not json' ;;
+  token.example) printf '{{"ServerURL":"t","Username":"<token>","Secret":"{SECRET}"}}' ;;
   *) echo "credentials not found in native keychain"; exit 1 ;;
 esac
 """)
@@ -117,6 +119,7 @@ esac
 @pytest.mark.parametrize("style", ["credHelpers", "credsStore"])
 def test_credential_helper_protocol(tmp_path: Path, helper, style: str) -> None:  # type: ignore[no-untyped-def]
     env, rec = helper
+    env = {**env, "CANNERY_REGISTRY_PASSWORD": "env-secret", "CANNERY_REGISTRY_HOST": "x.example"}
     if style == "credHelpers":
         cfg = {"credHelpers": {"quay.io": "cannerytest", "ghcr.io": "cannerytest",
                                "registry-1.docker.io": "cannerytest"}}
@@ -133,6 +136,7 @@ def test_credential_helper_protocol(tmp_path: Path, helper, style: str) -> None:
     for line in argv:
         assert line.split()[-1] == "get" and SECRET not in line
         assert "quay.io" not in line  # the server goes on stdin, not argv
+    assert set((rec / "env").read_text().split()) == {"unset"}
     assert (rec / "stdin").read_text().split() == [
         "quay.io", "https://index.docker.io/v1/", "ghcr.io"]
 
@@ -140,8 +144,18 @@ def test_credential_helper_protocol(tmp_path: Path, helper, style: str) -> None:
 def test_credential_helper_failures_are_one_line(tmp_path: Path, helper) -> None:  # type: ignore[no-untyped-def]
     env, _ = helper
     creds = Credentials(env, _config(tmp_path, {"credHelpers": {"broken.example": "cannerytest",
+                                                                "token.example": "cannerytest",
                                                                 "x.example": "absent"}}))
     with pytest.raises(InputError, match="malformed answer"):
         creds.lookup("broken.example")
     with pytest.raises(InputError, match="docker-credential-absent not found on PATH"):
         creds.lookup("x.example")
+    with pytest.raises(InputError, match="an identity token, which cannery does not support"):
+        creds.lookup("token.example")
+
+
+def test_identity_token_entry_is_reported(tmp_path: Path) -> None:
+    d = _config(tmp_path, {"auths": {"quay.io": {"identitytoken": SECRET}}})
+    with pytest.raises(InputError, match=r"auths\.quay\.io: an identity token") as exc:
+        Credentials({}, d).lookup("quay.io")
+    assert SECRET not in exc.value.message

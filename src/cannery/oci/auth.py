@@ -10,6 +10,8 @@ Order, per registry host (first hit wins):
    protocol (server on stdin, JSON on stdout: the secret is never in an argv), then ``auths``.
 
 Secrets are returned to the caller and never logged, put in an error message or a repr.
+Identity tokens (a helper's ``<token>`` user, an ``identitytoken`` entry: OAuth refresh tokens
+some logins store) are not supported; they are reported as such rather than sent as a password.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ ENV_PASSWORD = "CANNERY_REGISTRY_PASSWORD"
 ENV_HOST = "CANNERY_REGISTRY_HOST"
 # `docker login` with no server stores Docker Hub under this key, in auths and in helpers.
 HUB_KEY = "https://index.docker.io/v1/"
+IDENTITY_TOKEN = (
+    "an identity token, which cannery does not support: log in with a username and password "
+    "(or a registry access token), or set CANNERY_REGISTRY_USER and CANNERY_REGISTRY_PASSWORD"
+)
 
 
 class Credentials:
@@ -97,6 +103,8 @@ class Credentials:
         return self._config
 
     def _entry(self, key: str, entry: dict[str, object]) -> tuple[str, str] | None:
+        if entry.get("identitytoken") and not entry.get("auth"):
+            raise InputError(f"{self.config_file}: auths.{key}: {IDENTITY_TOKEN}")
         auth = entry.get("auth")
         if isinstance(auth, str) and auth:
             try:
@@ -128,7 +136,8 @@ class Credentials:
                 capture_output=True,
                 text=True,
                 timeout=60,
-                env=self._env,
+                # The helper needs no secret of ours.
+                env={k: v for k, v in self._env.items() if k != ENV_PASSWORD},
                 check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -145,6 +154,8 @@ class Credentials:
             raise InputError(f"{binary} get {server}: malformed answer") from None
         if not isinstance(user, str) or not isinstance(secret, str):
             raise InputError(f"{binary} get {server}: malformed answer")
+        if user == "<token>":
+            raise InputError(f"{binary} get {server}: {IDENTITY_TOKEN}")
         return user, secret
 
 

@@ -34,10 +34,11 @@ def push_image_dir(client: OCIClient, repo: Reference, layout: Path) -> Descript
         digests = [(str(b["digest"]), int(b["size"])) for b in blobs]
     except (ValueError, KeyError, TypeError, AttributeError):
         raise InputError(f"{layout}: manifest is not an image manifest") from None
-    for digest, size in digests:
-        path = blob_path(digest)
+    paths = [blob_path(digest) for digest, _ in digests]  # every check before any upload
+    for (digest, size), path in zip(digests, paths, strict=True):
         if not path.is_file() or path.stat().st_size != size:
             raise InputError(f"{layout}: blob {digest} missing or not {size} bytes")
+    for (digest, _), path in zip(digests, paths, strict=True):
         client.push_blob(repo, path, digest)
     try:
         cfg = json.loads(blob_path(str(config["digest"])).read_bytes())
@@ -48,7 +49,7 @@ def push_image_dir(client: OCIClient, repo: Reference, layout: Path) -> Descript
         raise InputError(f"{layout}: image config has no os/architecture") from None
     media_type = str(manifest.get("mediaType") or DOCKER_MANIFEST)
     digest = digest_of(manifest_bytes)
-    client.put_manifest(repo.with_digest(digest), manifest_bytes, media_type)
+    client.put_manifest(_at(repo, digest), manifest_bytes, media_type)
     return Descriptor(media_type, digest, len(manifest_bytes), platform)
 
 
@@ -93,7 +94,7 @@ def merge_index(
             raise ValueError(f"two manifests for platform {'/'.join(k for k in key if k)}")
         keyed[key] = child
     for key, child in keyed.items():
-        found = client.head_manifest(repo.with_digest(child.digest))
+        found = client.head_manifest(_at(repo, child.digest))
         if found is None or found.size != child.size:
             raise NetworkError(
                 f"{repo.name}@{child.digest} ({'/'.join(k for k in key if k)}) is not in the "
@@ -108,14 +109,14 @@ def merge_index(
         index["annotations"] = dict(sorted(annotations.items()))
     body = json.dumps(index, separators=(",", ":"), ensure_ascii=False).encode()
     digest = digest_of(body)
-    client.put_manifest(repo.with_digest(digest), body, OCI_INDEX)
+    client.put_manifest(_at(repo, digest), body, OCI_INDEX)
     return Descriptor(OCI_INDEX, digest, len(body), annotations=dict(annotations) or None)
 
 
 def move_tags(client: OCIClient, repo: Reference, index: Descriptor, tags: list[str]) -> list[str]:
     """Point each tag at ``index`` once it reads back intact by digest; return the tags that
     changed (a tag already there is not written, so a no-op publish writes nothing)."""
-    body, found = client.get_manifest(repo.with_digest(index.digest))
+    body, found = client.get_manifest(_at(repo, index.digest))
     if found.digest != index.digest or len(body) != index.size:
         raise NetworkError(f"{repo.name}@{index.digest}: index did not read back intact")
     changed = []
@@ -133,3 +134,8 @@ def _platform_key(platform: dict[str, str]) -> tuple[str, str, str]:
     return (platform.get("os", ""), platform.get("architecture", ""), platform.get("variant", ""))
 
 
+
+
+def _at(repo: Reference, digest: str) -> Reference:
+    """``repo`` by digest alone, so messages do not name a tag the request does not touch."""
+    return Reference(repo.host, repo.repository, digest=digest)
