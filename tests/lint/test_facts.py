@@ -58,3 +58,45 @@ def test_workflow_run_block_positions() -> None:
     curl = next(c for c in step.run.commands if c.name == "curl")
     assert (curl.pos.line, curl.pos.column) == (9, 11)
     assert text[curl.start : curl.start + 4] == "curl"
+
+
+def _cmds(text: str) -> list[tuple[str, list[str], list[str]]]:
+    from cannery.lint.facts.shell import parse_script
+
+    return [(c.name, c.argv, [w.value for _, w in c.redirects])
+            for c in parse_script(text).commands]
+
+
+def test_redirect_belongs_to_the_last_command_before_it() -> None:
+    assert _cmds("a && b >> f") == [("a", [], []), ("b", [], ["f"])]
+    assert _cmds("V=$(cmd) && echo x >> f") == [("cmd", [], []), ("echo", ["x"], ["f"])]
+    assert _cmds('echo "$(cmd)" >> f') == [("echo", ["$(cmd)"], ["f"]), ("cmd", [], [])]
+
+
+def test_wrappers_are_seen_through_without_taking_an_option_value() -> None:
+    assert _cmds("sudo -u bob pip install x")[0][:2] == ("pip", ["install", "x"])
+    assert _cmds("timeout -s KILL 10 git clone u")[0][:2] == ("git", ["clone", "u"])
+    assert _cmds("sudo -E env A=1 nice -n 5 make -j1")[0][:2] == ("make", ["-j1"])
+    assert _cmds("sudo -v")[0][0] == "sudo"
+
+
+def test_short_option_clusters_know_which_letter_takes_a_value() -> None:
+    from cannery.lint.facts.shell import parse_script
+
+    (c,) = parse_script("curl -okubectl https://example.com/k").commands
+    assert not c.has_flag("-k") and (w := c.flag_value("-o")) and w.value == "kubectl"
+    (c,) = parse_script("curl -fsSLo out https://example.com/k").commands
+    assert (w := c.flag_value("-o")) and w.value == "out"
+    (c,) = parse_script("curl -fsSLk https://example.com/k").commands
+    assert c.has_flag("-k")
+
+
+def test_workflow_expressions_stay_inside_their_word() -> None:
+    text = ("on: push\njobs:\n  b:\n    runs-on: x\n    steps:\n"
+            "      - run: echo ${{ matrix.arch }}/y \"${{ secrets.P }}\" z\n")
+    wf = parse_workflow(".github/workflows/x.yml", text)
+    run = wf.jobs[0].steps[0].run
+    assert run is not None and not run.has_error
+    (echo,) = run.commands
+    assert [w.text for w in echo.args] == ["${{ matrix.arch }}/y", '"${{ secrets.P }}"', "z"]
+    assert text[echo.args[1].start : echo.args[1].end] == '"${{ secrets.P }}"'

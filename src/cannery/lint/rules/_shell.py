@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
+from dataclasses import dataclass
 
-from cannery.lint.facts.shell import Command, Word
+from cannery.lint.facts.shell import Command, Script, Word
 
 CHECKSUM_TOOLS = {"sha256sum", "sha512sum", "sha384sum", "sha224sum", "sha1sum", "shasum",
                   "b2sum", "cksum"}
@@ -138,3 +140,103 @@ def host_of(url: str) -> str:
     from urllib.parse import urlparse
 
     return urlparse(url).hostname or ""
+
+
+# git options that take a separate value, global (before the subcommand) and per subcommand
+GIT_GLOBAL_VALUE = {"-C", "-c", "--git-dir", "--work-tree", "--namespace"}
+GIT_VALUE = {
+    "clone": {"-b", "--branch", "--depth", "-o", "--origin", "-c", "--config", "--reference",
+              "--reference-if-able", "-j", "--jobs", "--template", "--separate-git-dir", "-u",
+              "--upload-pack", "--shallow-since", "--shallow-exclude", "--filter", "--bundle-uri",
+              "--server-option"},
+    "fetch": {"--depth", "--deepen", "--shallow-since", "--shallow-exclude", "-j", "--jobs",
+              "--filter", "--negotiation-tip", "--server-option", "-o", "--upload-pack",
+              "--refmap", "--recurse-submodules-default", "--submodule-prefix"},
+    "checkout": {"-b", "-B", "--orphan", "--conflict", "--pathspec-from-file"},
+    "switch": {"-c", "-C", "--create", "--force-create", "--orphan", "--conflict"},
+    "reset": {"--pathspec-from-file"},
+}
+
+
+@dataclass(repr=False, eq=False)
+class GitCommand:
+    """A git command with the directory it acts in (a clone: the directory it creates)."""
+
+    cmd: Command
+    sub: str
+    operands: list[Word]  # after the subcommand, option values skipped
+    where: str
+    owner: object  # what the command belongs to (an Instruction, a workflow Step)
+
+
+def git_operands(cmd: Command) -> tuple[str, list[Word], list[str]]:
+    """(subcommand, its operands, the -C directories) of a git command."""
+    args = cmd.args
+    i = 0
+    dirs: list[str] = []
+    while i < len(args) and args[i].value.startswith("-"):
+        if args[i].value == "-C" and i + 1 < len(args):
+            dirs.append(args[i + 1].value)
+        i += 2 if args[i].value in GIT_GLOBAL_VALUE else 1
+    if i >= len(args):
+        return "", [], dirs
+    sub = args[i].value
+    takes = GIT_VALUE.get(sub, set())
+    out: list[Word] = []
+    i += 1
+    while i < len(args):
+        v = args[i].value
+        if v == "--":  # pathspecs follow
+            break
+        if v.startswith("-") and len(v) > 1:
+            i += 2 if v in takes else 1
+            continue
+        out.append(args[i])
+        i += 1
+    return sub, out, dirs
+
+
+def _join(cwd: str, path: str) -> str:
+    if path.startswith(("/", "~", "$HOME", "${HOME}")):
+        return posixpath.normpath(path)
+    return posixpath.normpath(posixpath.join(cwd, path))
+
+
+def git_commands(scripts: list[tuple[Script, str, object]]) -> list[GitCommand]:
+    """Every git command of ``scripts`` (each with its starting directory), with the directory
+    it acts in, following `cd` and `git -C` (a `cd` inside `$( … )` changes nothing)."""
+    out: list[GitCommand] = []
+    for script, workdir, owner in scripts:
+        cwd = workdir
+        for cmd in script.commands:
+            if cmd.name == "cd" and cmd.depth == 0:
+                target = next((w.value for w in cmd.args if not w.value.startswith("-")), "~")
+                cwd = _join(cwd, target)
+                continue
+            if cmd.name != "git":
+                continue
+            sub, operands, dirs = git_operands(cmd)
+            where = cwd
+            for d in dirs:
+                where = _join(where, d)
+            if sub == "clone" and operands:
+                url = operands[0].value
+                target = (operands[1].value if len(operands) > 1
+                          else basename(url).removesuffix(".git"))
+                where = _join(where, target)
+            out.append(GitCommand(cmd, sub, operands, where, owner))
+    return out
+
+
+def same_repo_after(ops: list[GitCommand], i: int) -> list[GitCommand]:
+    """The git commands after ``ops[i]`` (a clone) that act in its directory, up to the next
+    clone into that directory."""
+    where = ops[i].where
+    out = []
+    for op in ops[i + 1 :]:
+        if op.where != where:
+            continue
+        if op.sub == "clone":
+            break
+        out.append(op)
+    return out

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rules._shell import git_commands, same_repo_after
 
 HISTORY = {"log", "describe", "rev-list", "blame", "bisect", "shortlog"}
 
@@ -38,24 +39,20 @@ class FullCloneForOneCommit(Rule):
     targets = ("dockerfile",)
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
-        for inst in facts.instructions:
-            if inst.script is None:
-                continue
-            cmds = inst.script.commands
-            for i, cmd in enumerate(cmds):
-                if cmd.name != "git" or cmd.subcommand() != "clone":
+        for stage in facts.stages:
+            ops = git_commands([(i.script, i.workdir, i) for i in stage.instructions
+                                if i.script is not None])
+            for k, op in enumerate(ops):
+                cmd = op.cmd
+                if op.sub != "clone":
                     continue
                 if any(a.startswith(("--depth", "--shallow", "--filter", "--single-branch"))
                        for a in cmd.argv) or "--mirror" in cmd.argv or "--bare" in cmd.argv:
                     continue
-                rest = cmds[i + 1 :]
-                nxt = next((j for j, c in enumerate(rest) if c.name == "git"
-                            and c.subcommand() == "clone"), len(rest))
-                later = [c for c in rest[:nxt] if c.name == "git"]  # up to the next clone
-                if any(c.subcommand() in HISTORY for c in later):
+                later = same_repo_after(ops, k)
+                if any(o.sub in HISTORY for o in later):
                     continue
-                checkout = next((c for c in later if c.subcommand() in ("checkout", "reset")),
-                                None)
+                checkout = next((o.cmd for o in later if o.sub in ("checkout", "reset")), None)
                 what = (f"then checks out one commit (line {checkout.pos.line})" if checkout
                         else "and builds one commit")
                 yield self.at(facts.path, cmd.pos,
