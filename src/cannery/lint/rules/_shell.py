@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cannery.lint.facts.shell import Command, Script, Word
@@ -18,34 +20,41 @@ def basename(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
-def url_of(cmd: Command) -> Word | None:
+def _same(text: str) -> str:
+    return text
+
+
+def url_of(cmd: Command, resolve: Callable[[str], str] = _same) -> Word | None:
+    """The first argument that is (or, with ``resolve``, expands to) a URL; the returned
+    word's value is the expanded URL."""
     for w in cmd.args:
-        if re.match(r"^(https?|ftp)://", w.value):
-            return w
+        v = resolve(w.value)
+        if re.match(r"^(https?|ftp)://", v):
+            return w if v == w.value else Word(w.text, v, w.pos, w.start, w.end)
     return None
 
 
-def downloaded_file(cmd: Command) -> str | None:
+def downloaded_file(cmd: Command, resolve: Callable[[str], str] = _same) -> str | None:
     """The file a wget/curl command writes, if it writes one (not stdout)."""
-    url = url_of(cmd)
+    url = url_of(cmd, resolve)
     if cmd.name == "wget":
         out = cmd.flag_value("-O", "--output-document")
         if out is not None:
-            return None if out.value == "-" else out.value
+            return None if out.value == "-" else resolve(out.value)
         if url is None:
             return None
         prefix = cmd.flag_value("-P", "--directory-prefix")
         name = basename(url.value)
-        return f"{prefix.value.rstrip('/')}/{name}" if prefix else name
+        return f"{resolve(prefix.value).rstrip('/')}/{name}" if prefix else name
     if cmd.name == "curl":
         out = cmd.flag_value("-o", "--output")
         if out is not None:
-            return None if out.value == "-" else out.value
+            return None if out.value == "-" else resolve(out.value)
         if cmd.has_flag("-O", "--remote-name") and url is not None:
             return basename(url.value)
         for op, target in cmd.redirects:
             if op in (">", ">>"):
-                return target.value
+                return resolve(target.value)
     return None
 
 
@@ -62,36 +71,52 @@ def is_verification(cmd: Command) -> bool:
     return cmd.name == "pip" and cmd.has_flag("--require-hashes")
 
 
-def mentions(cmd: Command, path: str) -> Word | None:
+def names_file(value: str, path: str) -> bool:
+    """Whether an argument names ``path``: same path, same file name, or a glob matching it
+    (``pkg*.whl``)."""
     want = basename(path)
+    if not want:
+        return False
+    if value == path or basename(value) == want:
+        return True
+    name = basename(value)
+    return any(ch in name for ch in "*?[") and fnmatch.fnmatchcase(want, name)
+
+
+def mentions(cmd: Command, path: str, resolve: Callable[[str], str] = _same) -> Word | None:
     for w in cmd.args:
-        if w.value == path or basename(w.value) == want:
+        if names_file(resolve(w.value), path):
             return w
-    if cmd.raw_name and (cmd.raw_name == path or basename(cmd.raw_name) == want):
-        return None if not want else Word(cmd.raw_name, cmd.raw_name, cmd.pos, cmd.start, cmd.end)
     return None
 
 
-def use_kind(cmd: Command, path: str) -> str | None:
+def runs_file(cmd: Command, path: str, resolve: Callable[[str], str] = _same) -> bool:
+    """``cmd`` executes ``path`` by a path (``./x.run``, ``~/x.run``, ``${DIR}/x.run``)."""
+    raw = cmd.raw_name
+    return "/" in raw and names_file(resolve(raw), path)
+
+
+def use_kind(cmd: Command, path: str, resolve: Callable[[str], str] = _same) -> str | None:
     """How ``cmd`` consumes a downloaded file: executed, sourced, extracted, installed."""
-    want = basename(path)
-    if cmd.raw_name and basename(cmd.raw_name) == want and cmd.raw_name.startswith(("./", "/")):
+    if runs_file(cmd, path, resolve):
         return "executed"
-    if mentions(cmd, path) is None:
+    if mentions(cmd, path, resolve) is None:
         return None
+    return consumer_kind(cmd)
+
+
+def consumer_kind(cmd: Command) -> str | None:
+    """What a command does with the files it is given (None: nothing that runs them)."""
     if cmd.name in ("bash", "sh", "zsh", "dash", "python", "python3", "perl"):
         return "executed"
     if cmd.name in ("source", "."):
         return "sourced"
-    if cmd.name in ("tar", "unzip", "7z", "gunzip", "bunzip2", "xz", "unxz", "cpio"):
+    if cmd.name in ("tar", "unzip", "7z", "gunzip", "bunzip2", "xz", "unxz", "cpio", "bsdtar",
+                    "zstd", "unzstd"):
         return "extracted"
     if cmd.name in ("dpkg", "rpm", "apt-get", "apt", "yum", "dnf", "pip", "conda", "npm",
                     "install"):
         return "installed"
-    if cmd.name == "chmod":
-        return None
-    if re.search(r"\.(run|sh|bin)$", want) and cmd.name not in ("rm", "mv", "cp", "ls", "echo"):
-        return None
     return None
 
 
