@@ -64,12 +64,13 @@ class Command:
     redirects: list[tuple[str, Word]] = field(default_factory=list)  # (operator, target)
     raw_name: str = ""
     depth: int = 0  # how many $( … ) enclose it
+    stdin: Word | None = None  # a heredoc body or here-string fed to it
 
     @property
     def argv(self) -> list[str]:
         return [w.value for w in self.args]
 
-    def _cluster(self, v: str) -> str:
+    def short_flags(self, v: str) -> str:
         """The option letters of a short-option cluster (``-fsSLo`` → ``fsSLo``), stopping
         after the first letter that takes a value (``-ofile`` is ``-o file``, not ``-k``)."""
         if not re.fullmatch(r"-[A-Za-z0-9][^=]*", v):
@@ -94,7 +95,7 @@ class Command:
                     return True
                 # combined short flags: -fsSLk contains -k
                 if len(f) == 2 and f[0] == "-" and not v.startswith("--") and (
-                        f[1] in self._cluster(v)):
+                        f[1] in self.short_flags(v)):
                     return True
         return False
 
@@ -108,7 +109,7 @@ class Command:
                     return Word(w.text, v[len(f) + 1 :], w.pos, w.start, w.end)
                 if len(f) == 2 and f[1] in SHORT_VALUE.get(self.name, "") and (
                         not v.startswith("--")):
-                    cluster = self._cluster(v)
+                    cluster = self.short_flags(v)
                     if cluster.endswith(f[1]):
                         rest = v[len(cluster) + 1 :]
                         if rest:  # -ofile
@@ -412,13 +413,25 @@ class _Builder:
         owner = max(new, key=lambda c: c.start) if new else None
         for child in node.named_children:
             if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
-                op = next((c.type for c in child.children if not c.is_named), "")
-                dest = child.child_by_field_name("destination")
-                if dest is not None and owner is not None:
-                    owner.redirects.append((op, self.m.word(dest)))
-                for sub in child.named_children:
-                    if sub is not dest:
-                        self.walk(sub)
+                self._redirect(child, owner)
+
+    def _redirect(self, node: Any, owner: Command | None) -> None:
+        op = next((c.type for c in node.children if not c.is_named), "")
+        dest = node.child_by_field_name("destination")
+        if owner is not None:
+            if dest is not None:
+                owner.redirects.append((op, self.m.word(dest)))
+            if node.type == "herestring_redirect" and node.named_children:
+                owner.stdin = self.m.word(node.named_children[-1])
+        for sub in node.named_children:
+            if sub is dest:
+                continue
+            if sub.type == "heredoc_body" and owner is not None:
+                owner.stdin = self.m.word(sub)
+            elif sub.type == "file_redirect":  # `cat <<EOF > file`: nested in the heredoc
+                self._redirect(sub, owner)
+            else:
+                self.walk(sub)
 
     def _declaration(self, node: Any) -> None:
         keyword = node.children[0].type if node.children else ""
@@ -474,6 +487,8 @@ class _Builder:
                 op = next((c.type for c in child.children if not c.is_named), "")
                 if dest is not None:
                     cmd.redirects.append((op, m.word(dest)))
+                elif child.type == "herestring_redirect" and child.named_children:
+                    cmd.stdin = m.word(child.named_children[-1])
 
     def _branch(self, node: Any) -> None:
         if node.type == "case_statement":

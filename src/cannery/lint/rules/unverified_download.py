@@ -201,7 +201,7 @@ class UnverifiedDownload(Rule):
             for lst in lists or ["-"]:
                 if lst == "-":  # echo "<sum>  FILE" | sha256sum -c -
                     texts = [" ".join(c.argv) for c in (cmd.pipeline or [])[: cmd.pipe_index]]
-                    texts += [w.value for op, w in cmd.redirects if op == "<<<"]
+                    texts += [cmd.stdin.value] if cmd.stdin is not None else []
                     track.clear([resolve(t) for text in texts for t in text.split()])
                 elif lst in track.written:
                     track.clear([resolve(t) for t in track.written[lst].split()])
