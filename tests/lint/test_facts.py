@@ -100,3 +100,11 @@ def test_workflow_expressions_stay_inside_their_word() -> None:
     (echo,) = run.commands
     assert [w.text for w in echo.args] == ["${{ matrix.arch }}/y", '"${{ secrets.P }}"', "z"]
     assert text[echo.args[1].start : echo.args[1].end] == '"${{ secrets.P }}"'
+
+
+def test_from_is_expanded_from_global_arg_defaults() -> None:
+    text = ("ARG REPO=quay.io/ascend/cann\nARG VER=8.5.1\n"
+            "FROM ${REPO}:${VER}-${CHIP:-a3}-ubuntu22.04 AS a\nFROM $NOPE AS b\n")
+    f = parse_dockerfile("Dockerfile", text, DEFAULT_SHELLS)
+    assert [s.image for s in f.stages] == ["quay.io/ascend/cann:8.5.1-a3-ubuntu22.04", "$NOPE"]
+    assert f.stages[0].instructions[0].shell_is_bash

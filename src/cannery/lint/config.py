@@ -21,8 +21,21 @@ DEFAULT_SHELLS: dict[str, list[str]] = {
 # Ascend's CANN images persist what set_env.sh exports.
 _CANN_BASE_ENV = ["ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH",
                   "ASCEND_AICPU_PATH", "TOOLCHAIN_HOME", "LD_LIBRARY_PATH", "PYTHONPATH", "PATH"]
-DEFAULT_BASE_ENV: dict[str, list[str]] = {pattern: list(_CANN_BASE_ENV)
-                                          for pattern in DEFAULT_SHELLS}
+# A base matching a pattern here is known: a variable not in its list is unset or empty there
+# ("set" means set and non-empty). Lint claims a variable is unset only for known bases.
+DEFAULT_BASE_ENV: dict[str, list[str]] = {
+    **{pattern: list(_CANN_BASE_ENV) for pattern in DEFAULT_SHELLS},
+    # manylinux2014 sets the devtoolset library path; the glibc 2.28+ and musllinux images set
+    # LD_LIBRARY_PATH to an empty string
+    "quay.io/pypa/manylinux2014_*": ["PATH", "LD_LIBRARY_PATH", "PKG_CONFIG_PATH"],
+    "quay.io/pypa/manylinux_*": ["PATH", "PKG_CONFIG_PATH"],
+    "quay.io/pypa/musllinux_*": ["PATH", "PKG_CONFIG_PATH"],
+    # minimal distribution and language bases: PATH only, of the search paths
+    **{pattern: ["PATH"] for pattern in (
+        "ubuntu", "ubuntu:*", "debian", "debian:*", "alpine", "alpine:*", "busybox*",
+        "centos:*", "rockylinux:*", "almalinux:*", "fedora:*", "openeuler/openeuler:*",
+        "python:*", "scratch")},
+}
 # ARGs that builds read from the environment without a `$` in the Dockerfile.
 DEFAULT_IMPLICIT_ARGS = (
     "SOC_VERSION", "TARGETARCH", "TARGETPLATFORM", "TARGETOS", "TARGETVARIANT",
