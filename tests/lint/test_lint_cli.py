@@ -254,6 +254,7 @@ def test_config_schema_accepts_the_defaults(tmp_path: Path) -> None:
     from cannery.lint.config import (
         DEFAULT_BASE_ENV,
         DEFAULT_IMPLICIT_ARGS,
+        DEFAULT_NO_COMPILE_ENV,
         DEFAULT_SHELLS,
         schema,
     )
@@ -261,7 +262,8 @@ def test_config_schema_accepts_the_defaults(tmp_path: Path) -> None:
     defaults = {"select": [r.name for r in RULES], "ignore": [], "severity": {},
                 "base-image-shells": DEFAULT_SHELLS, "base-image-env": DEFAULT_BASE_ENV,
                 "implicit-args": list(DEFAULT_IMPLICIT_ARGS),
-                "trusted-registries": [], "fail-on": "warning"}
+                "trusted-registries": [], "fail-on": "warning", "target": "runtime",
+                "no-compile-env": list(DEFAULT_NO_COMPILE_ENV)}
     (tmp_path / "schema.json").write_text(json.dumps(schema()))
     (tmp_path / "defaults.json").write_text(json.dumps(defaults))
     (tmp_path / "bad.json").write_text(json.dumps({"fail_on": "warning"}))

@@ -44,3 +44,12 @@ def test_every_fixture_dockerfile_still_parses_without_markers() -> None:
     for p in FILES:
         if p.suffix == ".Dockerfile" and "parse-error" not in p.name:
             dockerfile.parse_string(p.read_text())
+
+
+def test_a_configured_target_decides_which_stages_ship() -> None:
+    """Size rules follow `target`: the builder ships when it is the target."""
+    text = "FROM ubuntu:22.04 AS builder\nRUN pip list\nFROM ubuntu:22.04\nRUN ls /\n"
+    last = Engine(LintConfig()).lint_text("Dockerfile", text, "dockerfile")
+    assert [(f.rule, f.span.line) for f in last] == [("noop-layer", 4)]
+    builder = Engine(LintConfig(target="builder")).lint_text("Dockerfile", text, "dockerfile")
+    assert [(f.rule, f.span.line) for f in builder] == [("noop-layer", 2)]

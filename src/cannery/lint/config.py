@@ -45,8 +45,11 @@ DEFAULT_IMPLICIT_ARGS = (
     "https_proxy", "ftp_proxy", "no_proxy", "all_proxy", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
     "DEBIAN_FRONTEND", "BUILDKIT_INLINE_CACHE", "SOURCE_DATE_EPOCH",
 )
+# Assignments that turn a source build's native compilation off (pip install -e . then
+# builds no extension, so it does not link against the torch installed at that time).
+DEFAULT_NO_COMPILE_ENV = ("VLLM_TARGET_DEVICE=empty",)
 KEYS = ("select", "ignore", "severity", "base-image-shells", "base-image-env",
-        "implicit-args", "trusted-registries", "fail-on")
+        "implicit-args", "trusted-registries", "fail-on", "target", "no-compile-env")
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -59,6 +62,8 @@ class LintConfig:
     implicit_args: frozenset[str] = frozenset(DEFAULT_IMPLICIT_ARGS)
     trusted_registries: tuple[str, ...] = ()
     fail_on: Severity = Severity.WARNING
+    target: str | None = None  # the stage that ships (default: the last one)
+    no_compile_env: tuple[str, ...] = DEFAULT_NO_COMPILE_ENV
     source: str = "defaults"
 
 
@@ -134,6 +139,15 @@ def apply_table(cfg: LintConfig, table: dict[str, Any], where: str) -> LintConfi
             changes["fail_on"] = Severity.parse(str(table["fail-on"]))
         except ValueError as exc:
             raise InputError(f"{where}: fail-on: {exc}") from None
+    if "target" in table:
+        if not isinstance(table["target"], str):
+            raise InputError(f"{where}: target: expected a stage name")
+        changes["target"] = table["target"]
+    if "no-compile-env" in table:
+        env = table["no-compile-env"]
+        if not isinstance(env, list) or not all(isinstance(v, str) and "=" in v for v in env):
+            raise InputError(f"{where}: no-compile-env: expected a list of \"NAME=VALUE\"")
+        changes["no_compile_env"] = cfg.no_compile_env + tuple(env)
     return replace(cfg, **changes, source=where)
 
 
@@ -203,5 +217,7 @@ def schema() -> dict[str, Any]:
             "implicit-args": {"type": "array", "items": {"type": "string"}},
             "trusted-registries": {"type": "array", "items": {"type": "string"}},
             "fail-on": level,
+            "target": {"type": "string"},
+            "no-compile-env": {"type": "array", "items": {"type": "string", "pattern": "="}},
         },
     }

@@ -84,6 +84,8 @@ class Engine:
             implicit_args=self.config.implicit_args,
             trusted_registries=self.config.trusted_registries,
             base_env=self.config.base_image_env,
+            target=self.config.target,
+            no_compile_env=self.config.no_compile_env,
             root=str(repo_root(path)) if kind == "workflow" else str(path.parent),
         )
 

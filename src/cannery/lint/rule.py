@@ -18,6 +18,8 @@ class LintContext:
     trusted_registries: tuple[str, ...]
     root: str = "."  # repository root, for paths a workflow names
     base_env: dict[str, list[str]] = field(default_factory=dict)  # image pattern → vars set
+    target: str | None = None  # the Dockerfile stage that ships (None: the last)
+    no_compile_env: tuple[str, ...] = ()  # NAME=VALUE that turn native compilation off
 
     def env_of_base(self, image: str) -> set[str] | None:
         """Variables the base image ``image`` is known to set to a non-empty value, or None

@@ -93,6 +93,22 @@ class DockerfileFacts:
                 for cmd in inst.script.commands:
                     yield inst, cmd
 
+    def shipping(self, target: str | None = None) -> list[Stage]:
+        """The stages whose layers end up in the image: ``target`` (default: the last stage)
+        and the stages it is built FROM. A stage reached only by `COPY --from` is not."""
+        if not self.stages:
+            return []
+        last = self.stages[-1]
+        if target:
+            last = next((s for s in self.stages if (s.alias or "").lower() == target.lower()),
+                        last)
+        out = []
+        stage: Stage | None = last
+        while stage is not None:
+            out.append(stage)
+            stage = stage.parent
+        return out
+
     def line_text(self, line: int) -> str:
         return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
 
