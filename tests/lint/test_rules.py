@@ -53,3 +53,12 @@ def test_a_configured_target_decides_which_stages_ship() -> None:
     assert [(f.rule, f.span.line) for f in last] == [("noop-layer", 4)]
     builder = Engine(LintConfig(target="builder")).lint_text("Dockerfile", text, "dockerfile")
     assert [(f.rule, f.span.line) for f in builder] == [("noop-layer", 2)]
+
+
+def test_no_compile_env_is_extensible() -> None:
+    text = ("FROM ubuntu:22.04\nRUN MY_EXT=off pip install --no-build-isolation -e /src/x && "
+            "pip install torch==2.9.0\n")
+    armed = Engine(LintConfig()).lint_text("Dockerfile", text, "dockerfile")
+    assert [f.rule for f in armed] == ["torch-repinned-after-build"]
+    cfg = LintConfig(no_compile_env=("VLLM_TARGET_DEVICE=empty", "MY_EXT=off"))
+    assert Engine(cfg).lint_text("Dockerfile", text, "dockerfile") == []
