@@ -108,3 +108,30 @@ def test_from_is_expanded_from_global_arg_defaults() -> None:
     f = parse_dockerfile("Dockerfile", text, DEFAULT_SHELLS)
     assert [s.image for s in f.stages] == ["quay.io/ascend/cann:8.5.1-a3-ubuntu22.04", "$NOPE"]
     assert f.stages[0].instructions[0].shell_is_bash
+
+
+def test_matrix_is_expanded_like_github() -> None:
+    text = """on: push
+jobs:
+  only-include:
+    strategy:
+      matrix:
+        include: [{platform: linux/amd64, runner: a}, {platform: linux/arm64, runner: b}]
+    runs-on: x
+    steps: []
+  product:
+    strategy:
+      matrix:
+        py: ["3.10", "3.11"]
+        arch: [amd64, arm64]
+        exclude: [{py: "3.10", arch: arm64}]
+        include: [{arch: arm64, extra: y}, {py: "3.12", arch: amd64}]
+    runs-on: x
+    steps: []
+"""
+    a, b = parse_workflow(".github/workflows/x.yml", text).jobs
+    assert a.legs == [{"platform": "linux/amd64", "runner": "a"},
+                      {"platform": "linux/arm64", "runner": "b"}]
+    assert b.legs == [{"py": "3.10", "arch": "amd64"}, {"py": "3.11", "arch": "amd64"},
+                      {"py": "3.11", "arch": "arm64", "extra": "y"},
+                      {"py": "3.12", "arch": "amd64"}]
