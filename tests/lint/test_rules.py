@@ -10,7 +10,7 @@ import pytest
 from cannery.lint.config import LintConfig
 from cannery.lint.engine import Engine, discover
 from cannery.lint.registry import RULES
-from tests.lint.expectations import expected
+from tests.lint.expectations import expected, with_severity
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FILES = sorted(p for p, _ in discover([FIXTURES]))
@@ -24,9 +24,10 @@ def _kind(path: Path) -> str:
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(FIXTURES)) for p in FILES])
 def test_fixture(path: Path) -> None:
     findings = ENGINE.lint_text(str(path), path.read_text(), _kind(path))
-    got = Counter((f.span.line, f.rule) for f in findings)
-    want = expected(path)
-    details = "\n".join(f"  {f.span.line}:{f.span.column} {f.rule}: {f.message}" for f in findings)
+    got = Counter((f.span.line, f.rule, str(f.severity)) for f in findings)
+    want = with_severity(path)
+    details = "\n".join(f"  {f.span.line}:{f.span.column} {f.rule}:{f.severity}: {f.message}"
+                        for f in findings)
     assert got == want, f"unexpected: {dict(got - want)}, missing: {dict(want - got)}\n{details}"
 
 
