@@ -71,8 +71,17 @@ def test_hadolint_misses_what_cannery_finds() -> None:
 
 
 def test_rendered_dockerfiles_lint_clean(cli) -> None:  # type: ignore[no-untyped-def]
-    res = cli("lint", "--fail-on", "info", str(GOLDEN / "locked"), str(GOLDEN / "unlocked"))
+    """Locked renders are clean; unlocked ones get only the unpinned fetch their own
+    `UNLOCKED` comment announces."""
+    res = cli("lint", "--fail-on", "info", str(GOLDEN / "locked"))
     assert res.code == 0, res.out + res.err
+    res = cli("lint", "--format", "json", str(GOLDEN / "unlocked"))
+    findings = json.loads(res.out)["findings"]
+    assert findings
+    for f in findings:
+        lines = Path(f["path"]).read_text().split("\n")
+        before = "\n".join(lines[max(0, f["line"] - 6) : f["line"]])
+        assert f["rule"] == "unpinned-git-ref" and "UNLOCKED" in before, f
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.name for r in RULES])

@@ -63,3 +63,13 @@ def test_no_compile_env_is_extensible() -> None:
     assert [f.rule for f in armed] == ["torch-repinned-after-build"]
     cfg = LintConfig(no_compile_env=("VLLM_TARGET_DEVICE=empty", "MY_EXT=off"))
     assert Engine(cfg).lint_text("Dockerfile", text, "dockerfile") == []
+
+
+def test_full_clone_hint_never_suggests_a_shallow_clone_before_a_checkout() -> None:
+    text = ("FROM ubuntu:22.04\nRUN git clone https://example.com/r.git /r && "
+            "git -C /r checkout 4045d67063052dcb800c918c107b8d5a87046006\n"
+            "RUN git clone https://example.com/s.git /s && make -C /s\n")
+    found = {f.span.line: f.hint for f in ENGINE.lint_text("Dockerfile", text, "dockerfile")
+             if f.rule == "full-clone-for-one-commit"}
+    assert "clone --depth" not in found[2] and "fetch --depth 1" in found[2]
+    assert found[3] == "git clone --depth 1"

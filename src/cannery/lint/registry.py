@@ -31,6 +31,7 @@ from cannery.lint.rules.rc_file_env import RcFileEnv
 from cannery.lint.rules.secret_in_arg_or_env import SecretInArgOrEnv
 from cannery.lint.rules.secret_in_argv import SecretInArgv
 from cannery.lint.rules.sed_line_patch import SedLinePatch
+from cannery.lint.rules.shallow_clone_checkout import ShallowCloneCheckout
 from cannery.lint.rules.soc_chip_mismatch import SocChipMismatch
 from cannery.lint.rules.source_in_posix_shell import SourceInPosixShell
 from cannery.lint.rules.tag_version_mismatch import TagVersionMismatch
@@ -154,6 +155,7 @@ RULES: list[type[Rule]] = [
     SecretInArgOrEnv,
     SedLinePatch,
     NoopLayer,
+    ShallowCloneCheckout,
     CacheScopeCollision,
     MultiPlatformSingleRunner,
     DigestPushWithTag,

@@ -13,7 +13,9 @@ HISTORY = {"log", "describe", "rev-list", "blame", "bisect", "shortlog"}
 class FullCloneForOneCommit(Rule):
     """## What it does
     Finds `git clone` without `--depth` (or `--filter`) in an image build, where only one
-    commit is ever checked out and no later git command reads the history.
+    commit is ever checked out and no later git command reads the history. When a later
+    checkout picks a commit, the hint is to fetch that commit (a `--depth 1` clone holds only
+    the tip, and the checkout would fail).
 
     ## Why is this bad?
     The whole history is downloaded and, unless deleted in the same step, stored in a layer:
@@ -53,8 +55,12 @@ class FullCloneForOneCommit(Rule):
                 if any(o.sub in HISTORY for o in later):
                     continue
                 checkout = next((o.cmd for o in later if o.sub in ("checkout", "reset")), None)
-                what = (f"then checks out one commit (line {checkout.pos.line})" if checkout
-                        else "and builds one commit")
+                if checkout is not None:
+                    # a shallow clone would hold only the tip: fetch the commit instead
+                    what = f"then checks out one commit (line {checkout.pos.line})"
+                    hint = ("git init DIR && git -C DIR fetch --depth 1 URL <that commit> && "
+                            "git -C DIR checkout FETCH_HEAD")
+                else:
+                    what, hint = "and builds one commit", "git clone --depth 1"
                 yield self.at(facts.path, cmd.pos,
-                              f"git clone downloads the full history {what}",
-                              hint="git fetch --depth 1 URL <commit> (or clone --depth 1)")
+                              f"git clone downloads the full history {what}", hint=hint)

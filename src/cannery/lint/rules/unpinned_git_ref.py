@@ -15,6 +15,23 @@ REF = re.compile(r"^(?!(?:HEAD|FETCH_HEAD|ORIG_HEAD)\b)[\w][\w./-]*$")
 GIT_URL = re.compile(r"^(?:[\w.-]+\s*@\s*)?git\+([^@#\s]+?)(?:@([^#\s]+))?(?:#.*)?$")
 
 
+# a release tag: v1.2.3, 0.18.0, 8.5.2rc1, v0.11.0-post1 (no slash: `releases/v1` is a branch)
+TAG = re.compile(r"^v?\d+(\.\d+)+([.\-_+]?[A-Za-z0-9]+)*$")
+
+
+def moving(ref: str, what: str, hint: str) -> tuple[str, Severity, str]:
+    """Message, severity and hint for a ref that is not a full commit."""
+    if SHORT.match(ref) and not TAG.match(ref):
+        return (f"{what} {ref}: a short SHA cannot be fetched (servers accept only full "
+                "object names) and can become ambiguous", Severity.ERROR,
+                "use the full 40-hex commit")
+    if TAG.match(ref):
+        return (f"{what} {ref}: a release tag is mutable (rarely moved); pin its commit",
+                Severity.INFO, hint)
+    return (f"{what} {ref}: a branch moves with every push; pin a full commit",
+            Severity.WARNING, hint)
+
+
 def val(op: GitCommand, text: str) -> str:
     """``text`` with the ARG/ENV values known where ``op`` runs."""
     inst = op.owner
@@ -28,8 +45,11 @@ class UnpinnedGitRef(Rule):
     branch, `--branch` with a branch or tag, `git checkout` of a short SHA, `git submodule
     update --remote`, and `pip install git+URL@ref` with a ref that is not a 40-hex commit —
     unless a later `git checkout`/`reset`/`fetch` in the cloned directory (following `cd` and
-    `git -C`, across the stage's RUNs) names a full commit. A checkout of a branch or tag in a
-    directory nothing here cloned is reported on its own.
+    `git -C`, across the stage's RUNs) names a full commit; and `git fetch URL REF` of a
+    non-commit REF. A checkout of a branch or tag in a directory nothing here cloned is
+    reported on its own. A branch (or the default branch) is a warning: it moves daily; a
+    release tag (`v0.18.0`) is info: mutable, but rarely moved; a short SHA in a clone or
+    fetch is an error: it cannot be fetched.
 
     ## Why is this bad?
     Branches and tags move (vllm-ascend's release branches did, and started to require a
@@ -76,11 +96,15 @@ class UnpinnedGitRef(Rule):
                     moved = next((o.operands[0] for o in moves if o.sub != "reset"
                                   and o.operands), None)
                     branch = cmd.flag_value("-b", "--branch")
-                    if moved is not None:  # cloned, then switched to a branch or tag
-                        ref = val(op, moved.value)
-                        yield self.at(p, moved.pos, f"git checkout {ref}: a branch or tag "
-                                      "can move; pin a full commit",
-                                      hint="git checkout <40-hex commit>")
+                    fetched = next((w for o in later if o.sub == "fetch"
+                                    for w in o.operands[1:2]), None)
+                    if moved is not None and not (fetched is not None and val(
+                            op, moved.value) == "FETCH_HEAD"):  # switched to a branch or tag
+                        msg, sev, hint = moving(val(op, moved.value), "git checkout",
+                                                "git checkout <40-hex commit>")
+                        yield self.at(p, moved.pos, msg, severity=sev, hint=hint)
+                    elif fetched is not None:  # judged where the fetch names its ref
+                        continue
                     elif branch is None:
                         yield self.at(p, cmd.pos, "git clone of the default branch: it "
                                       "moves with every push", hint="fetch a full commit")
@@ -88,22 +112,37 @@ class UnpinnedGitRef(Rule):
                         ref = val(op, branch.value)
                         if FULL.match(ref):
                             continue
-                        yield self.at(p, branch.pos, f"git clone --branch {ref}: a "
-                                      "branch or tag can move; pin a full commit",
-                                      hint="git fetch --depth 1 URL <40-hex> && "
-                                      "git checkout FETCH_HEAD")
+                        msg, sev, hint = moving(ref, "git clone --branch",
+                                                "git fetch --depth 1 URL <40-hex> && "
+                                                "git checkout FETCH_HEAD")
+                        yield self.at(p, branch.pos, msg, severity=sev, hint=hint)
                 elif op.sub in ("checkout", "reset"):
                     for w in op.operands[:1]:
                         ref = val(op, w.value)
-                        if SHORT.match(ref):
+                        if SHORT.match(ref) and not TAG.match(ref):
                             yield self.at(p, w.pos, f"git {op.sub} {ref}: a short SHA can "
                                           "become ambiguous; use the full 40-hex commit")
                         elif (id(op) not in paired and op.sub == "checkout"
                               and REF.match(ref) and not FULL.match(ref)):
                             # no clone into this directory here: judged on its own
-                            yield self.at(p, w.pos, f"git checkout {ref}: a branch or tag "
-                                          "can move; pin a full commit",
-                                          hint="git checkout <40-hex commit>")
+                            msg, sev, hint = moving(ref, "git checkout",
+                                                    "git checkout <40-hex commit>")
+                            yield self.at(p, w.pos, msg, severity=sev, hint=hint)
+                elif op.sub == "fetch" and len(op.operands) >= 2:
+                    # `git fetch URL REF`: REF is what gets built unless a later checkout in
+                    # this directory names a full commit
+                    later = [o for o in ops[k + 1 :] if o.where == op.where]
+                    if any(o.sub in ("checkout", "reset") and any(
+                            FULL.match(val(o, w.value)) for w in o.operands) for o in later):
+                        continue
+                    for w in op.operands[1:]:
+                        ref = val(op, w.value).removeprefix("refs/tags/").removeprefix(
+                            "refs/heads/")
+                        if FULL.match(ref) or not REF.match(ref) or ":" in ref:
+                            continue
+                        msg, sev, hint = moving(ref, "git fetch", "git fetch URL <40-hex "
+                                                "commit> && git checkout FETCH_HEAD")
+                        yield self.at(p, w.pos, msg, severity=sev, hint=hint)
                 elif op.sub == "submodule" and "update" in cmd.argv and cmd.has_flag(
                         "--remote"):
                     yield self.at(p, cmd.pos, "git submodule update --remote follows the "
