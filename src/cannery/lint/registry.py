@@ -34,6 +34,7 @@ from cannery.lint.rules.sed_line_patch import SedLinePatch
 from cannery.lint.rules.shallow_clone_checkout import ShallowCloneCheckout
 from cannery.lint.rules.soc_chip_mismatch import SocChipMismatch
 from cannery.lint.rules.source_in_posix_shell import SourceInPosixShell
+from cannery.lint.rules.swallowed_command import SwallowedCommand
 from cannery.lint.rules.tag_version_mismatch import TagVersionMismatch
 from cannery.lint.rules.tls_verification_disabled import TlsVerificationDisabled
 from cannery.lint.rules.toolkit_over_toolkit import ToolkitOverToolkit
@@ -156,6 +157,7 @@ RULES: list[type[Rule]] = [
     SedLinePatch,
     NoopLayer,
     ShallowCloneCheckout,
+    SwallowedCommand,
     CacheScopeCollision,
     MultiPlatformSingleRunner,
     DigestPushWithTag,
