@@ -32,6 +32,7 @@ from cannery.lint.rules.secret_in_arg_or_env import SecretInArgOrEnv
 from cannery.lint.rules.secret_in_argv import SecretInArgv
 from cannery.lint.rules.sed_line_patch import SedLinePatch
 from cannery.lint.rules.shallow_clone_checkout import ShallowCloneCheckout
+from cannery.lint.rules.single_arch_download import SingleArchDownload
 from cannery.lint.rules.soc_chip_mismatch import SocChipMismatch
 from cannery.lint.rules.source_in_posix_shell import SourceInPosixShell
 from cannery.lint.rules.swallowed_command import SwallowedCommand
@@ -165,6 +166,7 @@ RULES: list[type[Rule]] = [
     MissingDockerfile,
     UnsafeTagDeletion,
     SecretInArgv,
+    SingleArchDownload,
     ParseError,
     UnusedSuppression,
     InternalError,
