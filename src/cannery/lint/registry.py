@@ -41,6 +41,7 @@ from cannery.lint.rules.tls_verification_disabled import TlsVerificationDisabled
 from cannery.lint.rules.toolkit_over_toolkit import ToolkitOverToolkit
 from cannery.lint.rules.torch_repinned_after_build import TorchRepinnedAfterBuild
 from cannery.lint.rules.unpinned_git_ref import UnpinnedGitRef
+from cannery.lint.rules.unpinned_pip_requirement import UnpinnedPipRequirement
 from cannery.lint.rules.unsafe_tag_deletion import UnsafeTagDeletion
 from cannery.lint.rules.unused_arg import UnusedArg
 from cannery.lint.rules.unverified_download import UnverifiedDownload
@@ -159,6 +160,7 @@ RULES: list[type[Rule]] = [
     NoopLayer,
     ShallowCloneCheckout,
     SwallowedCommand,
+    UnpinnedPipRequirement,
     CacheScopeCollision,
     MultiPlatformSingleRunner,
     DigestPushWithTag,
