@@ -145,6 +145,15 @@ def test_sarif_output_validates_against_the_oasis_schema(tmp_path: Path, cli) ->
     assert first["startLine"] >= 1 and first["startColumn"] >= 1
     assert cli("lint", "--format", "sarif", "--fail-on", "error", "--output",
                str(out), str(FIX)).code == 1
+    by_name = {r["name"]: r for r in run["tool"]["driver"]["rules"]}
+    tls = by_name["tls-verification-disabled"]
+    assert tls["shortDescription"]["text"].startswith("Finds downloads and package tools told "
+                                                      "not to verify TLS certificates")
+    assert tls["shortDescription"]["text"].endswith(".") and "\n" not in tls[
+        "shortDescription"]["text"]
+    assert tls["help"]["markdown"].startswith("## What it does\nFinds")  # dedented
+    assert tls["properties"]["security-severity"] == "7.5"
+    assert "security-severity" not in by_name["noop-layer"]["properties"]
 
 
 def test_github_annotations(cli) -> None:  # type: ignore[no-untyped-def]
