@@ -340,3 +340,84 @@ def test_workflow_naming_an_impossible_path(tmp_path: Path, cli) -> None:  # typ
     res = cli("lint", "--format", "json", str(tmp_path))
     rules = [f["rule"] for f in json.loads(res.out)["findings"]]
     assert rules == ["missing-dockerfile"]
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(cwd), "-c", "user.name=t", "-c", "user.email=t@example.com",
+                    *args], check=True, capture_output=True)
+
+
+def test_baseline_commit_reports_only_new_findings(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A real git repository: an old finding that moved down a line stays hidden; the one
+    the change added is reported; a bad revision is a usage error."""
+    _git(tmp_path, "init", "-q")
+    df = tmp_path / "Dockerfile"
+    df.write_text("FROM ubuntu:22.04\nRUN curl -fsSLk https://example.com/a -o /a\n")
+    _git(tmp_path, "add", "Dockerfile")
+    _git(tmp_path, "commit", "-qm", "base")
+    df.write_text("FROM ubuntu:22.04\nRUN apt-get update\n"
+                  "RUN curl -fsSLk https://example.com/a -o /a\n"
+                  "RUN wget --no-check-certificate https://example.com/b\n")
+    res = cli("lint", "--format", "json", "--baseline-commit", "HEAD", str(df))
+    found = [(f["rule"], f["line"]) for f in json.loads(res.out)["findings"]]
+    assert found == [("tls-verification-disabled", 4)] and res.code == 1
+    everything = cli("lint", "--format", "json", str(df))
+    assert len(json.loads(everything.out)["findings"]) == 2
+    bad = cli("lint", "--baseline-commit", "no-such-rev", str(df))
+    assert bad.code == 2 and "--baseline-commit no-such-rev: not a commit" in bad.err
+    # a revision git would take for an option never reaches git
+    out = tmp_path / "written-by-git"
+    opt = cli("lint", f"--baseline-commit=--output={out}", str(df))
+    assert opt.code == 2 and "not a revision" in opt.err and not out.exists()
+
+
+def test_add_suppressions_then_clean(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    df = tmp_path / "Dockerfile"
+    df.write_text("FROM ubuntu:22.04\nRUN apt-get update && \\\n"
+                  "    curl -fsSLk https://example.com/a -o /a\nRUN pip list\n")
+    wf = tmp_path / ".github" / "workflows" / "w.yml"
+    wf.parent.mkdir(parents=True)
+    wf.write_text("on: push\njobs:\n  b:\n    runs-on: x\n    steps:\n      - run: |\n"
+                  "          echo start\n          docker login -u me \\\n"
+                  "            -p ${{ secrets.P }} quay.io\n")
+    res = cli("lint", "--add-suppressions", "--format", "json", str(tmp_path))
+    assert res.code == 0 and json.loads(res.out)["findings"] == []
+    assert "# cannery: ignore=noop-layer\nRUN pip list" in df.read_text()
+    assert "# cannery: ignore=tls-verification-disabled\nRUN apt-get" in df.read_text()
+    assert "          # cannery: ignore=secret-in-argv\n          docker login" in wf.read_text()
+    again = cli("lint", "--format", "json", str(tmp_path))
+    assert again.code == 0 and json.loads(again.out)["findings"] == []
+
+
+def test_config_is_found_from_each_file_upward(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / ".git").mkdir()
+    quiet = tmp_path / "quiet"
+    loud = tmp_path / "loud"
+    for d in (quiet, loud):
+        d.mkdir()
+        (d / "Dockerfile").write_text("FROM ubuntu:22.04\nRUN pip list\n")
+    (quiet / ".cannery.toml").write_text('[lint]\nignore = ["noop-layer"]\n')
+    res = cli("lint", "--format", "json", str(quiet / "Dockerfile"), str(loud / "Dockerfile"))
+    paths = {Path(f["path"]).parent.name for f in json.loads(res.out)["findings"]}
+    assert paths == {"loud"}
+
+
+def test_nothing_to_lint_is_a_usage_error(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "notes.txt").write_text("# notes\nrun the build twice\n")
+    res = cli("lint", str(tmp_path))
+    assert res.code == 2 and "no Dockerfile or workflow found" in res.err
+    res = cli("lint", str(tmp_path / "notes.txt"))
+    assert res.code == 2 and "notes.txt: not a Dockerfile or workflow" in res.err
+    (tmp_path / "build.docker").write_text("# syntax=docker/dockerfile:1\nFROM ubuntu:22.04\n")
+    assert cli("lint", str(tmp_path / "build.docker")).code == 0
+
+
+def test_fast_entry_emits_github_annotations(tmp_path: Path) -> None:
+    """The console script's own path (not typer): errors also print as ::error lines."""
+    proc = subprocess.run([sys.executable, "-c", "import sys; from cannery.entry import main; "
+                           "sys.argv = ['cannery', 'lint', 'missing-file']; main()"],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "GITHUB_ACTIONS": "true"})
+    assert proc.returncode == 2
+    assert "cannery: error: missing-file: no such file or directory" in proc.stderr
+    assert "::error::missing-file: no such file or directory" in proc.stderr

@@ -57,6 +57,8 @@ def _context_file(path: str, copies: list[Instruction]) -> str | None:
 def _read_context(rel: str, ctx: LintContext) -> str | None:
     """A build-context file, looked up from the Dockerfile's directory up to the repository
     root (the context directory itself is not known to lint)."""
+    if rel.startswith("/") or ".." in rel.split("/"):
+        return None  # outside any build context
     here = Path(ctx.root).resolve()
     for d in [here, *here.parents]:
         f = d / rel
