@@ -137,6 +137,19 @@ def builds_from_source(cmd: Command) -> bool:
     return False
 
 
+# pip install options that take a separate value (so the value is not a requirement)
+PIP_VALUE_OPTIONS = {
+    "-r", "-c", "-e", "-i", "-f", "-t", "-C", "--index-url", "--extra-index-url",
+    "--find-links", "--requirement", "--constraint", "--editable", "--trusted-host",
+    "--target", "--prefix", "--root", "--src", "--upgrade-strategy", "--platform",
+    "--python-version", "--implementation", "--abi", "--only-binary", "--no-binary",
+    "--config-settings", "--global-option", "--install-option", "--progress-bar",
+    "--exists-action", "--log", "--cache-dir", "--proxy", "--retries", "--resume-retries",
+    "--timeout", "--cert", "--client-cert", "--report", "--python", "--keyring-provider",
+    "--group", "--index", "--default-index", "--extra-index",
+}
+
+
 def pip_packages(cmd: Command) -> list[tuple[str, str, Word]]:
     """(name, specifier, word) of each requirement a `pip install` names."""
     if cmd.name != "pip" or cmd.subcommand() != "install":
@@ -148,15 +161,14 @@ def pip_packages(cmd: Command) -> list[tuple[str, str, Word]]:
         if skip_next:
             skip_next = False
             continue
-        if v in ("-r", "-c", "-e", "-i", "--index-url", "--extra-index-url", "-f",
-                 "--find-links", "--requirement", "--constraint", "--editable",
-                 "--trusted-host", "--target", "-t", "--prefix", "--root"):
+        if v in PIP_VALUE_OPTIONS:
             skip_next = True
             continue
         if v.startswith("-") or v == "install":
             continue
         m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*(.*)$", v)
-        if m and not v.startswith(("git+", "http", ".", "/")):
+        if m and not v.startswith(("git+", "http", ".", "/", "~", "$")) and "/" not in v and (
+                not re.search(r"\.(whl|tar\.gz|zip|tgz)$", v)) and not v.isdigit():
             out.append((m.group(1).lower().replace("-", "_"), m.group(3), w))
     return out
 

@@ -16,7 +16,9 @@ GIT_URL = re.compile(r"^(?:[\w.-]+\s*@\s*)?git\+([^@#\s]+?)(?:@([^#\s]+))?(?:#.*
 
 
 # a release tag: v1.2.3, 0.18.0, 8.5.2rc1, v0.11.0-post1 (no slash: `releases/v1` is a branch)
-TAG = re.compile(r"^v?\d+(\.\d+)+([.\-_+]?[A-Za-z0-9]+)*$")
+# (each suffix starts with a keyword, so no two ways to match one string: linear time)
+TAG = re.compile(r"^v?\d+(?:\.\d+)+(?:[.\-_+]?(?:rc|post|dev|alpha|beta|a|b|patch|p)\d*)*$",
+                 re.I)
 
 
 def moving(ref: str, what: str, hint: str) -> tuple[str, Severity, str]:

@@ -9,6 +9,9 @@ from cannery.lint.facts.shell import Command
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
 
+# tools that read their settings from environment variables with these prefixes
+ENV_CONFIG = re.compile(r"^(PIP|UV|NPM_CONFIG|YARN|CONDA|MAMBA|CARGO|GIT|HF|HUGGINGFACE|"
+                        r"TORCH|CUDA|NVCC|CMAKE|CC|CXX|LD|CFLAGS|CXXFLAGS|LDFLAGS|PYTHON)(_|$)")
 INTERPRETERS = ("bash", "sh", "zsh", "dash", "python", "python3", "perl", "source", ".")
 
 
@@ -78,7 +81,9 @@ class UnusedArg(Rule):
     `FROM` line or stage) refers to as `$NAME`, and that is not in the list of arguments
     consumed implicitly: an `ARG` is an environment variable in later `RUN`s, so builds that
     read it by name (vllm-ascend's `SOC_VERSION`, `MAX_JOBS`, proxies, BuildKit's
-    `TARGETARCH`…) use it without `$`. Configure more with `implicit-args`. For the same
+    `TARGETARCH`…) use it without `$`, and so do tools configured through prefixed
+    variables (`PIP_*`, `UV_*`, `CMAKE_*`, `TORCH_*`, `CUDA_*`, `HF_*`, …). Configure more
+    with `implicit-args`. For the same
     reason a script from the build context that a later `RUN` executes (`COPY build.sh …`
     then `RUN bash build.sh`) uses every ARG it names; when that script cannot be read, ARGs
     declared before that `RUN` are not reported.
@@ -122,8 +127,8 @@ class UnusedArg(Rule):
                     continue
                 later = [i for i in stage.instructions if i.index > inst.index]
                 for pr in inst.pairs:
-                    if pr.key in ctx.implicit_args:
-                        continue
+                    if pr.key in ctx.implicit_args or ENV_CONFIG.match(pr.key):
+                        continue  # read from the environment by a tool a later RUN runs
                     if any(_refs(i.original + "\n" + "\n".join(
                             facts.lines[i.line - 1 : i.end_line]), pr.key) for i in later):
                         continue
