@@ -7,6 +7,7 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from cannery.lint.facts.shell import Command, Script, Word
 
@@ -239,30 +240,48 @@ def _join(cwd: str, path: str) -> str:
     return posixpath.normpath(posixpath.join(cwd, path))
 
 
-def git_commands(scripts: list[tuple[Script, str, object]]) -> list[GitCommand]:
+def git_commands(scripts: list[tuple[Script, str, object]],
+                 resolve: Callable[[object, str], str] | None = None) -> list[GitCommand]:
     """Every git command of ``scripts`` (each with its starting directory), with the directory
-    it acts in, following `cd` and `git -C` (a `cd` inside `$( … )` changes nothing)."""
+    it acts in, following `cd` and `git -C` (a `cd` inside `$( … )` changes nothing).
+    ``resolve(owner, text)`` expands variables in paths and URLs (ARG/ENV values)."""
     out: list[GitCommand] = []
     for script, workdir, owner in scripts:
+
+        def val(text: str, owner: object = owner) -> str:
+            return resolve(owner, text) if resolve is not None and "$" in text else text
+
         cwd = workdir
         for cmd in script.commands:
             if cmd.name == "cd" and cmd.depth == 0:
                 target = next((w.value for w in cmd.args if not w.value.startswith("-")), "~")
-                cwd = _join(cwd, target)
+                cwd = _join(cwd, val(target))
                 continue
             if cmd.name != "git":
                 continue
             sub, operands, dirs = git_operands(cmd)
             where = cwd
             for d in dirs:
-                where = _join(where, d)
+                where = _join(where, val(d))
             if sub == "clone" and operands:
-                url = operands[0].value
-                target = (operands[1].value if len(operands) > 1
+                url = val(operands[0].value)
+                target = (val(operands[1].value) if len(operands) > 1
                           else basename(url).removesuffix(".git"))
                 where = _join(where, target)
             out.append(GitCommand(cmd, sub, operands, where, owner))
     return out
+
+
+def stage_git_commands(insts: list[Any]) -> list[GitCommand]:
+    """git_commands over a Dockerfile stage's RUNs, with ARG/ENV values expanded."""
+    from cannery.lint.facts.dockerfile import expand
+
+    def resolve(owner: object, text: str) -> str:
+        inst = owner
+        return expand(text, insts, getattr(inst, "index", 0))
+
+    return git_commands([(i.script, i.workdir, i) for i in insts if i.script is not None],
+                        resolve)
 
 
 def same_repo_after(ops: list[GitCommand], i: int) -> list[GitCommand]:

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
-from cannery.lint.rules._shell import git_commands, same_repo_after
+from cannery.lint.rules._shell import same_repo_after, stage_git_commands
 
 HISTORY = {"log", "describe", "rev-list", "blame", "bisect", "shortlog"}
 
@@ -42,8 +42,7 @@ class FullCloneForOneCommit(Rule):
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
         for stage in facts.stages:
-            ops = git_commands([(i.script, i.workdir, i) for i in stage.instructions
-                                if i.script is not None])
+            ops = stage_git_commands(stage.instructions)
             for k, op in enumerate(ops):
                 cmd = op.cmd
                 if op.sub != "clone":

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
-from cannery.lint.rules._shell import git_commands, same_repo_after
+from cannery.lint.rules._shell import same_repo_after, stage_git_commands
 from cannery.lint.rules.unpinned_git_ref import val
 
 COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
@@ -44,8 +44,7 @@ class ShallowCloneCheckout(Rule):
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
         for stage in facts.stages:
-            ops = git_commands([(i.script, i.workdir, i) for i in stage.instructions
-                                if i.script is not None])
+            ops = stage_git_commands(stage.instructions)
             for k, op in enumerate(ops):
                 if op.sub != "clone" or not any(
                         a.startswith(("--depth", "--shallow-since", "--shallow-exclude"))

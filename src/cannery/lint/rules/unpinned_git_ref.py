@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction, expand
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
-from cannery.lint.rules._shell import GitCommand, git_commands, same_repo_after
+from cannery.lint.rules._shell import GitCommand, same_repo_after, stage_git_commands
 
 FULL = re.compile(r"^[0-9a-f]{40}$")
 SHORT = re.compile(r"^[0-9a-f]{7,39}$")
@@ -80,7 +80,7 @@ class UnpinnedGitRef(Rule):
         p = facts.path
         for stage in facts.stages:
             insts = stage.instructions
-            ops = git_commands([(i.script, i.workdir, i) for i in insts if i.script is not None])
+            ops = stage_git_commands(stage.instructions)
             paired: set[int] = set()  # checkouts that belong to a clone seen here
             for k, op in enumerate(ops):
                 cmd = op.cmd
