@@ -334,15 +334,17 @@ def mask_expressions(text: str) -> str:
         return text
     out = []
     pos = 0
+    j = -1  # the next "}}" (kept across openings, so the text is scanned once)
     while True:
         i = text.find("${{", pos)
         if i < 0:
             break
-        j = text.find("}}", i + 3)
-        nl = text.find("\n", i, j if j >= 0 else len(text))
+        if j < i + 3:
+            j = text.find("}}", i + 3)
         if j < 0:
             break
-        if nl >= 0:  # expressions do not span lines here; look again after this one
+        nl = text.find("\n", i, j)
+        if nl >= 0:  # expressions do not span lines here; look again after this line
             out.append(text[pos : nl + 1])
             pos = nl + 1
             continue
