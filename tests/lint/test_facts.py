@@ -135,3 +135,10 @@ jobs:
     assert b.legs == [{"py": "3.10", "arch": "amd64"}, {"py": "3.11", "arch": "amd64"},
                       {"py": "3.11", "arch": "arm64", "extra": "y"},
                       {"py": "3.12", "arch": "amd64"}]
+
+
+def test_steps_that_are_not_a_list_are_no_steps() -> None:
+    """Found by the long fuzz run: `steps:` holding a mapping crashed the parser."""
+    text = "on: push\njobs:\n  b:\n    runs-on: x\n    steps:\n     \\ - run: |\n          \n"
+    (job,) = parse_workflow(".github/workflows/x.yml", text).jobs
+    assert job.steps == []

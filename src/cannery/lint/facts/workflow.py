@@ -182,7 +182,11 @@ def parse_workflow(path: str, text: str) -> WorkflowFacts:
                   matrix_node.start_mark.line + 1 if matrix_node is not None else 0,
                   legs=expand_matrix(matrix_node) if matrix_node is not None else [])
         steps = job_map.get("steps")
-        for i, step_node in enumerate(getattr(steps, "value", []) or []):
+        import yaml as _yaml
+
+        # only a sequence holds steps (a mapping's value is a list of key/value pairs)
+        items = steps.value if isinstance(steps, _yaml.SequenceNode) else []
+        for i, step_node in enumerate(items):
             sm = _mapping(step_node)
             run_node = sm.get("run")
             script = None
