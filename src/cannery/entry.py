@@ -16,8 +16,16 @@ def main() -> None:
 
             sys.exit(run(args[1:]))
         except FatalError as exc:
-            for line in exc.message.splitlines():
-                print(f"cannery: error: {line}", file=sys.stderr)
+            import os
+
+            in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
+            for line in exc.message.splitlines():  # the same lines cli.main prints
+                prefix = "error: " if not line.startswith(("warning", " ")) else ""
+                print(f"cannery: {prefix}{line}", file=sys.stderr)
+                if in_actions:
+                    from cannery.cli import _annotation
+
+                    print(_annotation(line), file=sys.stderr)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
             sys.exit(130)

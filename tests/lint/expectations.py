@@ -2,7 +2,9 @@
 
 `# expect: rule-a, rule-b` names the findings expected on the nearest line above it that is not
 itself an expectation (repeat a name for two findings on one line); `# expect@N: rule` names
-line N. Every other line must be clean: the test compares the sets exactly.
+line N. A finding has the rule's default severity unless the marker says `rule:level`
+(`secret-in-argv:info`). Every other line must be clean: the test compares the sets exactly,
+severities included.
 """
 
 from __future__ import annotations
@@ -11,11 +13,20 @@ import re
 from collections import Counter
 from pathlib import Path
 
-MARK = re.compile(r"#\s*expect(?:@(\d+))?:\s*([\w\-, ]+)")
+MARK = re.compile(r"#\s*expect(?:@(\d+))?:\s*([\w\-,: ]+)")
 
 
 def expected(path: Path) -> Counter[tuple[int, str]]:
-    out: Counter[tuple[int, str]] = Counter()
+    """(line, rule) of every expected finding."""
+    return Counter((line, rule) for (line, rule, _), n in with_severity(path).items()
+                   for _ in range(n))
+
+
+def with_severity(path: Path) -> Counter[tuple[int, str, str]]:
+    """(line, rule, severity) of every expected finding; default severities filled in."""
+    from cannery.lint.registry import Registry
+
+    out: Counter[tuple[int, str, str]] = Counter()
     last = 0
     for no, line in enumerate(path.read_text().split("\n"), start=1):
         m = MARK.search(line)
@@ -23,7 +34,10 @@ def expected(path: Path) -> Counter[tuple[int, str]]:
             last = no
             continue
         target = int(m.group(1)) if m.group(1) else last
-        for rule in (r.strip() for r in m.group(2).split(",")):
-            if rule and rule != "clean":
-                out[(target, rule)] += 1
+        for item in (r.strip() for r in m.group(2).split(",")):
+            if not item or item == "clean":
+                continue
+            rule, _, level = item.partition(":")
+            cls = Registry.resolve(rule)
+            out[(target, rule, level or (str(cls.severity) if cls else "?"))] += 1
     return out

@@ -58,3 +58,87 @@ def test_workflow_run_block_positions() -> None:
     curl = next(c for c in step.run.commands if c.name == "curl")
     assert (curl.pos.line, curl.pos.column) == (9, 11)
     assert text[curl.start : curl.start + 4] == "curl"
+
+
+def _cmds(text: str) -> list[tuple[str, list[str], list[str]]]:
+    from cannery.lint.facts.shell import parse_script
+
+    return [(c.name, c.argv, [w.value for _, w in c.redirects])
+            for c in parse_script(text).commands]
+
+
+def test_redirect_belongs_to_the_last_command_before_it() -> None:
+    assert _cmds("a && b >> f") == [("a", [], []), ("b", [], ["f"])]
+    assert _cmds("V=$(cmd) && echo x >> f") == [("cmd", [], []), ("echo", ["x"], ["f"])]
+    assert _cmds('echo "$(cmd)" >> f') == [("echo", ["$(cmd)"], ["f"]), ("cmd", [], [])]
+
+
+def test_wrappers_are_seen_through_without_taking_an_option_value() -> None:
+    assert _cmds("sudo -u bob pip install x")[0][:2] == ("pip", ["install", "x"])
+    assert _cmds("timeout -s KILL 10 git clone u")[0][:2] == ("git", ["clone", "u"])
+    assert _cmds("sudo -E env A=1 nice -n 5 make -j1")[0][:2] == ("make", ["-j1"])
+    assert _cmds("sudo -v")[0][0] == "sudo"
+
+
+def test_short_option_clusters_know_which_letter_takes_a_value() -> None:
+    from cannery.lint.facts.shell import parse_script
+
+    (c,) = parse_script("curl -okubectl https://example.com/k").commands
+    assert not c.has_flag("-k") and (w := c.flag_value("-o")) and w.value == "kubectl"
+    (c,) = parse_script("curl -fsSLo out https://example.com/k").commands
+    assert (w := c.flag_value("-o")) and w.value == "out"
+    (c,) = parse_script("curl -fsSLk https://example.com/k").commands
+    assert c.has_flag("-k")
+
+
+def test_workflow_expressions_stay_inside_their_word() -> None:
+    text = ("on: push\njobs:\n  b:\n    runs-on: x\n    steps:\n"
+            "      - run: echo ${{ matrix.arch }}/y \"${{ secrets.P }}\" z\n")
+    wf = parse_workflow(".github/workflows/x.yml", text)
+    run = wf.jobs[0].steps[0].run
+    assert run is not None and not run.has_error
+    (echo,) = run.commands
+    assert [w.text for w in echo.args] == ["${{ matrix.arch }}/y", '"${{ secrets.P }}"', "z"]
+    assert text[echo.args[1].start : echo.args[1].end] == '"${{ secrets.P }}"'
+
+
+def test_from_is_expanded_from_global_arg_defaults() -> None:
+    text = ("ARG REPO=quay.io/ascend/cann\nARG VER=8.5.1\n"
+            "FROM ${REPO}:${VER}-${CHIP:-a3}-ubuntu22.04 AS a\nFROM $NOPE AS b\n")
+    f = parse_dockerfile("Dockerfile", text, DEFAULT_SHELLS)
+    assert [s.image for s in f.stages] == ["quay.io/ascend/cann:8.5.1-a3-ubuntu22.04", "$NOPE"]
+    assert f.stages[0].instructions[0].shell_is_bash
+
+
+def test_matrix_is_expanded_like_github() -> None:
+    text = """on: push
+jobs:
+  only-include:
+    strategy:
+      matrix:
+        include: [{platform: linux/amd64, runner: a}, {platform: linux/arm64, runner: b}]
+    runs-on: x
+    steps: []
+  product:
+    strategy:
+      matrix:
+        py: ["3.10", "3.11"]
+        arch: [amd64, arm64]
+        exclude: [{py: "3.10", arch: arm64}]
+        include: [{arch: arm64, extra: y}, {py: "3.12", arch: amd64}]
+    runs-on: x
+    steps: []
+"""
+    a, b = parse_workflow(".github/workflows/x.yml", text).jobs
+    assert a.legs == [{"platform": "linux/amd64", "runner": "a"},
+                      {"platform": "linux/arm64", "runner": "b"}]
+    assert b.legs == [{"py": "3.10", "arch": "amd64"}, {"py": "3.11", "arch": "amd64"},
+                      {"py": "3.11", "arch": "arm64", "extra": "y"},
+                      {"py": "3.12", "arch": "amd64"}]
+
+
+def test_steps_that_are_not_a_list_are_no_steps() -> None:
+    """Found by the long fuzz run: `steps:` holding a mapping crashed the parser."""
+    text = "on: push\njobs:\n  b:\n    runs-on: x\n    steps:\n     \\ - run: |\n          \n"
+    (job,) = parse_workflow(".github/workflows/x.yml", text).jobs
+    assert job.steps == []

@@ -71,8 +71,23 @@ def test_hadolint_misses_what_cannery_finds() -> None:
 
 
 def test_rendered_dockerfiles_lint_clean(cli) -> None:  # type: ignore[no-untyped-def]
-    res = cli("lint", "--fail-on", "info", str(GOLDEN / "locked"), str(GOLDEN / "unlocked"))
+    """Locked renders are clean but for one info (the renderer upgrades pip and packaging
+    unpinned); unlocked ones get only the unpinned fetch their own `UNLOCKED` comment
+    announces."""
+    res = cli("lint", "--fail-on", "warning", str(GOLDEN / "locked"))
     assert res.code == 0, res.out + res.err
+    res = cli("lint", "--format", "json", str(GOLDEN / "locked"))
+    for f in json.loads(res.out)["findings"]:
+        assert (f["rule"], f["severity"]) == ("unpinned-pip-requirement", "info"), f
+    res = cli("lint", "--format", "json", str(GOLDEN / "unlocked"))
+    findings = json.loads(res.out)["findings"]
+    assert findings
+    for f in findings:
+        if (f["rule"], f["severity"]) == ("unpinned-pip-requirement", "info"):
+            continue  # the pip/packaging upgrade, as in the locked renders
+        lines = Path(f["path"]).read_text().split("\n")
+        before = "\n".join(lines[max(0, f["line"] - 6) : f["line"]])
+        assert f["rule"] == "unpinned-git-ref" and "UNLOCKED" in before, f
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.name for r in RULES])
@@ -130,6 +145,15 @@ def test_sarif_output_validates_against_the_oasis_schema(tmp_path: Path, cli) ->
     assert first["startLine"] >= 1 and first["startColumn"] >= 1
     assert cli("lint", "--format", "sarif", "--fail-on", "error", "--output",
                str(out), str(FIX)).code == 1
+    by_name = {r["name"]: r for r in run["tool"]["driver"]["rules"]}
+    tls = by_name["tls-verification-disabled"]
+    assert tls["shortDescription"]["text"].startswith("Finds downloads and package tools told "
+                                                      "not to verify TLS certificates")
+    assert tls["shortDescription"]["text"].endswith(".") and "\n" not in tls[
+        "shortDescription"]["text"]
+    assert tls["help"]["markdown"].startswith("## What it does\nFinds")  # dedented
+    assert tls["properties"]["security-severity"] == "7.5"
+    assert "security-severity" not in by_name["noop-layer"]["properties"]
 
 
 def test_github_annotations(cli) -> None:  # type: ignore[no-untyped-def]
@@ -254,6 +278,7 @@ def test_config_schema_accepts_the_defaults(tmp_path: Path) -> None:
     from cannery.lint.config import (
         DEFAULT_BASE_ENV,
         DEFAULT_IMPLICIT_ARGS,
+        DEFAULT_NO_COMPILE_ENV,
         DEFAULT_SHELLS,
         schema,
     )
@@ -261,7 +286,8 @@ def test_config_schema_accepts_the_defaults(tmp_path: Path) -> None:
     defaults = {"select": [r.name for r in RULES], "ignore": [], "severity": {},
                 "base-image-shells": DEFAULT_SHELLS, "base-image-env": DEFAULT_BASE_ENV,
                 "implicit-args": list(DEFAULT_IMPLICIT_ARGS),
-                "trusted-registries": [], "fail-on": "warning"}
+                "trusted-registries": [], "fail-on": "warning", "target": "runtime",
+                "no-compile-env": list(DEFAULT_NO_COMPILE_ENV)}
     (tmp_path / "schema.json").write_text(json.dumps(schema()))
     (tmp_path / "defaults.json").write_text(json.dumps(defaults))
     (tmp_path / "bad.json").write_text(json.dumps({"fail_on": "warning"}))
@@ -314,3 +340,84 @@ def test_workflow_naming_an_impossible_path(tmp_path: Path, cli) -> None:  # typ
     res = cli("lint", "--format", "json", str(tmp_path))
     rules = [f["rule"] for f in json.loads(res.out)["findings"]]
     assert rules == ["missing-dockerfile"]
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(cwd), "-c", "user.name=t", "-c", "user.email=t@example.com",
+                    *args], check=True, capture_output=True)
+
+
+def test_baseline_commit_reports_only_new_findings(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A real git repository: an old finding that moved down a line stays hidden; the one
+    the change added is reported; a bad revision is a usage error."""
+    _git(tmp_path, "init", "-q")
+    df = tmp_path / "Dockerfile"
+    df.write_text("FROM ubuntu:22.04\nRUN curl -fsSLk https://example.com/a -o /a\n")
+    _git(tmp_path, "add", "Dockerfile")
+    _git(tmp_path, "commit", "-qm", "base")
+    df.write_text("FROM ubuntu:22.04\nRUN apt-get update\n"
+                  "RUN curl -fsSLk https://example.com/a -o /a\n"
+                  "RUN wget --no-check-certificate https://example.com/b\n")
+    res = cli("lint", "--format", "json", "--baseline-commit", "HEAD", str(df))
+    found = [(f["rule"], f["line"]) for f in json.loads(res.out)["findings"]]
+    assert found == [("tls-verification-disabled", 4)] and res.code == 1
+    everything = cli("lint", "--format", "json", str(df))
+    assert len(json.loads(everything.out)["findings"]) == 2
+    bad = cli("lint", "--baseline-commit", "no-such-rev", str(df))
+    assert bad.code == 2 and "--baseline-commit no-such-rev: not a commit" in bad.err
+    # a revision git would take for an option never reaches git
+    out = tmp_path / "written-by-git"
+    opt = cli("lint", f"--baseline-commit=--output={out}", str(df))
+    assert opt.code == 2 and "not a revision" in opt.err and not out.exists()
+
+
+def test_add_suppressions_then_clean(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    df = tmp_path / "Dockerfile"
+    df.write_text("FROM ubuntu:22.04\nRUN apt-get update && \\\n"
+                  "    curl -fsSLk https://example.com/a -o /a\nRUN pip list\n")
+    wf = tmp_path / ".github" / "workflows" / "w.yml"
+    wf.parent.mkdir(parents=True)
+    wf.write_text("on: push\njobs:\n  b:\n    runs-on: x\n    steps:\n      - run: |\n"
+                  "          echo start\n          docker login -u me \\\n"
+                  "            -p ${{ secrets.P }} quay.io\n")
+    res = cli("lint", "--add-suppressions", "--format", "json", str(tmp_path))
+    assert res.code == 0 and json.loads(res.out)["findings"] == []
+    assert "# cannery: ignore=noop-layer\nRUN pip list" in df.read_text()
+    assert "# cannery: ignore=tls-verification-disabled\nRUN apt-get" in df.read_text()
+    assert "          # cannery: ignore=secret-in-argv\n          docker login" in wf.read_text()
+    again = cli("lint", "--format", "json", str(tmp_path))
+    assert again.code == 0 and json.loads(again.out)["findings"] == []
+
+
+def test_config_is_found_from_each_file_upward(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / ".git").mkdir()
+    quiet = tmp_path / "quiet"
+    loud = tmp_path / "loud"
+    for d in (quiet, loud):
+        d.mkdir()
+        (d / "Dockerfile").write_text("FROM ubuntu:22.04\nRUN pip list\n")
+    (quiet / ".cannery.toml").write_text('[lint]\nignore = ["noop-layer"]\n')
+    res = cli("lint", "--format", "json", str(quiet / "Dockerfile"), str(loud / "Dockerfile"))
+    paths = {Path(f["path"]).parent.name for f in json.loads(res.out)["findings"]}
+    assert paths == {"loud"}
+
+
+def test_nothing_to_lint_is_a_usage_error(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "notes.txt").write_text("# notes\nrun the build twice\n")
+    res = cli("lint", str(tmp_path))
+    assert res.code == 2 and "no Dockerfile or workflow found" in res.err
+    res = cli("lint", str(tmp_path / "notes.txt"))
+    assert res.code == 2 and "notes.txt: not a Dockerfile or workflow" in res.err
+    (tmp_path / "build.docker").write_text("# syntax=docker/dockerfile:1\nFROM ubuntu:22.04\n")
+    assert cli("lint", str(tmp_path / "build.docker")).code == 0
+
+
+def test_fast_entry_emits_github_annotations(tmp_path: Path) -> None:
+    """The console script's own path (not typer): errors also print as ::error lines."""
+    proc = subprocess.run([sys.executable, "-c", "import sys; from cannery.entry import main; "
+                           "sys.argv = ['cannery', 'lint', 'missing-file']; main()"],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "GITHUB_ACTIONS": "true"})
+    assert proc.returncode == 2
+    assert "cannery: error: missing-file: no such file or directory" in proc.stderr
+    assert "::error::missing-file: no such file or directory" in proc.stderr

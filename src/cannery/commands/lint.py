@@ -32,6 +32,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--fix", action="store_true", help="apply safe fixes to the files")
     p.add_argument("--unsafe-fixes", action="store_true", help="with --fix/--diff: unsafe too")
     p.add_argument("--diff", action="store_true", help="print the fixes as a diff; write nothing")
+    p.add_argument("--baseline-commit", metavar="REV", help="report only findings not "
+                   "present at git revision REV (matched by rule, file and message)")
+    p.add_argument("--add-suppressions", action="store_true", help="write a `# cannery: "
+                   "ignore=…` comment for every current finding, then report what is left")
     p.add_argument("--explain", metavar="RULE", help="print a rule's documentation")
     p.add_argument("--list-rules", action="store_true", help="list every rule")
     p.add_argument("--no-color", action="store_true", help="never colour text output")
@@ -81,29 +85,47 @@ def run(argv: list[str]) -> int:
 
     from dataclasses import replace
 
-    from cannery.lint.config import load_config, rule_list
+    from cannery.lint.config import LintConfig, load_config, rule_list
     from cannery.lint.engine import Engine, discover, read
     from cannery.lint.model import Severity
 
-    cfg = load_config(Path.cwd(), args.config)
-    if args.select:
-        cfg = replace(cfg, select=rule_list(args.select.split(","), "--select"))
-    if args.ignore:
-        cfg = replace(cfg, ignore=cfg.ignore + rule_list(args.ignore.split(","), "--ignore"))
+    select = rule_list(args.select.split(","), "--select") if args.select else None
+    ignore = rule_list(args.ignore.split(","), "--ignore") if args.ignore else ()
     explicit_fail = args.fail_on is not None
+    fail_on = None
     if explicit_fail:
         try:
-            cfg = replace(cfg, fail_on=Severity.parse(args.fail_on))
+            fail_on = Severity.parse(args.fail_on)
         except ValueError as exc:
             raise InputError(f"--fail-on: {exc}") from None
+
+    def overridden(cfg: LintConfig) -> LintConfig:
+        if select is not None:
+            cfg = replace(cfg, select=select)
+        if ignore:
+            cfg = replace(cfg, ignore=cfg.ignore + ignore)
+        return replace(cfg, fail_on=fail_on) if fail_on is not None else cfg
+
+    # options come from the config nearest each file (or --config for all of them)
+    engines: dict[Path, Engine] = {}
+
+    def engine_for(path: Path) -> Engine:
+        folder = path.resolve().parent
+        if folder not in engines:
+            cfg = overridden(load_config(folder, args.config))
+            same = next((e for e in engines.values() if e.config.source == cfg.source), None)
+            engines[folder] = same if same is not None and args.config is None else Engine(cfg)
+        return engines[folder]
+
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
     files = discover(args.paths or [Path(".")])
-    engine = Engine(cfg)
     sources: dict[str, str] = {}
     findings = []
     diffs: list[str] = []
     writes: dict[Path, str] = {}
+    failed_on: dict[str, Severity] = {}
     for path, kind in files:
+        engine = engine_for(path)
         text = read(path)
         name = str(path)
         if args.fix or args.diff:
@@ -118,7 +140,20 @@ def run(argv: list[str]) -> int:
                     writes[path] = new
                     text = new
         sources[name] = text
-        findings.extend(engine.lint_text(name, text, kind))
+        failed_on[name] = engine.config.fail_on
+        found = engine.lint_text(name, text, kind)
+        if args.add_suppressions and found:
+            marked = _suppressed(engine, name, text, kind, found)
+            if marked is not None:
+                writes[path] = marked
+                sources[name] = marked
+                found = engine.lint_text(name, marked, kind)
+        findings.extend(found)
+    if args.baseline_commit:
+        from cannery.lint.baseline import new_only
+
+        findings = new_only(findings, files, args.baseline_commit,
+                            lambda p, t, k: engine_for(p).lint_text(str(p), t, k))
     if writes:
         from cannery.util.fs import atomic_write
 
@@ -138,11 +173,34 @@ def run(argv: list[str]) -> int:
     if fmt == "text" and not args.output:
         from cannery.lint.output.text import summary
 
-        extra = f"; fixed {len(writes)} file(s)" if writes else ""
+        done = "added suppressions to" if args.add_suppressions else "fixed"
+        extra = f"; {done} {len(writes)} file(s)" if writes else ""
         print(summary(findings, len(files)) + extra, file=sys.stderr)
     if fmt == "sarif" and not explicit_fail:
         return 0
-    return 1 if any(f.severity >= cfg.fail_on for f in findings) else 0
+    return 1 if any(f.severity >= failed_on.get(f.span.path, Severity.WARNING)
+                    for f in findings) else 0
+
+
+def _suppressed(engine, name: str, text: str, kind: str, found: list  # type: ignore[no-untyped-def,type-arg]
+                ) -> str | None:
+    """``text`` with an ignore comment for each finding, or None when that would change
+    nothing or break the file (a comment line where YAML does not allow one)."""
+    from cannery.lint import suppress
+    from cannery.lint.facts.dockerfile import parse_dockerfile
+
+    if any(f.rule == "parse-error" for f in found):
+        return None
+    ranges: list[tuple[int, int]] = []
+    if kind == "dockerfile":
+        facts = parse_dockerfile(name, text, engine.config.base_image_shells)
+        ranges = [(i.line, i.end_line) for i in facts.instructions]
+    new = suppress.add_directives(text, found, ranges)
+    if new == text:
+        return None
+    if any(f.rule == "parse-error" for f in engine.lint_text(name, new, kind)):
+        return None
+    return new
 
 
 def _format(fmt: str, findings: list, sources: dict[str, str], files: int,  # type: ignore[type-arg]

@@ -21,8 +21,21 @@ DEFAULT_SHELLS: dict[str, list[str]] = {
 # Ascend's CANN images persist what set_env.sh exports.
 _CANN_BASE_ENV = ["ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH",
                   "ASCEND_AICPU_PATH", "TOOLCHAIN_HOME", "LD_LIBRARY_PATH", "PYTHONPATH", "PATH"]
-DEFAULT_BASE_ENV: dict[str, list[str]] = {pattern: list(_CANN_BASE_ENV)
-                                          for pattern in DEFAULT_SHELLS}
+# A base matching a pattern here is known: a variable not in its list is unset or empty there
+# ("set" means set and non-empty). Lint claims a variable is unset only for known bases.
+DEFAULT_BASE_ENV: dict[str, list[str]] = {
+    **{pattern: list(_CANN_BASE_ENV) for pattern in DEFAULT_SHELLS},
+    # manylinux2014 sets the devtoolset library path; the glibc 2.28+ and musllinux images set
+    # LD_LIBRARY_PATH to an empty string
+    "quay.io/pypa/manylinux2014_*": ["PATH", "LD_LIBRARY_PATH", "PKG_CONFIG_PATH"],
+    "quay.io/pypa/manylinux_*": ["PATH", "PKG_CONFIG_PATH"],
+    "quay.io/pypa/musllinux_*": ["PATH", "PKG_CONFIG_PATH"],
+    # minimal distribution and language bases: PATH only, of the search paths
+    **{pattern: ["PATH"] for pattern in (
+        "ubuntu", "ubuntu:*", "debian", "debian:*", "alpine", "alpine:*", "busybox*",
+        "centos:*", "rockylinux:*", "almalinux:*", "fedora:*", "openeuler/openeuler:*",
+        "python:*", "scratch")},
+}
 # ARGs that builds read from the environment without a `$` in the Dockerfile.
 DEFAULT_IMPLICIT_ARGS = (
     "SOC_VERSION", "TARGETARCH", "TARGETPLATFORM", "TARGETOS", "TARGETVARIANT",
@@ -32,8 +45,11 @@ DEFAULT_IMPLICIT_ARGS = (
     "https_proxy", "ftp_proxy", "no_proxy", "all_proxy", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
     "DEBIAN_FRONTEND", "BUILDKIT_INLINE_CACHE", "SOURCE_DATE_EPOCH",
 )
+# Assignments that turn a source build's native compilation off (pip install -e . then
+# builds no extension, so it does not link against the torch installed at that time).
+DEFAULT_NO_COMPILE_ENV = ("VLLM_TARGET_DEVICE=empty",)
 KEYS = ("select", "ignore", "severity", "base-image-shells", "base-image-env",
-        "implicit-args", "trusted-registries", "fail-on")
+        "implicit-args", "trusted-registries", "fail-on", "target", "no-compile-env")
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -46,6 +62,8 @@ class LintConfig:
     implicit_args: frozenset[str] = frozenset(DEFAULT_IMPLICIT_ARGS)
     trusted_registries: tuple[str, ...] = ()
     fail_on: Severity = Severity.WARNING
+    target: str | None = None  # the stage that ships (default: the last one)
+    no_compile_env: tuple[str, ...] = DEFAULT_NO_COMPILE_ENV
     source: str = "defaults"
 
 
@@ -121,6 +139,15 @@ def apply_table(cfg: LintConfig, table: dict[str, Any], where: str) -> LintConfi
             changes["fail_on"] = Severity.parse(str(table["fail-on"]))
         except ValueError as exc:
             raise InputError(f"{where}: fail-on: {exc}") from None
+    if "target" in table:
+        if not isinstance(table["target"], str):
+            raise InputError(f"{where}: target: expected a stage name")
+        changes["target"] = table["target"]
+    if "no-compile-env" in table:
+        env = table["no-compile-env"]
+        if not isinstance(env, list) or not all(isinstance(v, str) and "=" in v for v in env):
+            raise InputError(f"{where}: no-compile-env: expected a list of \"NAME=VALUE\"")
+        changes["no_compile_env"] = cfg.no_compile_env + tuple(env)
     return replace(cfg, **changes, source=where)
 
 
@@ -190,5 +217,7 @@ def schema() -> dict[str, Any]:
             "implicit-args": {"type": "array", "items": {"type": "string"}},
             "trusted-registries": {"type": "array", "items": {"type": "string"}},
             "fail-on": level,
+            "target": {"type": "string"},
+            "no-compile-env": {"type": "array", "items": {"type": "string", "pattern": "="}},
         },
     }

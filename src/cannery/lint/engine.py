@@ -34,11 +34,34 @@ def kind_of(path: Path) -> str | None:
     return None
 
 
+def sniff(path: Path) -> str | None:
+    """The kind of a file named on the command line whose name does not say: a workflow is
+    YAML with `jobs:`; a Dockerfile starts (after comments) with FROM or ARG."""
+    import re
+
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(65536).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    if path.suffix in (".yml", ".yaml"):
+        return "workflow" if re.search(r"^jobs\s*:", head, re.M) else None
+    for line in head.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        return "dockerfile" if re.match(r"(FROM|ARG)\s", stripped, re.I) else None
+    return None
+
+
 def discover(paths: list[Path]) -> list[tuple[Path, str]]:
-    """Files to lint: named files are taken as given; directories are searched."""
+    """Files to lint: named files are taken when they are Dockerfiles or workflows (by name
+    or content); directories are searched by name. A directory with nothing to lint, or a
+    named file of another kind, is an input error."""
     out: list[tuple[Path, str]] = []
     for p in paths:
         if p.is_dir():
+            before = len(out)
             for root, dirs, files in os.walk(p):
                 dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS or d == ".github")
                 for f in sorted(files):
@@ -46,8 +69,13 @@ def discover(paths: list[Path]) -> list[tuple[Path, str]]:
                     k = kind_of(fp)
                     if k:
                         out.append((fp, k))
+            if len(out) == before:
+                raise InputError(f"{p}: no Dockerfile or workflow found (looked for "
+                                 f"{', '.join(DOCKERFILE_NAMES)} and .github/workflows/*.yml)")
         elif p.exists():
-            k = kind_of(p) or ("workflow" if p.suffix in (".yml", ".yaml") else "dockerfile")
+            k = kind_of(p) or sniff(p)
+            if k is None:
+                raise InputError(f"{p}: not a Dockerfile or workflow")
             out.append((p, k))
         else:
             raise InputError(f"{p}: no such file or directory")
@@ -84,6 +112,8 @@ class Engine:
             implicit_args=self.config.implicit_args,
             trusted_registries=self.config.trusted_registries,
             base_env=self.config.base_image_env,
+            target=self.config.target,
+            no_compile_env=self.config.no_compile_env,
             root=str(repo_root(path)) if kind == "workflow" else str(path.parent),
         )
 

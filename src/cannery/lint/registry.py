@@ -31,13 +31,17 @@ from cannery.lint.rules.rc_file_env import RcFileEnv
 from cannery.lint.rules.secret_in_arg_or_env import SecretInArgOrEnv
 from cannery.lint.rules.secret_in_argv import SecretInArgv
 from cannery.lint.rules.sed_line_patch import SedLinePatch
+from cannery.lint.rules.shallow_clone_checkout import ShallowCloneCheckout
+from cannery.lint.rules.single_arch_download import SingleArchDownload
 from cannery.lint.rules.soc_chip_mismatch import SocChipMismatch
 from cannery.lint.rules.source_in_posix_shell import SourceInPosixShell
+from cannery.lint.rules.swallowed_command import SwallowedCommand
 from cannery.lint.rules.tag_version_mismatch import TagVersionMismatch
 from cannery.lint.rules.tls_verification_disabled import TlsVerificationDisabled
 from cannery.lint.rules.toolkit_over_toolkit import ToolkitOverToolkit
 from cannery.lint.rules.torch_repinned_after_build import TorchRepinnedAfterBuild
 from cannery.lint.rules.unpinned_git_ref import UnpinnedGitRef
+from cannery.lint.rules.unpinned_pip_requirement import UnpinnedPipRequirement
 from cannery.lint.rules.unsafe_tag_deletion import UnsafeTagDeletion
 from cannery.lint.rules.unused_arg import UnusedArg
 from cannery.lint.rules.unverified_download import UnverifiedDownload
@@ -154,6 +158,9 @@ RULES: list[type[Rule]] = [
     SecretInArgOrEnv,
     SedLinePatch,
     NoopLayer,
+    ShallowCloneCheckout,
+    SwallowedCommand,
+    UnpinnedPipRequirement,
     CacheScopeCollision,
     MultiPlatformSingleRunner,
     DigestPushWithTag,
@@ -161,6 +168,7 @@ RULES: list[type[Rule]] = [
     MissingDockerfile,
     UnsafeTagDeletion,
     SecretInArgv,
+    SingleArchDownload,
     ParseError,
     UnusedSuppression,
     InternalError,

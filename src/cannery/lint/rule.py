@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -17,15 +18,19 @@ class LintContext:
     trusted_registries: tuple[str, ...]
     root: str = "."  # repository root, for paths a workflow names
     base_env: dict[str, list[str]] = field(default_factory=dict)  # image pattern → vars set
+    target: str | None = None  # the Dockerfile stage that ships (None: the last)
+    no_compile_env: tuple[str, ...] = ()  # NAME=VALUE that turn native compilation off
 
-    def env_of_base(self, image: str) -> set[str]:
-        """Variables the base image ``image`` is known to set."""
+    def env_of_base(self, image: str) -> set[str] | None:
+        """Variables the base image ``image`` is known to set to a non-empty value, or None
+        when nothing is known about it (then no variable may be called unset)."""
         import fnmatch
 
-        out: set[str] = set()
+        image = re.sub(r"^(docker\.io/)?(library/)?", "", image)
+        out: set[str] | None = None
         for pattern, names in self.base_env.items():
             if fnmatch.fnmatch(image, pattern):
-                out.update(names)
+                out = (out or set()) | set(names)
         return out
 
     @property

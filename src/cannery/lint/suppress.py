@@ -1,6 +1,7 @@
-"""Inline and file-level suppressions, and the report of those that suppress nothing.
+r"""Inline and file-level suppressions, and the report of those that suppress nothing.
 
-    # cannery: ignore=rule-a,rule-b     the next instruction (Dockerfile) or line (workflow)
+    # cannery: ignore=rule-a,rule-b     the next instruction (Dockerfile) or line (workflow;
+                                        with the lines a trailing `\` continues it onto)
     # cannery: ignore-file=rule-a        the whole file ("ignore-file" alone: every rule)
 """
 
@@ -38,6 +39,8 @@ def directives(lines: list[str], ranges: list[tuple[int, int]]) -> list[Directiv
         elif text.strip().startswith("#"):
             nxt = next(((a, b) for a, b in ranges if a > no), None) if ranges else None
             first, last = nxt if nxt else (no + 1, no + 1)
+            while not ranges and last < len(lines) and lines[last - 1].rstrip().endswith("\\"):
+                last += 1  # a shell command continued over several lines of a `run:`
         else:  # trailing comment: this line
             first = last = no
         out.append(Directive(no, m.start() + 1, m.group(1), rules, first, last))
@@ -84,3 +87,33 @@ def apply(findings: list[Finding], found: list[Directive], path: str) -> list[Fi
 def _unused(path: str, d: Directive, message: str) -> Finding:
     return Finding("unused-suppression", "CX002", Severity.INFO, message,
                    Span(path, d.line, d.column), hint="remove the comment")
+
+
+def add_directives(text: str, findings: list[Finding], ranges: list[tuple[int, int]]) -> str:
+    """``text`` with a `# cannery: ignore=…` line before each place a finding is reported:
+    before its instruction in a Dockerfile (``ranges``), before its line in a workflow (moved
+    up past shell continuation lines, where a comment line would end the command)."""
+    lines = text.split("\n")
+    at: dict[int, set[str]] = {}  # 1-based line to insert before → rules
+    for f in findings:
+        if f.rule in ("parse-error", "unused-suppression", "internal-error"):
+            continue
+        line = f.span.line
+        if ranges:
+            line = next((a for a, b in ranges if a <= line <= b), line)
+        else:
+            while line > 1 and lines[line - 2].rstrip().endswith("\\"):
+                line -= 1
+        at.setdefault(line, set()).add(f.rule)
+    for line in sorted(at, reverse=True):
+        target = lines[line - 1] if line - 1 < len(lines) else ""
+        indent = target[: len(target) - len(target.lstrip())]
+        rules = set(at[line])
+        prev = lines[line - 2] if line >= 2 else ""
+        m = DIRECTIVE.search(prev)
+        if m and m.group(1) == "ignore" and prev.strip().startswith("#"):
+            rules.update(r.strip() for r in (m.group(2) or "").split(",") if r.strip())
+            lines[line - 2] = f"{indent}# cannery: ignore={','.join(sorted(rules))}"
+        else:
+            lines.insert(line - 1, f"{indent}# cannery: ignore={','.join(sorted(rules))}")
+    return "\n".join(lines)

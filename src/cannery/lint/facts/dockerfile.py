@@ -64,6 +64,7 @@ class Stage:
     line: int
     instructions: list[Instruction] = field(default_factory=list)
     parent: Stage | None = None  # a FROM that names an earlier stage
+    image: str = ""  # ``base`` with global ARG defaults substituted
 
     @property
     def root(self) -> Stage:
@@ -91,6 +92,22 @@ class DockerfileFacts:
             if inst.script is not None:
                 for cmd in inst.script.commands:
                     yield inst, cmd
+
+    def shipping(self, target: str | None = None) -> list[Stage]:
+        """The stages whose layers end up in the image: ``target`` (default: the last stage)
+        and the stages it is built FROM. A stage reached only by `COPY --from` is not."""
+        if not self.stages:
+            return []
+        last = self.stages[-1]
+        if target:
+            last = next((s for s in self.stages if (s.alias or "").lower() == target.lower()),
+                        last)
+        out = []
+        stage: Stage | None = last
+        while stage is not None:
+            out.append(stage)
+            stage = stage.parent
+        return out
 
     def line_text(self, line: int) -> str:
         return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
@@ -198,6 +215,7 @@ def parse_dockerfile(path: str, text: str, base_shells: dict[str, list[str]]) ->
     by_alias: dict[str, Stage] = {}
     shell: tuple[str, ...] = POSIX_SHELL
     workdir = "/"
+    global_defaults: dict[str, str] = {}  # ARGs before the first FROM, for FROM lines
     for i, c in enumerate(commands):
         kw = str(getattr(c, "cmd", "")).upper()
         line = int(getattr(c, "start_line", 1))
@@ -216,9 +234,10 @@ def parse_dockerfile(path: str, text: str, base_shells: dict[str, list[str]]) ->
         )
         if kw == "FROM":
             base = value[0]
+            image = _substitute(base, global_defaults)
             alias = value[2] if len(value) >= 3 and value[1].upper() == "AS" else None
-            parent = by_alias.get(base.lower())
-            stage = Stage(len(facts.stages), base, alias, line, parent=parent)
+            parent = by_alias.get(image.lower())
+            stage = Stage(len(facts.stages), base, alias, line, parent=parent, image=image)
             if alias:
                 by_alias[alias.lower()] = stage
             facts.stages.append(stage)
@@ -226,7 +245,7 @@ def parse_dockerfile(path: str, text: str, base_shells: dict[str, list[str]]) ->
                 shell = parent.instructions[-1].shell
                 workdir = parent.instructions[-1].workdir
             else:
-                shell = shell_for_base(base, base_shells) or POSIX_SHELL
+                shell = shell_for_base(image, base_shells) or POSIX_SHELL
                 workdir = "/"
             inst.stage = stage
             inst.shell = shell
@@ -252,9 +271,28 @@ def parse_dockerfile(path: str, text: str, base_shells: dict[str, list[str]]) ->
         if stage is None:
             if kw == "ARG":
                 facts.global_args.append(inst)
+                global_defaults.update((p.key, p.value) for p in inst.pairs
+                                       if p.value is not None)
         else:
             stage.instructions.append(inst)
     return facts
+
+
+def _substitute(text: str, values: dict[str, str]) -> str:
+    """``$X``/``${X}``/``${X:-d}`` replaced from ``values`` (BuildKit's FROM expansion)."""
+    if "$" not in text:
+        return text
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(4)
+        got = values.get(name)
+        if got:
+            return got
+        if m.group(2) == ":-" or (m.group(2) == "-" and got is None):
+            return m.group(3) or ""
+        return m.group(0) if got is None else got
+
+    return re.sub(r"\$\{([A-Za-z_]\w*)(?:(:?-)([^}]*))?\}|\$([A-Za-z_]\w*)", sub, text)
 
 
 def arg_default(stage_insts: list[Instruction], name: str, before: int) -> str | None:

@@ -6,6 +6,7 @@ the same way), so every node's row/column maps straight back to the file.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -14,6 +15,10 @@ from typing import Any
 # Global options that take a separate value, per tool (so `git -C dir clone` is a clone).
 GLOBAL_OPTS = {"git": ("-C", "-c", "--git-dir", "--work-tree", "--namespace"),
                "pip": ("--log", "--proxy", "--cache-dir")}
+# Short options that take a value, per tool: in a cluster, what follows one is its value.
+SHORT_VALUE = {"curl": "oudHXeEKrTwxAbcmyYzCFUQP", "wget": "OoaPtTweiUQBlDARIX",
+               "git": "Cc", "tar": "fCT", "unzip": "d", "pip": "rcetie",
+               "sha256sum": "", "gpg": "uor"}
 
 
 @lru_cache(maxsize=1)
@@ -58,29 +63,59 @@ class Command:
     pipe_index: int = 0
     redirects: list[tuple[str, Word]] = field(default_factory=list)  # (operator, target)
     raw_name: str = ""
+    depth: int = 0  # how many $( … ) enclose it
+    stdin: Word | None = None  # a heredoc body or here-string fed to it
 
     @property
     def argv(self) -> list[str]:
         return [w.value for w in self.args]
 
+    def short_flags(self, v: str) -> str:
+        """The option letters of a short-option cluster (``-fsSLo`` → ``fsSLo``), stopping
+        after the first letter that takes a value (``-ofile`` is ``-o file``, not ``-k``)."""
+        if not re.fullmatch(r"-[A-Za-z0-9][^=]*", v):
+            return ""
+        takes = SHORT_VALUE.get(self.name, "")
+        out = []
+        for ch in v[1:]:
+            if not ch.isalnum():
+                break
+            out.append(ch)
+            if ch in takes:
+                break
+        return "".join(out)
+
     def has_flag(self, *flags: str) -> bool:
         for w in self.args:
             v = w.value
+            if v == "--":
+                break
             for f in flags:
                 if v == f or (f.startswith("--") and v.startswith(f + "=")):
                     return True
                 # combined short flags: -fsSLk contains -k
-                if len(f) == 2 and f[0] == "-" and re.fullmatch(r"-[A-Za-z]+", v) and f[1] in v:
+                if len(f) == 2 and f[0] == "-" and not v.startswith("--") and (
+                        f[1] in self.short_flags(v)):
                     return True
         return False
 
     def flag_value(self, *flags: str) -> Word | None:
         for i, w in enumerate(self.args):
+            v = w.value
             for f in flags:
-                if w.value == f and i + 1 < len(self.args):
+                if v == f and i + 1 < len(self.args):
                     return self.args[i + 1]
-                if f.startswith("--") and w.value.startswith(f + "="):
-                    return Word(w.text, w.value[len(f) + 1 :], w.pos, w.start, w.end)
+                if f.startswith("--") and v.startswith(f + "="):
+                    return Word(w.text, v[len(f) + 1 :], w.pos, w.start, w.end)
+                if len(f) == 2 and f[1] in SHORT_VALUE.get(self.name, "") and (
+                        not v.startswith("--")):
+                    cluster = self.short_flags(v)
+                    if cluster.endswith(f[1]):
+                        rest = v[len(cluster) + 1 :]
+                        if rest:  # -ofile
+                            return Word(w.text, rest, w.pos, w.start, w.end)
+                        if i + 1 < len(self.args) and len(cluster) > 1:  # -fsSLo file
+                            return self.args[i + 1]
         return None
 
     def positional(self) -> list[Word]:
@@ -153,9 +188,13 @@ class Script:
 class _Mapper:
     """Maps tree-sitter byte positions in the script to file lines, columns and offsets."""
 
-    def __init__(self, text: str, first_line: int, line_offsets: list[int], col_shift: list[int]):
+    def __init__(self, text: str, first_line: int, line_offsets: list[int], col_shift: list[int],
+                 original: str | None = None):
         self.lines = text.split("\n")
         self.raw = [ln.encode() for ln in self.lines]
+        # text as written when ``text`` has masked parts (same character positions)
+        self.original: list[str] | None = (
+            None if original is None or original == text else original.split("\n"))
         self.first_line = first_line
         self.line_offsets = line_offsets  # file char offset of each script line's start
         self.col_shift = col_shift  # characters of indentation stripped per script line
@@ -174,8 +213,19 @@ class _Mapper:
         (r0, c0), (r1, c1) = node.start_point, node.end_point
         return Pos(self.first_line + r0, self.col(r0, c0), self.first_line + r1, self.col(r1, c1))
 
+    def text(self, node: Any) -> str:
+        if self.original is None:
+            return str(node.text.decode(errors="replace"))
+        (r0, c0), (r1, c1) = node.start_point, node.end_point
+        a = len(self.raw[r0][:c0].decode(errors="replace"))
+        b = len(self.raw[r1][:c1].decode(errors="replace"))
+        if r0 == r1:
+            return str(self.original[r0][a:b])
+        return "\n".join([self.original[r0][a:], *self.original[r0 + 1 : r1],
+                          self.original[r1][:b]])
+
     def word(self, node: Any) -> Word:
-        text = node.text.decode(errors="replace")
+        text = self.text(node)
         return Word(text, unquote(text), self.pos(node),
                     self.offset(*node.start_point), self.offset(*node.end_point))
 
@@ -211,22 +261,60 @@ def unquote(text: str) -> str:
     return "".join(out)
 
 
-WRAPPERS = {"sudo", "env", "time", "nice", "nohup", "exec", "command", "xargs", "stdbuf"}
+# Commands that run another command, with the options of theirs that take a separate value
+# and how many operands they take before the command (`timeout 10 CMD`).
+WRAPPERS: dict[str, tuple[tuple[str, ...], int]] = {
+    "sudo": (("-u", "-g", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "-R", "-h", "--user",
+              "--group", "--prompt", "--close-from", "--chdir", "--role", "--type",
+              "--other-user", "--command-timeout", "--host", "--chroot"), 0),
+    "doas": (("-u", "-C"), 0),
+    "env": (("-u", "-C", "-S", "--unset", "--chdir", "--split-string"), 0),
+    "nice": (("-n", "--adjustment"), 0),
+    "ionice": (("-c", "-n", "-t", "--class", "--classdata"), 0),
+    "timeout": (("-s", "-k", "--signal", "--kill-after"), 1),
+    "time": (("-f", "-o", "--format", "--output"), 0),
+    "nohup": ((), 0),
+    "exec": (("-a",), 0),
+    "command": ((), 0),
+    "xargs": (("-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "--max-args", "--max-procs",
+               "--max-lines", "--delimiter", "--arg-file", "--replace"), 0),
+    "stdbuf": (("-i", "-o", "-e"), 0),
+    "taskset": ((), 1),
+}
+
+
+def _unwrap(base: str, args: list[Word], env: dict[str, Word]) -> tuple[str, list[Word]] | None:
+    """The command a wrapper runs, or None when it runs none (``sudo -v``, ``env`` alone)."""
+    takes_value, operands = WRAPPERS[base]
+    i = 0
+    while i < len(args):
+        v = args[i].value
+        if v == "--":
+            i += 1
+            break
+        if v.startswith("-") and len(v) > 1:
+            # `-u bob` takes the next word; `-ubob` and `--user=bob` carry it
+            i += 2 if v in takes_value else 1
+            continue
+        if base == "env" and "=" in v:
+            k, _, _v = v.partition("=")
+            env[k] = args[i]
+            i += 1
+            continue
+        break
+    i += operands
+    if i >= len(args):
+        return None
+    return args[i].value.rsplit("/", 1)[-1], args[i + 1 :]
 
 
 def _normalise(name: str, args: list[Word], env: dict[str, Word]) -> tuple[str, list[Word]]:
     base = name.rsplit("/", 1)[-1]
     while base in WRAPPERS and args:
-        # env FOO=1 cmd, sudo -E cmd
-        rest = list(args)
-        while rest and (rest[0].value.startswith("-") or (base == "env" and "=" in rest[0].value)):
-            if base == "env" and "=" in rest[0].value and not rest[0].value.startswith("-"):
-                k, _, _v = rest[0].value.partition("=")
-                env[k] = rest[0]
-            rest.pop(0)
-        if not rest:
+        inner = _unwrap(base, args, env)
+        if inner is None:
             break
-        base, args = rest[0].value.rsplit("/", 1)[-1], rest[1:]
+        base, args = inner
     if re.fullmatch(r"python[0-9.]*", base) and len(args) >= 2 and args[0].value == "-m":
         base, args = args[1].value, args[2:]
     if re.fullmatch(r"pip[0-9.]*", base):
@@ -236,90 +324,143 @@ def _normalise(name: str, args: list[Word], env: dict[str, Word]) -> tuple[str, 
     return base, args
 
 
-def parse_script(text: str, first_line: int = 1, starts: list[int] | None = None,
-                 col_shift: list[int] | None = None) -> Script:
-    """Parse ``text``; positions are reported from ``first_line`` with the given offsets."""
-    nlines = text.count("\n") + 1
-    offsets = starts or line_offsets(text)
-    shift = col_shift or [0] * nlines
-    m = _Mapper(text, first_line, offsets, shift)
-    tree = _parser().parse(text.encode())
-    root = tree.root_node
-    script = Script(text, [], [], [], [], root.has_error, root)
-    counter = [0]
+def mask_expressions(text: str) -> str:
+    """Blank out GitHub ``${{ … }}`` expressions so bash sees one plain word in their place.
 
-    def walk(node: Any, in_subst: bool) -> None:
+    The replacement has the same length, so positions do not move; word texts are read back
+    from the original. One pass: once an opening has no closing, no later one has either.
+    """
+    if "${{" not in text:
+        return text
+    out = []
+    pos = 0
+    j = -1  # the next "}}" (kept across openings, so the text is scanned once)
+    while True:
+        i = text.find("${{", pos)
+        if i < 0:
+            break
+        if j < i + 3:
+            j = text.find("}}", i + 3)
+        if j < 0:
+            break
+        nl = text.find("\n", i, j)
+        if nl >= 0:  # expressions do not span lines here; look again after this line
+            out.append(text[pos : nl + 1])
+            pos = nl + 1
+            continue
+        out.append(text[pos:i])
+        out.append("_" * (j + 2 - i))
+        pos = j + 2
+    out.append(text[pos:])
+    return "".join(out)
+
+
+class _Builder:
+    """Walks one tree-sitter tree and collects the script's commands, assignments and branches."""
+
+    def __init__(self, m: _Mapper, script: Script) -> None:
+        self.m = m
+        self.script = script
+        self.depth = 0  # nesting of $( … ) / <( … ) around the node being walked
+
+    def walk(self, node: Any) -> None:
         t = node.type
         if t == "pipeline":
-            cmds: list[Command] = []
-            for child in node.named_children:
-                before = len(script.commands)
-                walk(child, in_subst)
-                new = script.commands[before:]
-                if new:
-                    cmds.append(new[0])
-            for i, c in enumerate(cmds):
-                c.pipeline, c.pipe_index = cmds, i
-            return
-        if t == "redirected_statement":
-            before = len(script.commands)
-            body = node.child_by_field_name("body")
-            if body is not None:
-                walk(body, in_subst)
-            redirects = []
-            for child in node.named_children:
-                if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
-                    op = next((c.type for c in child.children if not c.is_named), "")
-                    dest = child.child_by_field_name("destination")
-                    if dest is not None:
-                        redirects.append((op, m.word(dest)))
-                    for sub in child.named_children:
-                        if sub is not dest:
-                            walk(sub, in_subst)
-            if len(script.commands) > before:
-                script.commands[before].redirects.extend(redirects)
-            return
-        if t == "command":
-            _command(node, in_subst)
-            return
-        if t == "declaration_command":
-            keyword = node.children[0].type if node.children else ""
-            for child in node.named_children:
-                if child.type == "variable_assignment":
-                    _assignment(child, exported=keyword in ("export", "declare", "typeset"))
-                elif child.type == "variable_name":
-                    script.assignments.append(Assignment(
-                        child.text.decode(), None, m.pos(child), m.offset(*child.start_point),
-                        m.offset(*child.end_point), keyword == "export", child, counter[0]))
-                    counter[0] += 1
-                else:
-                    walk(child, in_subst)
-            return
-        if t == "variable_assignment":
-            _assignment(node, exported=False)
-            return
-        if t in ("if_statement", "case_statement"):
-            _branch(node)
-        if t in ("simple_expansion", "expansion"):
-            name = next((c.text.decode() for c in node.named_children
-                         if c.type in ("variable_name", "special_variable_name")), None)
-            if name:
-                script.expansions.append((name, m.pos(node)))
-        for child in node.children:
-            walk(child, in_subst or t in ("command_substitution", "process_substitution"))
+            self._pipeline(node)
+        elif t == "redirected_statement":
+            self._redirected(node)
+        elif t == "command":
+            self._command(node)
+        elif t == "declaration_command":
+            self._declaration(node)
+        elif t == "variable_assignment":
+            self._assignment(node, exported=False)
+        else:
+            if t in ("if_statement", "case_statement"):
+                self._branch(node)
+            elif t in ("simple_expansion", "expansion"):
+                name = next((c.text.decode() for c in node.named_children
+                             if c.type in ("variable_name", "special_variable_name")), None)
+                if name:
+                    self.script.expansions.append((name, self.m.pos(node)))
+            nested = t in ("command_substitution", "process_substitution")
+            self.depth += nested
+            for child in node.children:
+                self.walk(child)
+            self.depth -= nested
 
-    def _assignment(node: Any, exported: bool) -> None:
+    def _top_new(self, before: int) -> list[Command]:
+        """Commands added since ``before`` at this substitution depth (not inside a $( … ))."""
+        return [c for c in self.script.commands[before:] if c.depth == self.depth]
+
+    def _pipeline(self, node: Any) -> None:
+        cmds: list[Command] = []
+        for child in node.named_children:
+            before = len(self.script.commands)
+            self.walk(child)
+            new = self._top_new(before)
+            if new:
+                cmds.append(max(new, key=lambda c: c.start))
+        for i, c in enumerate(cmds):
+            c.pipeline, c.pipe_index = cmds, i
+
+    def _redirected(self, node: Any) -> None:
+        before = len(self.script.commands)
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.walk(body)
+        # `a && b > f` parses as one statement redirected; bash gives the file to `b`, the
+        # last simple command before the operator (never one inside a `$( … )`)
+        new = self._top_new(before)
+        owner = max(new, key=lambda c: c.start) if new else None
+        for child in node.named_children:
+            if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
+                self._redirect(child, owner)
+
+    def _redirect(self, node: Any, owner: Command | None) -> None:
+        op = next((c.type for c in node.children if not c.is_named), "")
+        dest = node.child_by_field_name("destination")
+        if owner is not None:
+            if dest is not None:
+                owner.redirects.append((op, self.m.word(dest)))
+            if node.type == "herestring_redirect" and node.named_children:
+                owner.stdin = self.m.word(node.named_children[-1])
+        for sub in node.named_children:
+            if sub is dest:
+                continue
+            if sub.type == "heredoc_body" and owner is not None:
+                owner.stdin = self.m.word(sub)
+            elif sub.type == "file_redirect":  # `cat <<EOF > file`: nested in the heredoc
+                self._redirect(sub, owner)
+            else:
+                self.walk(sub)
+
+    def _declaration(self, node: Any) -> None:
+        keyword = node.children[0].type if node.children else ""
+        for child in node.named_children:
+            if child.type == "variable_assignment":
+                self._assignment(child, exported=keyword in ("export", "declare", "typeset"))
+            elif child.type == "variable_name":
+                self.script.assignments.append(Assignment(
+                    child.text.decode(), None, self.m.pos(child),
+                    self.m.offset(*child.start_point), self.m.offset(*child.end_point),
+                    keyword == "export", child))
+            else:
+                self.walk(child)
+
+    def _assignment(self, node: Any, exported: bool) -> None:
         name_node = node.child_by_field_name("name")
         value_node = node.child_by_field_name("value")
         name = name_node.text.decode() if name_node is not None else ""
-        script.assignments.append(Assignment(
-            name, m.word(value_node) if value_node is not None else None, m.pos(node),
-            m.offset(*node.start_point), m.offset(*node.end_point), exported, node, counter[0]))
-        counter[0] += 1
+        self.script.assignments.append(Assignment(
+            name, self.m.word(value_node) if value_node is not None else None,
+            self.m.pos(node), self.m.offset(*node.start_point), self.m.offset(*node.end_point),
+            exported, node))
         if value_node is not None:
-            walk(value_node, False)
+            self.walk(value_node)
 
-    def _command(node: Any, in_subst: bool) -> None:
+    def _command(self, node: Any) -> None:
+        m = self.m
         env: dict[str, Word] = {}
         name_node = node.child_by_field_name("name")
         args: list[Word] = []
@@ -329,30 +470,29 @@ def parse_script(text: str, first_line: int = 1, starts: list[int] | None = None
                 v = child.child_by_field_name("value")
                 if n is not None:
                     env[n.text.decode()] = m.word(v) if v is not None else m.word(child)
-                walk(child, in_subst)
-            elif child.type in ("command_name", "file_redirect", "herestring_redirect"):
-                pass
-            else:
+            elif child.type not in ("command_name", "file_redirect", "herestring_redirect"):
                 args.append(m.word(child))
         for child in node.named_children:
-            if child.type not in ("variable_assignment", "command_name"):
-                walk(child, in_subst)
+            if child.type != "command_name":
+                self.walk(child)
         if name_node is None:
             return
-        raw = unquote(name_node.text.decode(errors="replace"))
+        raw = m.word(name_node).value
         name, args = _normalise(raw, args, env)
         cmd = Command(name, args, env, m.pos(node), m.offset(*node.start_point),
-                      m.offset(*node.end_point), node, counter[0], in_subst, raw_name=raw)
-        counter[0] += 1
-        script.commands.append(cmd)
+                      m.offset(*node.end_point), node, 0, self.depth > 0, raw_name=raw,
+                      depth=self.depth)
+        self.script.commands.append(cmd)
         for child in node.named_children:
             if child.type in ("file_redirect", "herestring_redirect"):
                 dest = child.child_by_field_name("destination")
                 op = next((c.type for c in child.children if not c.is_named), "")
                 if dest is not None:
                     cmd.redirects.append((op, m.word(dest)))
+                elif child.type == "herestring_redirect" and child.named_children:
+                    cmd.stdin = m.word(child.named_children[-1])
 
-    def _branch(node: Any) -> None:
+    def _branch(self, node: Any) -> None:
         if node.type == "case_statement":
             value = node.child_by_field_name("value")
             labels: list[str] = []
@@ -365,12 +505,11 @@ def parse_script(text: str, first_line: int = 1, starts: list[int] | None = None
                     labels.append(text)
                     if text in ("*", "*)"):
                         default = True
-            script.branches.append(Branching(
-                "case", value.text.decode() if value is not None else "", default, m.pos(node),
-                labels))
+            self.script.branches.append(Branching(
+                "case", value.text.decode() if value is not None else "", default,
+                self.m.pos(node), labels))
             return
         subject = _condition(node)
-        labels = []
         default = False
         for child in node.named_children:
             if child.type == "elif_clause":
@@ -378,15 +517,28 @@ def parse_script(text: str, first_line: int = 1, starts: list[int] | None = None
             elif child.type == "else_clause":
                 default = True
         labels = re.findall(r"[\"']?(x86_64|aarch64|amd64|arm64|ppc64le|s390x)[\"']?", subject)
-        script.branches.append(Branching("if", subject, default, m.pos(node), labels))
+        self.script.branches.append(Branching("if", subject, default, self.m.pos(node), labels))
 
-    walk(root, False)
+
+def parse_script(text: str, first_line: int = 1, starts: list[int] | None = None,
+                 col_shift: list[int] | None = None) -> Script:
+    """Parse ``text``; positions are reported from ``first_line`` with the given offsets."""
+    nlines = text.count("\n") + 1
+    offsets = starts or line_offsets(text)
+    shift = col_shift or [0] * nlines
+    masked = mask_expressions(text)
+    m = _Mapper(masked, first_line, offsets, shift, original=text)
+    tree = _parser().parse(masked.encode())
+    root = tree.root_node
+    script = Script(text, [], [], [], [], root.has_error, root)
+    _Builder(m, script).walk(root)
     script.commands.sort(key=lambda c: c.start)
     for i, c in enumerate(script.commands):
         c.index = i
     # assignments are ordered relative to commands by file offset
+    starts_sorted = [c.start for c in script.commands]
     for a in script.assignments:
-        a.index = sum(1 for c in script.commands if c.start < a.start)
+        a.index = bisect.bisect_left(starts_sorted, a.start)
     return script
 
 

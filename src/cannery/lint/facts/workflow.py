@@ -37,6 +37,47 @@ class Job:
     matrix: dict[str, list[str]]
     matrix_line: int
     steps: list[Step] = field(default_factory=list)
+    legs: list[dict[str, str]] = field(default_factory=list)  # the expanded matrix
+
+
+MAX_LEGS = 256  # GitHub's own limit per workflow run
+
+
+def expand_matrix(node: Any) -> list[dict[str, str]]:
+    """The matrix's combinations as GitHub forms them: the product of the list keys, minus
+    `exclude:` entries, with `include:` entries merged into the legs they do not contradict
+    (or added as legs of their own). Values are scalars as written; at most MAX_LEGS."""
+    import yaml
+
+    keys: dict[str, list[str]] = {}
+    include: list[dict[str, str]] = []
+    exclude: list[dict[str, str]] = []
+    for key, val in _mapping(node).items():
+        if key in ("include", "exclude"):
+            entries = [{k: _scalar(v) for k, v in _mapping(e).items()}
+                       for e in getattr(val, "value", []) or []
+                       if isinstance(e, yaml.MappingNode)]
+            (include if key == "include" else exclude).extend(entries)
+        elif isinstance(val, yaml.SequenceNode):
+            keys[key] = [_scalar(v) for v in val.value]
+    legs: list[dict[str, str]] = [{}] if keys else []
+    for key, values in keys.items():
+        legs = [{**leg, key: v} for leg in legs for v in values][:MAX_LEGS]
+    legs = [leg for leg in legs
+            if not any(all(leg.get(k) == v for k, v in ex.items()) for ex in exclude)]
+    # an include merges only into the product's legs (never into a leg another include
+    # added), and may not change a value the product gave
+    base = [dict(leg) for leg in legs]
+    product = legs[:]
+    for entry in include:
+        matched = False
+        for leg, orig in zip(product, base, strict=True):
+            if all(orig.get(k, v) == v for k, v in entry.items()):
+                leg.update(entry)
+                matched = True
+        if not matched and len(legs) < MAX_LEGS:
+            legs.append(dict(entry))
+    return legs
 
 
 @dataclass(repr=False, eq=False)
@@ -138,9 +179,14 @@ def parse_workflow(path: str, text: str) -> WorkflowFacts:
         runs_on = job_map.get("runs-on")
         job = Job(job_id, job_node.start_mark.line + 1,
                   _scalar(runs_on) if runs_on is not None else "", matrix,
-                  matrix_node.start_mark.line + 1 if matrix_node is not None else 0)
+                  matrix_node.start_mark.line + 1 if matrix_node is not None else 0,
+                  legs=expand_matrix(matrix_node) if matrix_node is not None else [])
         steps = job_map.get("steps")
-        for i, step_node in enumerate(getattr(steps, "value", []) or []):
+        import yaml as _yaml
+
+        # only a sequence holds steps (a mapping's value is a list of key/value pairs)
+        items = steps.value if isinstance(steps, _yaml.SequenceNode) else []
+        for i, step_node in enumerate(items):
             sm = _mapping(step_node)
             run_node = sm.get("run")
             script = None

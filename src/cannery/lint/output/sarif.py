@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,19 @@ LEVEL = {Severity.INFO: "note", Severity.WARNING: "warning", Severity.ERROR: "er
 SARIF_SCHEMA = ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
                 "sarif-schema-2.1.0.json")
 SECURITY = {"tls-verification-disabled", "unverified-download", "pipe-to-shell",
-            "secret-in-arg-or-env", "secret-in-argv", "unpinned-git-ref"}
+            "secret-in-arg-or-env", "secret-in-argv", "unpinned-git-ref",
+            "unpinned-pip-requirement", "persisted-package-index"}
+# CVSS-like scores GitHub maps to critical (>= 9), high (>= 7), medium (>= 4), low
+SECURITY_SEVERITY = {Severity.CRITICAL: "9.5", Severity.ERROR: "7.5", Severity.WARNING: "5.0",
+                     Severity.INFO: "2.0"}
+
+
+def first_sentence(doc: str) -> str:
+    """The first sentence of a rule's "What it does" section, on one line."""
+    body = doc.split("## What it does", 1)[-1].split("\n## ", 1)[0]
+    text = " ".join(body.split())
+    m = re.match(r"(.+?[.!?])(\s|$)", text)
+    return m.group(1) if m else text
 
 
 def _uri(path: str) -> str:
@@ -29,16 +43,17 @@ def render(findings: list[Finding]) -> str:
     index = {}
     for i, r in enumerate(RULES):
         index[r.name] = i
-        doc = (r.__doc__ or "").strip()
-        short = doc.split("\n\n")[0].replace("## What it does", "").strip().split("\n")[0]
+        doc = inspect.cleandoc(r.__doc__ or "") or r.name
         props: dict[str, Any] = {"tags": ["security"] if r.name in SECURITY else ["quality"]}
         props["precision"] = "high"
+        if r.name in SECURITY:  # GitHub code scanning ranks security alerts by this
+            props["security-severity"] = SECURITY_SEVERITY[r.severity]
         rules.append({
             "id": r.code,
             "name": r.name,
-            "shortDescription": {"text": short or r.name},
-            "fullDescription": {"text": doc or r.name},
-            "help": {"text": f"cannery lint --explain {r.name}"},
+            "shortDescription": {"text": first_sentence(doc) or r.name},
+            "fullDescription": {"text": doc},
+            "help": {"text": doc, "markdown": doc},
             "defaultConfiguration": {"level": LEVEL[r.severity]},
             "properties": props,
         })

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
+import posixpath
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from cannery.lint.facts.shell import Command, Word
+from cannery.lint.facts.shell import Command, Script, Word
 
 CHECKSUM_TOOLS = {"sha256sum", "sha512sum", "sha384sum", "sha224sum", "sha1sum", "shasum",
                   "b2sum", "cksum"}
@@ -16,34 +21,41 @@ def basename(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
-def url_of(cmd: Command) -> Word | None:
+def _same(text: str) -> str:
+    return text
+
+
+def url_of(cmd: Command, resolve: Callable[[str], str] = _same) -> Word | None:
+    """The first argument that is (or, with ``resolve``, expands to) a URL; the returned
+    word's value is the expanded URL."""
     for w in cmd.args:
-        if re.match(r"^(https?|ftp)://", w.value):
-            return w
+        v = resolve(w.value)
+        if re.match(r"^(https?|ftp)://", v):
+            return w if v == w.value else Word(w.text, v, w.pos, w.start, w.end)
     return None
 
 
-def downloaded_file(cmd: Command) -> str | None:
+def downloaded_file(cmd: Command, resolve: Callable[[str], str] = _same) -> str | None:
     """The file a wget/curl command writes, if it writes one (not stdout)."""
-    url = url_of(cmd)
+    url = url_of(cmd, resolve)
     if cmd.name == "wget":
         out = cmd.flag_value("-O", "--output-document")
         if out is not None:
-            return None if out.value == "-" else out.value
+            return None if out.value == "-" else resolve(out.value)
         if url is None:
             return None
         prefix = cmd.flag_value("-P", "--directory-prefix")
         name = basename(url.value)
-        return f"{prefix.value.rstrip('/')}/{name}" if prefix else name
+        return f"{resolve(prefix.value).rstrip('/')}/{name}" if prefix else name
     if cmd.name == "curl":
         out = cmd.flag_value("-o", "--output")
         if out is not None:
-            return None if out.value == "-" else out.value
+            return None if out.value == "-" else resolve(out.value)
         if cmd.has_flag("-O", "--remote-name") and url is not None:
             return basename(url.value)
         for op, target in cmd.redirects:
             if op in (">", ">>"):
-                return target.value
+                return resolve(target.value)
     return None
 
 
@@ -60,36 +72,52 @@ def is_verification(cmd: Command) -> bool:
     return cmd.name == "pip" and cmd.has_flag("--require-hashes")
 
 
-def mentions(cmd: Command, path: str) -> Word | None:
+def names_file(value: str, path: str) -> bool:
+    """Whether an argument names ``path``: same path, same file name, or a glob matching it
+    (``pkg*.whl``)."""
     want = basename(path)
+    if not want:
+        return False
+    if value == path or basename(value) == want:
+        return True
+    name = basename(value)
+    return any(ch in name for ch in "*?[") and fnmatch.fnmatchcase(want, name)
+
+
+def mentions(cmd: Command, path: str, resolve: Callable[[str], str] = _same) -> Word | None:
     for w in cmd.args:
-        if w.value == path or basename(w.value) == want:
+        if names_file(resolve(w.value), path):
             return w
-    if cmd.raw_name and (cmd.raw_name == path or basename(cmd.raw_name) == want):
-        return None if not want else Word(cmd.raw_name, cmd.raw_name, cmd.pos, cmd.start, cmd.end)
     return None
 
 
-def use_kind(cmd: Command, path: str) -> str | None:
+def runs_file(cmd: Command, path: str, resolve: Callable[[str], str] = _same) -> bool:
+    """``cmd`` executes ``path`` by a path (``./x.run``, ``~/x.run``, ``${DIR}/x.run``)."""
+    raw = cmd.raw_name
+    return "/" in raw and names_file(resolve(raw), path)
+
+
+def use_kind(cmd: Command, path: str, resolve: Callable[[str], str] = _same) -> str | None:
     """How ``cmd`` consumes a downloaded file: executed, sourced, extracted, installed."""
-    want = basename(path)
-    if cmd.raw_name and basename(cmd.raw_name) == want and cmd.raw_name.startswith(("./", "/")):
+    if runs_file(cmd, path, resolve):
         return "executed"
-    if mentions(cmd, path) is None:
+    if mentions(cmd, path, resolve) is None:
         return None
+    return consumer_kind(cmd)
+
+
+def consumer_kind(cmd: Command) -> str | None:
+    """What a command does with the files it is given (None: nothing that runs them)."""
     if cmd.name in ("bash", "sh", "zsh", "dash", "python", "python3", "perl"):
         return "executed"
     if cmd.name in ("source", "."):
         return "sourced"
-    if cmd.name in ("tar", "unzip", "7z", "gunzip", "bunzip2", "xz", "unxz", "cpio"):
+    if cmd.name in ("tar", "unzip", "7z", "gunzip", "bunzip2", "xz", "unxz", "cpio", "bsdtar",
+                    "zstd", "unzstd"):
         return "extracted"
     if cmd.name in ("dpkg", "rpm", "apt-get", "apt", "yum", "dnf", "pip", "conda", "npm",
                     "install"):
         return "installed"
-    if cmd.name == "chmod":
-        return None
-    if re.search(r"\.(run|sh|bin)$", want) and cmd.name not in ("rm", "mv", "cp", "ls", "echo"):
-        return None
     return None
 
 
@@ -110,6 +138,19 @@ def builds_from_source(cmd: Command) -> bool:
     return False
 
 
+# pip install options that take a separate value (so the value is not a requirement)
+PIP_VALUE_OPTIONS = {
+    "-r", "-c", "-e", "-i", "-f", "-t", "-C", "--index-url", "--extra-index-url",
+    "--find-links", "--requirement", "--constraint", "--editable", "--trusted-host",
+    "--target", "--prefix", "--root", "--src", "--upgrade-strategy", "--platform",
+    "--python-version", "--implementation", "--abi", "--only-binary", "--no-binary",
+    "--config-settings", "--global-option", "--install-option", "--progress-bar",
+    "--exists-action", "--log", "--cache-dir", "--proxy", "--retries", "--resume-retries",
+    "--timeout", "--cert", "--client-cert", "--report", "--python", "--keyring-provider",
+    "--group", "--index", "--default-index", "--extra-index",
+}
+
+
 def pip_packages(cmd: Command) -> list[tuple[str, str, Word]]:
     """(name, specifier, word) of each requirement a `pip install` names."""
     if cmd.name != "pip" or cmd.subcommand() != "install":
@@ -121,15 +162,14 @@ def pip_packages(cmd: Command) -> list[tuple[str, str, Word]]:
         if skip_next:
             skip_next = False
             continue
-        if v in ("-r", "-c", "-e", "-i", "--index-url", "--extra-index-url", "-f",
-                 "--find-links", "--requirement", "--constraint", "--editable",
-                 "--trusted-host", "--target", "-t", "--prefix", "--root"):
+        if v in PIP_VALUE_OPTIONS:
             skip_next = True
             continue
         if v.startswith("-") or v == "install":
             continue
         m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*(.*)$", v)
-        if m and not v.startswith(("git+", "http", ".", "/")):
+        if m and not v.startswith(("git+", "http", ".", "/", "~", "$")) and "/" not in v and (
+                not re.search(r"\.(whl|tar\.gz|zip|tgz)$", v)) and not v.isdigit():
             out.append((m.group(1).lower().replace("-", "_"), m.group(3), w))
     return out
 
@@ -138,3 +178,121 @@ def host_of(url: str) -> str:
     from urllib.parse import urlparse
 
     return urlparse(url).hostname or ""
+
+
+# git options that take a separate value, global (before the subcommand) and per subcommand
+GIT_GLOBAL_VALUE = {"-C", "-c", "--git-dir", "--work-tree", "--namespace"}
+GIT_VALUE = {
+    "clone": {"-b", "--branch", "--depth", "-o", "--origin", "-c", "--config", "--reference",
+              "--reference-if-able", "-j", "--jobs", "--template", "--separate-git-dir", "-u",
+              "--upload-pack", "--shallow-since", "--shallow-exclude", "--filter", "--bundle-uri",
+              "--server-option"},
+    "fetch": {"--depth", "--deepen", "--shallow-since", "--shallow-exclude", "-j", "--jobs",
+              "--filter", "--negotiation-tip", "--server-option", "-o", "--upload-pack",
+              "--refmap", "--recurse-submodules-default", "--submodule-prefix"},
+    "checkout": {"-b", "-B", "--orphan", "--conflict", "--pathspec-from-file"},
+    "switch": {"-c", "-C", "--create", "--force-create", "--orphan", "--conflict"},
+    "reset": {"--pathspec-from-file"},
+}
+
+
+@dataclass(repr=False, eq=False)
+class GitCommand:
+    """A git command with the directory it acts in (a clone: the directory it creates)."""
+
+    cmd: Command
+    sub: str
+    operands: list[Word]  # after the subcommand, option values skipped
+    where: str
+    owner: object  # what the command belongs to (an Instruction, a workflow Step)
+
+
+def git_operands(cmd: Command) -> tuple[str, list[Word], list[str]]:
+    """(subcommand, its operands, the -C directories) of a git command."""
+    args = cmd.args
+    i = 0
+    dirs: list[str] = []
+    while i < len(args) and args[i].value.startswith("-"):
+        if args[i].value == "-C" and i + 1 < len(args):
+            dirs.append(args[i + 1].value)
+        i += 2 if args[i].value in GIT_GLOBAL_VALUE else 1
+    if i >= len(args):
+        return "", [], dirs
+    sub = args[i].value
+    takes = GIT_VALUE.get(sub, set())
+    out: list[Word] = []
+    i += 1
+    while i < len(args):
+        v = args[i].value
+        if v == "--":  # pathspecs follow
+            break
+        if v.startswith("-") and len(v) > 1:
+            i += 2 if v in takes else 1
+            continue
+        out.append(args[i])
+        i += 1
+    return sub, out, dirs
+
+
+def _join(cwd: str, path: str) -> str:
+    if path.startswith(("/", "~", "$HOME", "${HOME}")):
+        return posixpath.normpath(path)
+    return posixpath.normpath(posixpath.join(cwd, path))
+
+
+def git_commands(scripts: list[tuple[Script, str, object]],
+                 resolve: Callable[[object, str], str] | None = None) -> list[GitCommand]:
+    """Every git command of ``scripts`` (each with its starting directory), with the directory
+    it acts in, following `cd` and `git -C` (a `cd` inside `$( … )` changes nothing).
+    ``resolve(owner, text)`` expands variables in paths and URLs (ARG/ENV values)."""
+    out: list[GitCommand] = []
+    for script, workdir, owner in scripts:
+
+        def val(text: str, owner: object = owner) -> str:
+            return resolve(owner, text) if resolve is not None and "$" in text else text
+
+        cwd = workdir
+        for cmd in script.commands:
+            if cmd.name == "cd" and cmd.depth == 0:
+                target = next((w.value for w in cmd.args if not w.value.startswith("-")), "~")
+                cwd = _join(cwd, val(target))
+                continue
+            if cmd.name != "git":
+                continue
+            sub, operands, dirs = git_operands(cmd)
+            where = cwd
+            for d in dirs:
+                where = _join(where, val(d))
+            if sub == "clone" and operands:
+                url = val(operands[0].value)
+                target = (val(operands[1].value) if len(operands) > 1
+                          else basename(url).removesuffix(".git"))
+                where = _join(where, target)
+            out.append(GitCommand(cmd, sub, operands, where, owner))
+    return out
+
+
+def stage_git_commands(insts: list[Any]) -> list[GitCommand]:
+    """git_commands over a Dockerfile stage's RUNs, with ARG/ENV values expanded."""
+    from cannery.lint.facts.dockerfile import expand
+
+    def resolve(owner: object, text: str) -> str:
+        inst = owner
+        return expand(text, insts, getattr(inst, "index", 0))
+
+    return git_commands([(i.script, i.workdir, i) for i in insts if i.script is not None],
+                        resolve)
+
+
+def same_repo_after(ops: list[GitCommand], i: int) -> list[GitCommand]:
+    """The git commands after ``ops[i]`` (a clone) that act in its directory, up to the next
+    clone into that directory."""
+    where = ops[i].where
+    out = []
+    for op in ops[i + 1 :]:
+        if op.where != where:
+            continue
+        if op.sub == "clone":
+            break
+        out.append(op)
+    return out

@@ -4,10 +4,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from cannery.lint.facts.workflow import WorkflowFacts
+from cannery.lint.facts.workflow import Value, WorkflowFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
-from cannery.lint.rules._workflow import builds
+from cannery.lint.rules._workflow import Build, builds
 
 
 def _sibling_caches(path: Path) -> dict[tuple[str, str], tuple[str, str]]:
@@ -50,8 +50,12 @@ def _key(spec: str) -> tuple[str, str] | None:
 class CacheScopeCollision(Rule):
     """## What it does
     Finds BuildKit caches (`type=gha` scopes, `type=registry` refs) shared between matrix
-    platforms or between different images: a `cache-to` whose scope does not include the
-    matrix's platform/arch variable, or the same scope used by two build steps.
+    platforms or between different images. The matrix is expanded as GitHub does (lists,
+    `include:`, `exclude:`); the platform variable is the one `platforms: ${{ matrix.X }}`
+    names. A `cache-from`/`cache-to` is per-platform when the matrix variables in its scope
+    differ between every two legs that build different platforms. Two build steps (or two
+    workflows) writing one scope for different images are reported at each `cache-to`,
+    naming the other.
 
     ## Why is this bad?
     Each build overwrites the other's cache entry (`mode=max` exports replace the scope), so
@@ -81,39 +85,70 @@ class CacheScopeCollision(Rule):
     targets = ("workflow",)
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
-        seen: dict[tuple[str, str], tuple[int, str]] = {}
         others = _sibling_caches(Path(facts.path))
+        sites: dict[tuple[str, str], list[tuple[Value, str]]] = {}  # key → (cache-to, image)
         for b in builds(facts):
-            if b.cache_to is None:
-                continue
             image = (b.file.text if b.file else "Dockerfile")
-            for spec in [s for s in re.split(r"\n", b.cache_to.text) if s.strip()]:
-                key = _key(spec.strip())
-                if key is None:
+            platform = _platform_var(b)
+            for value in (b.cache_from, b.cache_to):
+                if value is None:
                     continue
-                matrix_vars = [k for k, vals in b.job.matrix.items() if len(vals) > 1]
-                platform_vars = [k for k in matrix_vars
-                                 if re.search(r"plat|arch|runner|os", k, re.I)]
-                if platform_vars and not any(f"matrix.{k}" in key[1] for k in platform_vars):
+                for spec in [x for x in value.text.split("\n") if x.strip()]:
+                    key = _key(spec.strip())
+                    if key is None:
+                        continue
+                    if platform is not None and not _per_platform(key[1], b.job.legs,
+                                                                  platform):
+                        yield self.finding(
+                            facts.path, value.line, value.column,
+                            f"{key[0]} cache {key[1]!r} is shared by every matrix.{platform} "
+                            f"of job {b.job.id}: the platforms overwrite each other's cache",
+                            hint=f"add ${{{{ matrix.{platform} }}}} to the scope/ref")
+                    if value is b.cache_to:
+                        sites.setdefault(key, []).append((value, image))
+        for key, where in sites.items():
+            images = {img for _, img in where}
+            for value, image in where:
+                if len(images) > 1:
+                    lines = ", ".join(str(v.line) for v, img in where if img != image)
                     yield self.finding(
-                        facts.path, b.cache_to.line, b.cache_to.column,
-                        f"{key[0]} cache {key[1]!r} is shared by every "
-                        f"matrix.{platform_vars[0]} of job {b.job.id}: the platforms overwrite "
-                        "each other's cache", hint=f"add ${{{{ matrix.{platform_vars[0]} }}}} "
-                        "to the scope/ref")
-                prev = seen.get(key)
-                if prev is not None and prev[1] != image:
-                    yield self.finding(
-                        facts.path, b.cache_to.line, b.cache_to.column,
-                        f"{key[0]} cache {key[1]!r} is also used for {prev[1]} (line "
-                        f"{prev[0]}): two images evict each other's cache",
+                        facts.path, value.line, value.column,
+                        f"{key[0]} cache {key[1]!r} is also written for another image (line "
+                        f"{lines}): two images evict each other's cache",
                         hint="give each image its own scope")
-                elif prev is None and key in others and others[key][1] != image:
-                    where, other_image = others[key]
+                elif key in others and others[key][1] != image:
+                    other_file, other_image = others[key]
                     yield self.finding(
-                        facts.path, b.cache_to.line, b.cache_to.column,
-                        f"{key[0]} cache {key[1]!r} is also written by {where} for "
+                        facts.path, value.line, value.column,
+                        f"{key[0]} cache {key[1]!r} is also written by {other_file} for "
                         f"{other_image}: GitHub's cache is shared by every workflow of the "
                         "repository, so the images evict each other",
                         hint="give each image its own scope")
-                seen.setdefault(key, (b.cache_to.line, image))
+
+
+def _platform_var(b: Build) -> str | None:
+    """The matrix variable that picks the platform: the one `platforms:` names, else one
+    whose name says so (arch, platform, runner, os), if the matrix gives it several values."""
+    legs = b.job.legs
+    names: list[str] = []
+    if b.platforms is not None:
+        names = re.findall(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}", b.platforms.text)
+    if not names:
+        keys = {k for leg in legs for k in leg}
+        names = sorted(k for k in keys if re.search(r"plat|arch|runner|os", k, re.I))
+    for name in names:
+        if len({leg.get(name) for leg in legs}) > 1:
+            return name
+    return None
+
+
+def _per_platform(scope: str, legs: list[dict[str, str]], platform: str) -> bool:
+    """Whether the scope differs between every two legs that build different platforms
+    (it names matrix variables whose values tell those legs apart)."""
+    used = re.findall(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}", scope)
+    if not used:
+        return False
+    by_scope: dict[tuple[str | None, ...], set[str | None]] = {}
+    for leg in legs:
+        by_scope.setdefault(tuple(leg.get(v) for v in used), set()).add(leg.get(platform))
+    return all(len(platforms) == 1 for platforms in by_scope.values())

@@ -47,7 +47,9 @@ class CleanupInLaterLayer(Rule):
     Finds clean-up that runs in a later `RUN` than the one that made the files: `rm` of a
     file downloaded, cloned or copied by an earlier instruction, `apt-get clean` or
     `rm -rf /var/lib/apt/lists/*` in a step that ran no apt, `pip cache purge` in a step
-    that installed nothing.
+    that installed nothing. Only the stages that ship are checked (the last stage, or the
+    configured `target`, and the stages it is built `FROM`): a builder stage's size does not
+    reach the image through `COPY --from`.
 
     ## Why is this bad?
     Layers only add. The earlier layer keeps the files; deleting them later hides them but
@@ -71,7 +73,7 @@ class CleanupInLaterLayer(Rule):
     targets = ("dockerfile",)
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
-        for stage in facts.stages:
+        for stage in facts.shipping(ctx.target):
             made: dict[str, int] = {}
             for inst in stage.instructions:
                 if inst.script is not None:

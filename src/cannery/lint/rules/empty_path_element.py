@@ -53,7 +53,10 @@ class EmptyPathElement(Rule):
     Finds search-path variables (`PATH`, `LD_LIBRARY_PATH`, `PYTHONPATH`, …) written as
     `X=/new:$X` where `X` may be unset, or with a literal leading, trailing or doubled `:`.
     A variable is known to be set when an earlier `ENV` sets it or the base image does
-    (`base-image-env`; CANN bases persist what `set_env.sh` exports).
+    (`base-image-env`; CANN bases persist what `set_env.sh` exports; manylinux2014 sets
+    `LD_LIBRARY_PATH`, newer manylinux images set it empty). It is called unset only on a
+    base listed there (distribution bases such as `ubuntu` are); on any other base only a
+    literal empty element is reported.
 
     ## Why is this bad?
     An empty element means "the current directory": `python` then imports from wherever the
@@ -79,7 +82,9 @@ class EmptyPathElement(Rule):
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
         for stage in facts.stages:
             # every base image has PATH; CANN bases also persist set_env.sh (configurable)
-            set_before: set[str] = {"PATH"} | ctx.env_of_base(stage.root.base)
+            known = ctx.env_of_base(stage.root.image)
+            # an unknown base may set anything: then only literal empty elements are reported
+            set_before: set[str] = {"PATH"} | (known if known is not None else PATH_VARS)
             for inst in stage.instructions:
                 if inst.keyword == "ENV":
                     for pr in inst.pairs:

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rules._shell import same_repo_after, stage_git_commands
 
 HISTORY = {"log", "describe", "rev-list", "blame", "bisect", "shortlog"}
 
@@ -12,7 +13,9 @@ HISTORY = {"log", "describe", "rev-list", "blame", "bisect", "shortlog"}
 class FullCloneForOneCommit(Rule):
     """## What it does
     Finds `git clone` without `--depth` (or `--filter`) in an image build, where only one
-    commit is ever checked out and no later git command reads the history.
+    commit is ever checked out and no later git command reads the history. When a later
+    checkout picks a commit, the hint is to fetch that commit (a `--depth 1` clone holds only
+    the tip, and the checkout would fail).
 
     ## Why is this bad?
     The whole history is downloaded and, unless deleted in the same step, stored in a layer:
@@ -38,26 +41,25 @@ class FullCloneForOneCommit(Rule):
     targets = ("dockerfile",)
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
-        for inst in facts.instructions:
-            if inst.script is None:
-                continue
-            cmds = inst.script.commands
-            for i, cmd in enumerate(cmds):
-                if cmd.name != "git" or cmd.subcommand() != "clone":
+        for stage in facts.stages:
+            ops = stage_git_commands(stage.instructions)
+            for k, op in enumerate(ops):
+                cmd = op.cmd
+                if op.sub != "clone":
                     continue
                 if any(a.startswith(("--depth", "--shallow", "--filter", "--single-branch"))
                        for a in cmd.argv) or "--mirror" in cmd.argv or "--bare" in cmd.argv:
                     continue
-                rest = cmds[i + 1 :]
-                nxt = next((j for j, c in enumerate(rest) if c.name == "git"
-                            and c.subcommand() == "clone"), len(rest))
-                later = [c for c in rest[:nxt] if c.name == "git"]  # up to the next clone
-                if any(c.subcommand() in HISTORY for c in later):
+                later = same_repo_after(ops, k)
+                if any(o.sub in HISTORY for o in later):
                     continue
-                checkout = next((c for c in later if c.subcommand() in ("checkout", "reset")),
-                                None)
-                what = (f"then checks out one commit (line {checkout.pos.line})" if checkout
-                        else "and builds one commit")
+                checkout = next((o.cmd for o in later if o.sub in ("checkout", "reset")), None)
+                if checkout is not None:
+                    # a shallow clone would hold only the tip: fetch the commit instead
+                    what = f"then checks out one commit (line {checkout.pos.line})"
+                    hint = ("git init DIR && git -C DIR fetch --depth 1 URL <that commit> && "
+                            "git -C DIR checkout FETCH_HEAD")
+                else:
+                    what, hint = "and builds one commit", "git clone --depth 1"
                 yield self.at(facts.path, cmd.pos,
-                              f"git clone downloads the full history {what}",
-                              hint="git fetch --depth 1 URL <commit> (or clone --depth 1)")
+                              f"git clone downloads the full history {what}", hint=hint)

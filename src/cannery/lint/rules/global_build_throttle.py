@@ -9,6 +9,7 @@ from cannery.lint.model import Finding, Fix, Severity
 from cannery.lint.rule import LintContext, Rule
 from cannery.lint.rules._shell import builds_from_source
 
+LOW = 4  # at most this many jobs is a throttle; more is a fixed count (reported as info)
 THROTTLES = ("MAX_JOBS", "MAKEFLAGS", "CMAKE_BUILD_PARALLEL_LEVEL", "NINJAFLAGS",
              "NPY_NUM_BUILD_JOBS", "CARGO_BUILD_JOBS", "BAZEL_JOBS", "NVCC_THREADS")
 
@@ -29,6 +30,7 @@ class GlobalBuildThrottle(Rule):
     """## What it does
     Finds build-parallelism limits (`MAX_JOBS`, `MAKEFLAGS=-jN`, `CMAKE_BUILD_PARALLEL_LEVEL`,
     …) set with `ENV`, where they apply to every later step and to every user of the image.
+    A low limit (at most 4 jobs) is a warning; a higher fixed count is info.
 
     ## Why is this bad?
     A limit added to dodge one out-of-memory compile (vllm-ascend's kernels) throttles every
@@ -68,12 +70,16 @@ class GlobalBuildThrottle(Rule):
             for pr in throttles:
                 where = (f"line {later[0].line}" if len(later) == 1 else
                          f"{len(later)} build steps" if later else "no later build step")
+                jobs = re.search(r"\d+", pr.value or "")
+                low = jobs is None or int(jobs.group()) <= LOW
+                effect = ("throttles every later step and every user of the image" if low else
+                          "fixes the job count of every later step and every user of the image")
                 yield self.finding(
                     facts.path, pr.line, pr.column,
-                    f"ENV {pr.key}={pr.value} throttles every later step and every user of "
-                    f"the image (it is needed by {where})",
+                    f"ENV {pr.key}={pr.value} {effect} (it is needed by {where})",
                     end_column=pr.column + len(pr.key), fix=fix,
                     hint=f"set {pr.key} only in the RUN that needs it",
+                    severity=None if low else Severity.INFO,
                 )
 
     def _fix(self, facts: DockerfileFacts, inst: Instruction, throttles: list[Pair],

@@ -24,7 +24,8 @@ def _read_only(cmd) -> bool:  # type: ignore[no-untyped-def]
 class NoopLayer(Rule):
     """## What it does
     Finds a `RUN` made only of commands that change nothing: `RUN pip list`, `RUN echo …`,
-    `RUN ls -la`, `RUN env`.
+    `RUN ls -la`, `RUN env`, in a stage that ships (the last stage, or the configured
+    `target`, and the stages it is built `FROM`).
 
     ## Why is this bad?
     It adds an (empty) layer and a cache step to every build, and its output is lost in the
@@ -45,7 +46,10 @@ class NoopLayer(Rule):
     targets = ("dockerfile",)
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
+        ships = facts.shipping(ctx.target)
         for inst in facts.instructions:
+            if inst.stage not in ships:
+                continue
             s = inst.script
             if s is None or not s.commands or s.assignments or s.has_error:
                 continue

@@ -6,12 +6,14 @@ from collections.abc import Iterator
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rules._config_files import index, settings
 from cannery.lint.rules._shell import host_of
 
 INDEX_ENV = {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "UV_INDEX_URL",
              "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "NPM_CONFIG_REGISTRY",
              "CONDA_CHANNELS", "GOPROXY"}
 URL = re.compile(r"(?<![a-z])[a-z]{1,15}://[^\s'\"]+")  # bounded scheme: linear on long words
+HOSTISH = re.compile(r"://|\w\.\w")  # a sed expression that rewrites a host
 CONFIG_FILES = re.compile(r"(pip\.conf|pip\.ini|\.npmrc|\.condarc|sources\.list|\.pypirc)$")
 
 
@@ -19,8 +21,9 @@ class PersistedPackageIndex(Rule):
     """## What it does
     Finds build-time package index or mirror configuration saved into the image: `ENV
     PIP_INDEX_URL`/`PIP_EXTRA_INDEX_URL`, `pip config set …index-url`, `npm config set
-    registry`, writes to `pip.conf`, `.npmrc`, `.condarc`, and `sed` edits of apt's
-    `sources.list`. Hosts in `trusted-registries` are allowed.
+    registry`, index settings written into `pip.conf`, `.npmrc` or `.condarc` (by `echo`,
+    `printf`, `tee`, a heredoc or `COPY <<EOF`), and `sed` edits that put a host into a
+    package source file. Hosts in `trusted-registries` are allowed.
 
     ## Why is this bad?
     A mirror that was fast from the build farm is slow, unreachable or untrusted where the
@@ -72,15 +75,13 @@ class PersistedPackageIndex(Rule):
                         and not trusted(text):
                     yield self.at(facts.path, cmd.pos, "npm registry config is saved into the "
                                   "image", hint="use --registry on the command")
-                elif cmd.name == "sed" and any(CONFIG_FILES.search(a) for a in argv):
+                elif cmd.name == "sed" and any(CONFIG_FILES.search(a) for a in argv) and any(
+                        HOSTISH.search(a) for a in argv if not CONFIG_FILES.search(a)):
                     yield self.at(facts.path, cmd.pos, "mirror rewritten in a package source "
                                   "file that stays in the image",
                                   hint="use a build-only mount or restore it in the same RUN")
-                else:
-                    for op, target in cmd.redirects:
-                        if op in (">", ">>") and CONFIG_FILES.search(target.value) and (
-                                "index" in text or "registry" in text or "mirror" in text
-                                or "http" in text) and not trusted(text):
-                            yield self.at(facts.path, cmd.pos, f"package index written to "
-                                          f"{target.value}, which stays in the image",
-                                          hint="use a build secret or mount for it")
+        for st in settings(facts):
+            if index(st) and not trusted(st.text):
+                yield self.finding(facts.path, st.line, st.column,
+                                   f"package index written to {st.file}, which stays in "
+                                   "the image", hint="use a build secret or mount for it")

@@ -43,7 +43,7 @@ class SocChipMismatch(Rule):
         global_soc = [p for i in facts.global_args for p in i.pairs if p.key == "SOC_VERSION"]
         for stage in facts.stages:
             root = stage.root
-            m = CHIP.search(root.base)
+            m = CHIP.search(root.image)
             if not m:
                 continue
             chip = m.group(1).lower()

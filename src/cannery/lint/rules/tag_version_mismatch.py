@@ -32,11 +32,47 @@ def dockerfile_versions(text: str) -> tuple[str | None, str | None]:
     return (v.lower() if v else None), (c.group(1).lower() if c else None)
 
 
+NUM = r"(\d+(?:\.\d+)+(?:\.?post\d+|rc\d+)?)"
+# what a tag says: name → pattern on the tag's name part (after the last `:`)
+TAG_PARTS = {
+    "Python": re.compile(r"(?:^|[-_])py(?:thon)?(\d+\.\d+)(?![\d])", re.I),
+    "torch_npu": re.compile(r"(?:^|[-_])(?:torch[_-]?npu|pta)[_-]?" + NUM, re.I),
+    "torch": re.compile(r"(?:^|[-_])(?:torch|pt)(?![_-]?npu)[_-]?" + NUM, re.I),
+}
+# what a Dockerfile installs (after ARG substitution); the last one wins
+FILE_PARTS = {
+    "Python": re.compile(r"(?:\bpython[=:]|[-_]py|PYTHON_VERSION=[\"']?)(\d+\.\d+)(?![\d])",
+                         re.I),
+    "torch_npu": re.compile(r"\btorch[_-]npu==" + NUM, re.I),
+    "torch": re.compile(r"\btorch==" + NUM, re.I),
+}
+
+
+def installed(text: str) -> dict[str, str]:
+    """Python, torch and torch_npu versions a Dockerfile sets up (ARG defaults substituted)."""
+    args = dict(re.findall(r"^\s*(?:ARG|ENV)\s+(\w+)=[\"']?([^\s\"']+)", text, re.M))
+    expanded = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), m.group(0)), text)
+    out = {}
+    for what, pattern in FILE_PARTS.items():
+        found = pattern.findall(expanded)
+        if found:
+            out[what] = found[-1].lower()
+    return out
+
+
+def same_version(said: str, built: str) -> bool:
+    """`2.9` in a tag agrees with 2.9.0 installed; a local label (+cpu) is ignored."""
+    said, built = said.lower(), built.split("+")[0].lower()
+    return built == said or built.startswith(said + ".")
+
+
 class TagVersionMismatch(Rule):
     """## What it does
-    Compares the tag a workflow pushes with the Dockerfile it builds: the CANN version in the
-    tag (`verl-8.5.2-910b-…`) against the toolkit the Dockerfile installs (or its base ships),
-    and the chip token against the base image's.
+    Compares the tag a workflow pushes with the Dockerfile it builds, for every version the
+    tag names: the CANN version (`verl-8.5.2-910b-…`) against the toolkit the Dockerfile
+    installs (or its base ships), the chip token against the base image's, and `py3.11`,
+    `torch2.9.0`, `torch_npu2.9.0` (or `pta…`) against the Python of the base or the install
+    and the `torch==`/`torch_npu==` pins.
 
     ## Why is this bad?
     A tag is the only thing users read. A `8.5.2` tag on an image that still runs CANN 8.5.1
@@ -67,6 +103,7 @@ class TagVersionMismatch(Rule):
             except OSError:
                 continue
             version, chip = dockerfile_versions(text)
+            others = installed(text)
             tags: list[Value] = []
             if b.tags is not None:
                 tags.append(b.tags)
@@ -87,6 +124,15 @@ class TagVersionMismatch(Rule):
                                            f"tag says CANN {tv.group(1)} but {file.text} "
                                            f"builds CANN {version}",
                                            hint="derive the tag from the Dockerfile's inputs")
+                    for what, pattern in TAG_PARTS.items():
+                        said = pattern.search(name)
+                        built = others.get(what)
+                        if said and built and not same_version(said.group(1), built):
+                            yield self.finding(facts.path, tag.line, tag.column,
+                                               f"tag says {what} {said.group(1)} but "
+                                               f"{file.text} installs {what} {built}",
+                                               hint="derive the tag from the Dockerfile's "
+                                               "inputs")
                     tc = CHIP.search(f"-{name}-")
                     if tc and chip and tc.group(1).lower() != chip:
                         yield self.finding(facts.path, tag.line, tag.column,

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rules._config_files import insecure, settings
 
 INSECURE_ENV = {
     "GIT_SSL_NO_VERIFY": "git skips certificate checks",
@@ -26,14 +26,21 @@ def _env_is_insecure(key: str, value: str | None) -> bool:
     return v not in ("", "0", "false")
 
 
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class TlsVerificationDisabled(Rule):
     """## What it does
     Finds downloads and package tools told not to verify TLS certificates: `wget
     --no-check-certificate`, `curl -k`/`--insecure`, `git -c http.sslVerify=false` or
     `GIT_SSL_NO_VERIFY`, pip `--trusted-host`/`PIP_TRUSTED_HOST`/`pip config set
-    …trusted-host`, npm `strict-ssl=false`, apt `[trusted=yes]`/`AllowUnauthenticated`.
-    A bypass persisted by `ENV` or a config file is reported as critical: every later step
-    and every user of the image inherits it.
+    …trusted-host`, npm `strict-ssl=false`, apt `[trusted=yes]`/`AllowUnauthenticated`;
+    and the same settings written into the tool's config file (by `echo`, `printf`, `tee`,
+    a heredoc, `sed -i` or `COPY <<EOF`): pip.conf `trusted-host`, gitconfig
+    `sslVerify = false`, .npmrc `strict-ssl=false`, .condarc `ssl_verify: false`, apt
+    sources `[trusted=yes]`. A bypass persisted by `ENV` or a config file is reported as
+    critical: every later step and every user of the image inherits it.
 
     ## Why is this bad?
     Without certificate checks anyone on the network path can substitute what is downloaded.
@@ -84,6 +91,14 @@ class TlsVerificationDisabled(Rule):
                     if _env_is_insecure(key, w.value):
                         yield self.at(p, w.pos, f"{key}={w.value}: {INSECURE_ENV[key]}")
                 yield from self._command(p, cmd)
+        for st in settings(facts):
+            if insecure(st):
+                yield self.finding(p, st.line, st.column,
+                                   f"{_short(st.text.strip())} written to {st.file} is saved in "
+                                   f"the image: every later {st.tool} call (and every user) "
+                                   "skips certificate or signature checks",
+                                   severity=Severity.CRITICAL,
+                                   hint="remove it; install the CA or signing key instead")
 
     def _command(self, p: str, cmd) -> Iterator[Finding]:  # type: ignore[no-untyped-def]
         hint = "remove the flag; install ca-certificates (or the server's CA) instead"
@@ -96,8 +111,7 @@ class TlsVerificationDisabled(Rule):
         elif cmd.name == "curl":
             for w in cmd.args:
                 v = w.value
-                if v in ("-k", "--insecure") or (re.fullmatch(r"-[A-Za-z]+", v) and "k" in v
-                                                   and not v.startswith("--")):
+                if v == "--insecure" or "k" in cmd.short_flags(v):
                     yield self.at(p, w.pos, f"curl {v} downloads without verifying the "
                                   "server's certificate", hint=hint)
         elif cmd.name == "git":
@@ -127,8 +141,8 @@ class TlsVerificationDisabled(Rule):
             for i, w in enumerate(cmd.args):
                 low = w.value.lower()
                 nxt = cmd.args[i + 1].value.lower() if i + 1 < len(cmd.args) else ""
-                if low in ("--strict-ssl=false", "strict-ssl=false") or (
-                        low in ("strict-ssl", "strict-ssl") and nxt == "false"):
+                if low in ("--strict-ssl=false", "strict-ssl=false", "--no-strict-ssl") or (
+                        low in ("strict-ssl", "--strict-ssl") and nxt == "false"):
                     saved = "config" in argv and "set" in argv
                     yield self.at(p, w.pos, "npm strict-ssl=false skips certificate checks"
                                   + (" for every later npm call in the image" if saved else ""),
@@ -140,11 +154,3 @@ class TlsVerificationDisabled(Rule):
                         "allowunauthenticated" in low or "allowinsecurerepositories" in low):
                     yield self.at(p, w.pos, f"apt {w.value} installs packages whose signatures "
                                   "were not checked", hint="remove it; add the repository's key")
-        if cmd.name in ("echo", "printf", "tee", "cat"):
-            for w in cmd.args:
-                low = w.value.lower()
-                if "trusted=yes" in low or "allowunauthenticated" in low.replace(" ", ""):
-                    yield self.at(p, w.pos, "apt source marked trusted=yes (or "
-                                  "AllowUnauthenticated) is saved in the image: apt skips "
-                                  "signature checks for it", severity=Severity.CRITICAL,
-                                  hint="remove it; add the repository's signing key")

@@ -42,7 +42,7 @@ class ToolkitOverToolkit(Rule):
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
         for stage in facts.stages:
             root = stage.root
-            m = BASE_VERSION.search(root.base)
+            m = BASE_VERSION.search(root.image)
             if not m:
                 continue
             base_v = m.group("v").lower()

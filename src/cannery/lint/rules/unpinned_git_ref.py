@@ -3,13 +3,42 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from cannery.lint.facts.dockerfile import DockerfileFacts, expand
+from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction, expand
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rules._shell import GitCommand, same_repo_after, stage_git_commands
 
 FULL = re.compile(r"^[0-9a-f]{40}$")
 SHORT = re.compile(r"^[0-9a-f]{7,39}$")
+# what a checkout of a branch or tag looks like (not a path, HEAD~1, FETCH_HEAD or a variable)
+REF = re.compile(r"^(?!(?:HEAD|FETCH_HEAD|ORIG_HEAD)\b)[\w][\w./-]*$")
 GIT_URL = re.compile(r"^(?:[\w.-]+\s*@\s*)?git\+([^@#\s]+?)(?:@([^#\s]+))?(?:#.*)?$")
+
+
+# a release tag: v1.2.3, 0.18.0, 8.5.2rc1, v0.11.0-post1 (no slash: `releases/v1` is a branch)
+# (each suffix starts with a keyword, so no two ways to match one string: linear time)
+TAG = re.compile(r"^v?\d+(?:\.\d+)+(?:[.\-_+]?(?:rc|post|dev|alpha|beta|a|b|patch|p)\d*)*$",
+                 re.I)
+
+
+def moving(ref: str, what: str, hint: str) -> tuple[str, Severity, str]:
+    """Message, severity and hint for a ref that is not a full commit."""
+    if SHORT.match(ref) and not TAG.match(ref):
+        return (f"{what} {ref}: a short SHA cannot be fetched (servers accept only full "
+                "object names) and can become ambiguous", Severity.ERROR,
+                "use the full 40-hex commit")
+    if TAG.match(ref):
+        return (f"{what} {ref}: a release tag is mutable (rarely moved); pin its commit",
+                Severity.INFO, hint)
+    return (f"{what} {ref}: a branch moves with every push; pin a full commit",
+            Severity.WARNING, hint)
+
+
+def val(op: GitCommand, text: str) -> str:
+    """``text`` with the ARG/ENV values known where ``op`` runs."""
+    inst = op.owner
+    assert isinstance(inst, Instruction) and inst.stage is not None
+    return expand(text, inst.stage.instructions, inst.index)
 
 
 class UnpinnedGitRef(Rule):
@@ -17,7 +46,12 @@ class UnpinnedGitRef(Rule):
     Finds git sources that are not pinned to a full commit: `git clone` of the default
     branch, `--branch` with a branch or tag, `git checkout` of a short SHA, `git submodule
     update --remote`, and `pip install git+URL@ref` with a ref that is not a 40-hex commit —
-    unless a later `git checkout`/`reset`/`fetch` in the same step names a full commit.
+    unless a later `git checkout`/`reset`/`fetch` in the cloned directory (following `cd` and
+    `git -C`, across the stage's RUNs) names a full commit; and `git fetch URL REF` of a
+    non-commit REF. A checkout of a branch or tag in a directory nothing here cloned is
+    reported on its own. A branch (or the default branch) is a warning: it moves daily; a
+    release tag (`v0.18.0`) is info: mutable, but rarely moved; a short SHA in a clone or
+    fetch is an error: it cannot be fetched.
 
     ## Why is this bad?
     Branches and tags move (vllm-ascend's release branches did, and started to require a
@@ -44,73 +78,89 @@ class UnpinnedGitRef(Rule):
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
         p = facts.path
-        for inst in facts.instructions:
-            if inst.script is None or inst.stage is None:
-                continue
-            cmds = inst.script.commands
-            insts = inst.stage.instructions
-
-            def val(text: str) -> str:
-                return expand(text, insts, inst.index)  # noqa: B023
-
-            for i, cmd in enumerate(cmds):
-                if cmd.name == "git":
-                    sub = cmd.subcommand()
-                    if sub == "clone":
-                        later = cmds[i + 1 :]
-                        nxt = next((j for j, c in enumerate(later) if c.name == "git"
-                                    and c.subcommand() == "clone"), len(later))
-                        pinned = any(
-                            c.name == "git" and c.subcommand() in ("checkout", "reset", "fetch",
-                                                                   "switch")
-                            and any(FULL.match(val(a)) for a in c.argv)
-                            for c in later[:nxt]
-                        )
-                        short_later = any(
-                            c.name == "git" and c.subcommand() in ("checkout", "reset")
-                            and any(SHORT.match(val(w.value)) for w in c.operands())
-                            for c in later[:nxt]
-                        )
-                        if pinned or short_later:  # a short SHA is reported where it stands
+        for stage in facts.stages:
+            insts = stage.instructions
+            ops = stage_git_commands(stage.instructions)
+            paired: set[int] = set()  # checkouts that belong to a clone seen here
+            for k, op in enumerate(ops):
+                cmd = op.cmd
+                if op.sub == "clone":
+                    later = same_repo_after(ops, k)
+                    moves = [o for o in later if o.sub in ("checkout", "reset", "switch")]
+                    paired.update(id(o) for o in moves)
+                    pinned = any(o.sub in ("checkout", "reset", "fetch", "switch")
+                                 and any(FULL.match(val(o, w.value)) for w in o.operands)
+                                 for o in later)
+                    short_later = any(o.sub in ("checkout", "reset") and any(
+                        SHORT.match(val(o, w.value)) for w in o.operands) for o in later)
+                    if pinned or short_later:  # a short SHA is reported where it stands
+                        continue
+                    moved = next((o.operands[0] for o in moves if o.sub != "reset"
+                                  and o.operands), None)
+                    branch = cmd.flag_value("-b", "--branch")
+                    fetched = next((w for o in later if o.sub == "fetch"
+                                    for w in o.operands[1:2]), None)
+                    if moved is not None and not (fetched is not None and val(
+                            op, moved.value) == "FETCH_HEAD"):  # switched to a branch or tag
+                        msg, sev, hint = moving(val(op, moved.value), "git checkout",
+                                                "git checkout <40-hex commit>")
+                        yield self.at(p, moved.pos, msg, severity=sev, hint=hint)
+                    elif fetched is not None:  # judged where the fetch names its ref
+                        continue
+                    elif branch is None:
+                        yield self.at(p, cmd.pos, "git clone of the default branch: it "
+                                      "moves with every push", hint="fetch a full commit")
+                    else:
+                        ref = val(op, branch.value)
+                        if FULL.match(ref):
                             continue
-                        moved = next((w for c in later[:nxt] if c.name == "git"
-                                      and c.subcommand() in ("checkout", "switch")
-                                      for w in c.operands()[:1] if not w.value.startswith("-")),
-                                     None)
-                        branch = cmd.flag_value("-b", "--branch")
-                        if moved is not None:  # cloned, then switched to a branch or tag
-                            ref = val(moved.value)
-                            yield self.at(p, moved.pos, f"git checkout {ref}: a branch or tag "
-                                          "can move; pin a full commit",
-                                          hint="git checkout <40-hex commit>")
-                        elif branch is None:
-                            yield self.at(p, cmd.pos, "git clone of the default branch: it "
-                                          "moves with every push", hint="fetch a full commit")
-                        else:
-                            ref = val(branch.value)
-                            if FULL.match(ref):
-                                continue
-                            yield self.at(p, branch.pos, f"git clone --branch {ref}: a "
-                                          "branch or tag can move; pin a full commit",
-                                          hint="git fetch --depth 1 URL <40-hex> && "
-                                          "git checkout FETCH_HEAD")
-                    elif sub in ("checkout", "reset"):
-                        for w in cmd.operands():
-                            ref = val(w.value)
-                            if SHORT.match(ref):
-                                yield self.at(p, w.pos, f"git {sub} {ref}: a short SHA can "
-                                              "become ambiguous; use the full 40-hex commit")
-                    elif sub == "submodule" and "update" in cmd.argv and cmd.has_flag(
-                            "--remote"):
-                        yield self.at(p, cmd.pos, "git submodule update --remote follows the "
-                                      "submodules' branches instead of the recorded commits",
-                                      hint="drop --remote")
-                elif cmd.name == "pip":
+                        msg, sev, hint = moving(ref, "git clone --branch",
+                                                "git fetch --depth 1 URL <40-hex> && "
+                                                "git checkout FETCH_HEAD")
+                        yield self.at(p, branch.pos, msg, severity=sev, hint=hint)
+                elif op.sub in ("checkout", "reset"):
+                    for w in op.operands[:1]:
+                        ref = val(op, w.value)
+                        if SHORT.match(ref) and not TAG.match(ref):
+                            yield self.at(p, w.pos, f"git {op.sub} {ref}: a short SHA can "
+                                          "become ambiguous; use the full 40-hex commit")
+                        elif (id(op) not in paired and op.sub == "checkout"
+                              and REF.match(ref) and not FULL.match(ref)):
+                            # no clone into this directory here: judged on its own
+                            msg, sev, hint = moving(ref, "git checkout",
+                                                    "git checkout <40-hex commit>")
+                            yield self.at(p, w.pos, msg, severity=sev, hint=hint)
+                elif op.sub == "fetch" and len(op.operands) >= 2:
+                    # `git fetch URL REF`: REF is what gets built unless a later checkout in
+                    # this directory names a full commit
+                    later = [o for o in ops[k + 1 :] if o.where == op.where]
+                    if any(o.sub in ("checkout", "reset") and any(
+                            FULL.match(val(o, w.value)) for w in o.operands) for o in later):
+                        continue
+                    for w in op.operands[1:]:
+                        ref = val(op, w.value).removeprefix("refs/tags/").removeprefix(
+                            "refs/heads/")
+                        if FULL.match(ref) or not REF.match(ref) or ":" in ref:
+                            continue
+                        msg, sev, hint = moving(ref, "git fetch", "git fetch URL <40-hex "
+                                                "commit> && git checkout FETCH_HEAD")
+                        yield self.at(p, w.pos, msg, severity=sev, hint=hint)
+                elif op.sub == "submodule" and "update" in cmd.argv and cmd.has_flag(
+                        "--remote"):
+                    yield self.at(p, cmd.pos, "git submodule update --remote follows the "
+                                  "submodules' branches instead of the recorded commits",
+                                  hint="drop --remote")
+            for inst in insts:
+                if inst.script is None:
+                    continue
+                for cmd in inst.script.commands:
+                    if cmd.name != "pip":
+                        continue
                     for w in cmd.args:
                         m = GIT_URL.match(w.value)
                         if not m:
                             continue
-                        ref = val(m.group(2) or "")
+                        ref = expand(m.group(2) or "", insts, inst.index)
                         if not FULL.match(ref):
                             what = f"@{ref}" if ref else "with no ref (default branch)"
                             yield self.at(p, w.pos, f"pip install git+… {what}: not pinned to "

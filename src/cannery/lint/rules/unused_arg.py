@@ -2,14 +2,77 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
-from cannery.lint.facts.dockerfile import DockerfileFacts
+from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction
+from cannery.lint.facts.shell import Command
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
+
+# tools that read their settings from environment variables with these prefixes
+ENV_CONFIG = re.compile(r"^(PIP|UV|NPM_CONFIG|YARN|CONDA|MAMBA|CARGO|GIT|HF|HUGGINGFACE|"
+                        r"TORCH|CUDA|NVCC|CMAKE|CC|CXX|LD|CFLAGS|CXXFLAGS|LDFLAGS|PYTHON)(_|$)")
+INTERPRETERS = ("bash", "sh", "zsh", "dash", "python", "python3", "perl", "source", ".")
 
 
 def _refs(text: str, name: str) -> bool:
     return re.search(rf"\$(\{{{re.escape(name)}(\b|[:}}])|{re.escape(name)}\b)", text) is not None
+
+
+def _script_run(cmd: Command) -> str | None:
+    """The script file ``cmd`` runs (`bash x.sh`, `./x.sh`, `python3 tools/build.py`)."""
+    if "/" in cmd.raw_name or cmd.raw_name.endswith(".sh"):
+        return cmd.raw_name
+    if cmd.name in INTERPRETERS:
+        for w in cmd.args:
+            if w.value in ("-c", "-m"):
+                return None
+            if not w.value.startswith("-"):
+                return w.value
+    return None
+
+
+def _absolute(path: str, workdir: str) -> str:
+    import posixpath
+
+    return posixpath.normpath(path if path.startswith("/") else f"{workdir}/{path}")
+
+
+def _context_file(path: str, copies: list[Instruction]) -> str | None:
+    """The build-context path that the latest COPY covering image path ``path`` copied."""
+    import posixpath
+
+    for inst in reversed(copies):
+        *srcs, dest = inst.value
+        dest = _absolute(dest, inst.workdir)
+        for src in srcs:
+            src = src.rstrip("/")
+            if dest == path and len(srcs) == 1:
+                return src
+            if path.startswith(dest.rstrip("/") + "/"):
+                rest = path[len(dest.rstrip("/")) + 1 :]
+                if rest == posixpath.basename(src):  # a file copied into the directory
+                    return src
+                return rest if src in (".", "") else f"{src}/{rest}"  # a directory copied
+    return None
+
+
+def _read_context(rel: str, ctx: LintContext) -> str | None:
+    """A build-context file, looked up from the Dockerfile's directory up to the repository
+    root (the context directory itself is not known to lint)."""
+    if rel.startswith("/") or ".." in rel.split("/"):
+        return None  # outside any build context
+    here = Path(ctx.root).resolve()
+    for d in [here, *here.parents]:
+        f = d / rel
+        try:
+            if f.is_file():
+                return f.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        if (d / ".git").exists():
+            break
+    return None
 
 
 class UnusedArg(Rule):
@@ -18,7 +81,12 @@ class UnusedArg(Rule):
     `FROM` line or stage) refers to as `$NAME`, and that is not in the list of arguments
     consumed implicitly: an `ARG` is an environment variable in later `RUN`s, so builds that
     read it by name (vllm-ascend's `SOC_VERSION`, `MAX_JOBS`, proxies, BuildKit's
-    `TARGETARCH`…) use it without `$`. Configure more with `implicit-args`.
+    `TARGETARCH`…) use it without `$`, and so do tools configured through prefixed
+    variables (`PIP_*`, `UV_*`, `CMAKE_*`, `TORCH_*`, `CUDA_*`, `HF_*`, …). Configure more
+    with `implicit-args`. For the same
+    reason a script from the build context that a later `RUN` executes (`COPY build.sh …`
+    then `RUN bash build.sh`) uses every ARG it names; when that script cannot be read, ARGs
+    declared before that `RUN` are not reported.
 
     ## Why is this bad?
     An argument nobody reads suggests a build setting that is silently ignored: the caller
@@ -53,18 +121,42 @@ class UnusedArg(Rule):
                 if not used:
                     yield self._report(facts.path, pr, "no FROM or stage uses it")
         for stage in facts.stages:
+            scripts = self._scripts(stage.instructions, ctx)
             for inst in stage.instructions:
                 if inst.keyword != "ARG":
                     continue
                 later = [i for i in stage.instructions if i.index > inst.index]
                 for pr in inst.pairs:
-                    if pr.key in ctx.implicit_args:
-                        continue
+                    if pr.key in ctx.implicit_args or ENV_CONFIG.match(pr.key):
+                        continue  # read from the environment by a tool a later RUN runs
                     if any(_refs(i.original + "\n" + "\n".join(
                             facts.lines[i.line - 1 : i.end_line]), pr.key) for i in later):
                         continue
+                    if any(index > inst.index and (text is None or re.search(
+                            rf"\b{re.escape(pr.key)}\b", text)) for index, text in scripts):
+                        continue  # read (or maybe read) by a script a later RUN runs
                     yield self._report(facts.path, pr, "no later instruction of its stage "
                                        "uses it")
+
+    @staticmethod
+    def _scripts(insts: list[Instruction], ctx: LintContext) -> list[tuple[int, str | None]]:
+        """(instruction index, text or None if unreadable) of each script a RUN executes."""
+        out: list[tuple[int, str | None]] = []
+        copies: list[Instruction] = []
+        for inst in insts:
+            if inst.keyword in ("COPY", "ADD") and len(inst.value) >= 2 and not any(
+                    f.startswith("--from") for f in inst.flags) and not inst.heredoc:
+                copies.append(inst)
+            if inst.script is None:
+                continue
+            for cmd in inst.script.commands:
+                run = _script_run(cmd)
+                if run is None or "$" in run:
+                    continue
+                rel = _context_file(_absolute(run, inst.workdir), copies)
+                if rel is not None:  # not from the context (downloaded, in the base): skip
+                    out.append((inst.index, _read_context(rel, ctx)))
+        return out
 
     def _report(self, path: str, pr, why: str) -> Finding:  # type: ignore[no-untyped-def]
         return self.finding(path, pr.line, pr.column, f"ARG {pr.key} is never used: {why}",

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from cannery.lint.facts.dockerfile import DockerfileFacts, expand
+from cannery.lint.facts.workflow import WorkflowFacts
+from cannery.lint.model import Finding, Severity, Span
+from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rules._shell import basename, url_of
+from cannery.lint.rules._workflow import Build, dockerfiles, split_list
+from cannery.lint.rules.arch_dispatch_no_fallback import ARCH_SUBJECT
+
+ARCH = re.compile(r"(?<![A-Za-z0-9])(x86_64|aarch64|amd64|arm64)(?![A-Za-z0-9])")
+
+
+def _platforms(b: Build) -> set[str]:
+    """The platforms one build step produces across its matrix legs."""
+    if b.platforms is None:
+        return set()
+    out: set[str] = set()
+    legs = b.job.legs or [{}]
+    for leg in legs:
+        def value(m: re.Match[str], leg: dict[str, str] = leg) -> str:
+            return leg.get(m.group(1), m.group(0))
+
+        text = re.sub(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}", value, b.platforms.text)
+        out.update(p for p in split_list(text) if "${{" not in p)
+    return out
+
+
+def single_arch_downloads(facts: DockerfileFacts) -> Iterator[tuple[int, str, str]]:
+    """(line, file, arch) of each download named for one architecture with no dispatch on
+    the target architecture around it."""
+    for inst in facts.instructions:
+        if inst.stage is None:
+            continue
+        urls: list[tuple[int, str]] = []
+        if inst.keyword == "ADD":
+            urls = [(inst.line, v) for v in inst.value[:-1] if "://" in v]
+        elif inst.script is not None:
+            arch_spans = [(b.pos.line, b.pos.end_line) for b in inst.script.branches
+                          if ARCH_SUBJECT.search(b.subject)]
+            for cmd in inst.script.commands:
+                if cmd.name not in ("wget", "curl"):
+                    continue
+                if any(a <= cmd.pos.line <= z for a, z in arch_spans):
+                    continue  # inside an if/case on the architecture
+                url = url_of(cmd)
+                if url is None:
+                    raw = next((w.value for w in cmd.args if "://" in w.value), None)
+                    if raw is None:
+                        continue
+                    urls.append((cmd.pos.line, raw))
+                else:
+                    urls.append((cmd.pos.line, url.value))
+        for line, raw in urls:
+            if ARCH_SUBJECT.search(raw) and "$" in raw:
+                continue  # the arch comes from a variable: $TARGETARCH, $(uname -m), ${ARCH}
+            m = ARCH.search(basename(expand(raw, inst.stage.instructions, inst.index)))
+            if m:
+                yield line, basename(raw), m.group(1)
+
+
+class SingleArchDownload(Rule):
+    """## What it does
+    Finds a workflow that builds a Dockerfile for several platforms while the Dockerfile
+    downloads an artifact named for one architecture (`…_linux-x86_64.run`, `…-arm64.tar.gz`)
+    with no dispatch on the target architecture (an `if`/`case` on `uname -m` or
+    `$TARGETARCH`, or the arch taken from a variable in the URL).
+
+    ## Why is this bad?
+    Every platform gets the same binary: the arm64 image carries an x86_64 toolkit that fails
+    at its first use (`exec format error`), or the installer refuses to run and only that
+    platform's build breaks.
+
+    ## Example
+    ```dockerfile
+    RUN wget https://example.com/Ascend-cann-toolkit_8.5.2_linux-x86_64.run
+    ```
+    built by a workflow with `platforms: linux/amd64,linux/arm64`.
+
+    ## Use instead
+    ```dockerfile
+    ARG TARGETARCH
+    RUN case "$TARGETARCH" in amd64) a=x86_64 ;; arm64) a=aarch64 ;; *) exit 1 ;; esac && \\
+        wget "https://example.com/Ascend-cann-toolkit_8.5.2_linux-${a}.run"
+    ```
+    """
+
+    name = "single-arch-download"
+    code = "CW008"
+    severity = Severity.ERROR
+    targets = ("workflow",)
+
+    def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
+        from cannery.lint.config import DEFAULT_SHELLS
+        from cannery.lint.facts import ParseFailure
+        from cannery.lint.facts.dockerfile import parse_dockerfile
+
+        for b, file, name in dockerfiles(facts):
+            plats = _platforms(b)
+            if len(plats) < 2 or b.platforms is None:
+                continue
+            path = Path(ctx.root) / name
+            try:
+                df = parse_dockerfile(str(path), path.read_text(encoding="utf-8",
+                                                                errors="replace"),
+                                      DEFAULT_SHELLS)
+            except (OSError, ParseFailure):
+                continue
+            for line, artifact, arch in single_arch_downloads(df):
+                yield self.finding(
+                    facts.path, b.platforms.line, b.platforms.column,
+                    f"{file.text} downloads {artifact} (line {line}), built for {arch} only, "
+                    f"with no dispatch on the target arch, but this builds "
+                    f"{', '.join(sorted(plats))}",
+                    hint="pick the artifact by $TARGETARCH (or uname -m) in the Dockerfile",
+                    related=((Span(name, line, 1, line, 0), "the download"),))
