@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rich.table import Table
-
 from cannery.commands.build import _cert_dir
 from cannery.commands.common import load_with_lock, out, select
 from cannery.errors import InputError, NetworkError
@@ -30,6 +28,21 @@ def _spec_for(ref: Reference, specs: list[ImageSpec]) -> ImageSpec:
         return matches[0]
     names = ", ".join(s.name for s in specs)
     raise InputError(f"{repo}:{ref.tag}: which catalog image is it? give --image (one of {names})")
+
+
+def _print_checks(checks: list[Check]) -> None:
+    """Per platform: what passed, in one line; each failure on a line of its own."""
+    groups: dict[str, list[Check]] = {}
+    for c in checks:
+        groups.setdefault(c.platform or "index", []).append(c)
+    for where, group in groups.items():
+        passed = [c.name for c in group if c.ok]
+        out.print(f"{where}: {len(passed)} of {len(group)} ok", markup=False)
+        if passed:
+            out.print(f"  ok: {', '.join(passed)}", markup=False)
+        for c in group:
+            if not c.ok:
+                out.print(f"  FAIL {c.name}: {c.detail}", markup=False)
 
 
 def verify_cmd(
@@ -73,12 +86,7 @@ def verify_cmd(
             )
         )
     else:
-        table = Table(box=None, header_style="bold")
-        for col in ("platform", "check", "result", "detail"):
-            table.add_column(col)
-        for c in checks:
-            table.add_row(c.platform or "", c.name, "ok" if c.ok else "FAIL", c.detail)
-        out.print(table)
+        _print_checks(checks)
         verdict = f"{len(failed)} of {len(checks)} checks failed" if failed else "all passed"
         out.print(f"{ref_text} ({spec.name}): {len(checks)} checks, {verdict}", markup=False)
     return 1 if failed else 0
