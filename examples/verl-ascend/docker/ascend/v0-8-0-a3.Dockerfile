@@ -8,6 +8,8 @@
 # cannery: UNLOCKED component mindspeed: git ref core_r0.16.0 (no commit); run `cannery lock`.
 # cannery: UNLOCKED component megatron-lm: git ref core_r0.16.0 (no commit); run `cannery lock`.
 # cannery: UNLOCKED component verl-0-8-0: git ref v0.8.0 (no commit); run `cannery lock`.
+# cannery: UNPINNED Python dependencies: pip resolves them at build time, so this
+# file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
 ARG TARGETARCH
 FROM swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.0.0-a3-ubuntu22.04-py3.11 AS base
