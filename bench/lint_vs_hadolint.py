@@ -66,8 +66,9 @@ def machine() -> str:
                 break
     except OSError:
         pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return (f"{platform.system()} {platform.release()} {platform.machine()}, {cpu}, "
-            f"{os.cpu_count()} cores, Python {platform.python_version()}")
+            f"{os.cpu_count()} cores, {mem:.0f} GiB, Python {platform.python_version()}")
 
 
 def main() -> int:

@@ -224,40 +224,27 @@ def _render_one(
     raise typer.Exit(render_cmd([kind], catalog, lock, check, out, locked=locked))
 
 
-@render_app.command("workflow")
-def render_workflow(
-    catalog: CatalogOpt = None,
-    lock: LockOpt = None,
-    out: OutFileOpt = None,
-    check: CheckOpt = False,
-    locked: LockedOpt = False,
-) -> None:
-    """Render the GitHub Actions workflow that builds, merges and verifies every image."""
-    _render_one("workflow", catalog, lock, out, check, locked)
+def _kind_command(kind: str, doc: str) -> None:
+    """`cannery render KIND`: the same options for every single-file kind."""
+
+    def command(
+        catalog: CatalogOpt = None,
+        lock: LockOpt = None,
+        out: OutFileOpt = None,
+        check: CheckOpt = False,
+        locked: LockedOpt = False,
+    ) -> None:
+        _render_one(kind, catalog, lock, out, check, locked)
+
+    command.__doc__ = doc
+    render_app.command(kind)(command)
 
 
-@render_app.command("bake")
-def render_bake(
-    catalog: CatalogOpt = None,
-    lock: LockOpt = None,
-    out: OutFileOpt = None,
-    check: CheckOpt = False,
-    locked: LockedOpt = False,
-) -> None:
-    """Render docker-bake.json: a target per image and per (image, platform)."""
-    _render_one("bake", catalog, lock, out, check, locked)
-
-
-@render_app.command("docs")
-def render_docs(
-    catalog: CatalogOpt = None,
-    lock: LockOpt = None,
-    out: OutFileOpt = None,
-    check: CheckOpt = False,
-    locked: LockedOpt = False,
-) -> None:
-    """Render the supported-tags Markdown table."""
-    _render_one("docs", catalog, lock, out, check, locked)
+_kind_command(
+    "workflow", "Render the GitHub Actions workflow that builds, merges and verifies every image."
+)
+_kind_command("bake", "Render docker-bake.json: a target per image and per (image, platform).")
+_kind_command("docs", "Render the supported-tags Markdown table.")
 
 
 @render_app.command("refresh-actions")

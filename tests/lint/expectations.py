@@ -24,7 +24,7 @@ def expected(path: Path) -> Counter[tuple[int, str]]:
 
 def with_severity(path: Path) -> Counter[tuple[int, str, str]]:
     """(line, rule, severity) of every expected finding; default severities filled in."""
-    from cannery.lint.registry import Registry
+    from cannery.lint.ruleset import RuleSet
 
     out: Counter[tuple[int, str, str]] = Counter()
     last = 0
@@ -38,6 +38,6 @@ def with_severity(path: Path) -> Counter[tuple[int, str, str]]:
             if not item or item == "clean":
                 continue
             rule, _, level = item.partition(":")
-            cls = Registry.resolve(rule)
+            cls = RuleSet.resolve(rule)
             out[(target, rule, level or (str(cls.severity) if cls else "?"))] += 1
     return out

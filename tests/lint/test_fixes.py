@@ -12,7 +12,7 @@ import pytest
 
 from cannery.lint.config import LintConfig
 from cannery.lint.engine import Engine, discover
-from cannery.lint.registry import RULES
+from cannery.lint.ruleset import RULES
 
 HERE = Path(__file__).parent
 CASES = sorted((HERE / "fixes").glob("*.Dockerfile"))

@@ -16,7 +16,7 @@ import pytest
 
 from cannery.lint.config import LintConfig
 from cannery.lint.engine import Engine
-from cannery.lint.registry import RULES
+from cannery.lint.ruleset import RULES
 from tests.conftest import GOLDEN
 
 HERE = Path(__file__).parent

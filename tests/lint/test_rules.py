@@ -9,7 +9,7 @@ import pytest
 
 from cannery.lint.config import LintConfig
 from cannery.lint.engine import Engine, discover
-from cannery.lint.registry import RULES
+from cannery.lint.ruleset import RULES
 from tests.lint.expectations import expected, with_severity
 
 FIXTURES = Path(__file__).parent / "fixtures"

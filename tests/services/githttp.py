@@ -6,17 +6,15 @@ from __future__ import annotations
 import http.server
 import os
 import shutil
-import ssl
 import subprocess
-import threading
 from pathlib import Path
 
-from tests.services.tlsca import LocalCA
+from tests.services.tlsca import HTTPSServer, LocalCA
 
 _BACKEND_TIMEOUT = 60.0
 
 
-class GitHTTPSServer:
+class GitHTTPSServer(HTTPSServer):
     """Serves the bare repositories under ``root`` (``root/NAME.git`` → ``url/NAME.git``)."""
 
     def __init__(self, root: Path, ca: LocalCA, port: int = 0) -> None:
@@ -27,22 +25,7 @@ class GitHTTPSServer:
         class Handler(_CGIHandler):
             project_root = backend_root
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(ca.server_cert, ca.server_key)
-        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=10)
+        super().__init__(Handler, ca, port)
 
 
 class _CGIHandler(http.server.BaseHTTPRequestHandler):

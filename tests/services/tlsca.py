@@ -9,6 +9,7 @@ import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -80,11 +81,10 @@ def make_ca(root: Path, name: str = "cannery test CA") -> LocalCA:
     return LocalCA(root / "ca.pem", root / "server.pem", root / "server.key")
 
 
-class HTTPSFileServer:
-    """Serves ``root`` over HTTPS on 127.0.0.1 with the test CA's server certificate."""
+class HTTPSServer:
+    """A threaded HTTPS server on 127.0.0.1 with the test CA's server certificate."""
 
-    def __init__(self, root: Path, ca: LocalCA, port: int = 0) -> None:
-        handler = lambda *a, **kw: _QuietHandler(*a, directory=str(root), **kw)  # noqa: E731
+    def __init__(self, handler: Any, ca: LocalCA, port: int = 0) -> None:
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(ca.server_cert, ca.server_key)
@@ -100,6 +100,15 @@ class HTTPSFileServer:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+        self.thread.join(timeout=10)
+
+
+class HTTPSFileServer(HTTPSServer):
+    """Serves ``root`` over HTTPS on 127.0.0.1 with the test CA's server certificate."""
+
+    def __init__(self, root: Path, ca: LocalCA, port: int = 0) -> None:
+        handler = lambda *a, **kw: _QuietHandler(*a, directory=str(root), **kw)  # noqa: E731
+        super().__init__(handler, ca, port)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

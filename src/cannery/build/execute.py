@@ -129,13 +129,7 @@ def current_children(client: OCIClient, repo: Reference, tag: str) -> dict[str, 
         return {}
     out: dict[str, Descriptor] = {}
     for m in json.loads(body).get("manifests", []):
-        child = Descriptor(
-            media_type=m.get("mediaType", ""),
-            digest=m.get("digest", ""),
-            size=int(m.get("size", 0)),
-            platform=m.get("platform"),
-            annotations=m.get("annotations"),
-        )
+        child = Descriptor.from_json(m)
         platform = _platform_of(child)
         if platform:
             out[platform] = child
@@ -323,14 +317,7 @@ def merge_from_digest_dir(image: ImageJob, target: Target, reporter: Reporter) -
         pres = PlatformResult(job.platform, job.input_digest)
         result.platforms.append(pres)
         try:
-            raw = json.loads(path.read_text())
-            desc = Descriptor(
-                media_type=raw["mediaType"],
-                digest=raw["digest"],
-                size=int(raw["size"]),
-                platform=raw.get("platform"),
-                annotations=raw.get("annotations"),
-            )
+            desc = Descriptor.from_json(json.loads(path.read_text()))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             result.error = f"{path}: no descriptor for {job.platform} ({exc}); no tag moved"
             return result

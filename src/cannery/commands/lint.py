@@ -45,13 +45,13 @@ def parser() -> argparse.ArgumentParser:
 def _explain(name: str) -> int:
     import difflib
 
-    from cannery.lint.registry import REMOVED, Registry
+    from cannery.lint.ruleset import REMOVED, RuleSet
 
-    rule = Registry.resolve(name)
+    rule = RuleSet.resolve(name)
     if rule is None:
         if name in REMOVED:
             raise InputError(f"rule {name} was removed: {REMOVED[name]}")
-        close = difflib.get_close_matches(name, Registry.names(), n=1)
+        close = difflib.get_close_matches(name, RuleSet.names(), n=1)
         raise InputError(f"unknown rule {name!r}" + (f" (did you mean {close[0]!r}?)"
                                                      if close else ""))
     import inspect
@@ -65,7 +65,7 @@ def _explain(name: str) -> int:
 
 
 def _list() -> int:
-    from cannery.lint.registry import RULES
+    from cannery.lint.ruleset import RULES
 
     for r in RULES:
         print(f"{r.code}  {r.name:<30} {r.severity!s:<9} {'/'.join(r.targets):<20} "

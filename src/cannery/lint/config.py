@@ -68,18 +68,18 @@ class LintConfig:
 
 
 def rule_list(value: Any, where: str) -> tuple[str, ...]:
-    from cannery.lint.registry import Registry
+    from cannery.lint.ruleset import RuleSet
 
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise InputError(f"{where}: expected a list of rule names")
     for v in value:
-        if Registry.resolve(v) is None:
+        if RuleSet.resolve(v) is None:
             import difflib
 
-            hint = difflib.get_close_matches(v, Registry.names(), n=1)
+            hint = difflib.get_close_matches(v, RuleSet.names(), n=1)
             raise InputError(f"{where}: unknown rule {v!r}"
                              + (f" (did you mean {hint[0]!r}?)" if hint else ""))
-    return tuple(Registry.resolve(v).name for v in value)  # type: ignore[union-attr]
+    return tuple(RuleSet.resolve(v).name for v in value)  # type: ignore[union-attr]
 
 
 def apply_table(cfg: LintConfig, table: dict[str, Any], where: str) -> LintConfig:
@@ -197,9 +197,9 @@ def load_config(start: Path, explicit: Path | None = None) -> LintConfig:
 
 def schema() -> dict[str, Any]:
     """JSON Schema of the [tool.cannery.lint] table (tested against the defaults)."""
-    from cannery.lint.registry import Registry
+    from cannery.lint.ruleset import RuleSet
 
-    rule = {"type": "string", "enum": Registry.names()}
+    rule = {"type": "string", "enum": RuleSet.names()}
     level = {"type": "string", "enum": [str(s) for s in Severity]}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

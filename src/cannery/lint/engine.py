@@ -15,8 +15,8 @@ from cannery.lint.facts.dockerfile import parse_dockerfile
 from cannery.lint.facts.workflow import parse_workflow
 from cannery.lint.fixes import apply_fixes
 from cannery.lint.model import Finding, Severity, Span
-from cannery.lint.registry import RULES
 from cannery.lint.rule import LintContext, Rule
+from cannery.lint.ruleset import RULES
 
 DOCKERFILE_NAMES = ("Dockerfile*", "*.Dockerfile", "*.dockerfile", "Containerfile*")
 SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache",

@@ -49,17 +49,17 @@ def directives(lines: list[str], ranges: list[tuple[int, int]]) -> list[Directiv
 
 def _current_name(rule: str) -> str:
     """A code or renamed rule as its current name; an unknown name as written."""
-    from cannery.lint.registry import Registry
+    from cannery.lint.ruleset import RuleSet
 
-    found = Registry.resolve(rule)
+    found = RuleSet.resolve(rule)
     return found.name if found is not None else rule
 
 
 def apply(findings: list[Finding], found: list[Directive], path: str) -> list[Finding]:
     """Drop suppressed findings; add unused-suppression findings for the leftovers."""
-    from cannery.lint.registry import Registry
+    from cannery.lint.ruleset import RuleSet
 
-    known = set(Registry.names())
+    known = set(RuleSet.names())
     for d in found:
         d.rules = tuple(_current_name(r) for r in d.rules)
     kept = []

@@ -82,13 +82,7 @@ def registry_checks(
     repo = Reference(ref.host, ref.repository)
     for entry in entries:
         platform = _platform(entry)
-        child = Descriptor(
-            media_type=entry["mediaType"],
-            digest=entry["digest"],
-            size=int(entry["size"]),
-            platform=entry.get("platform"),
-            annotations=entry.get("annotations"),
-        )
+        child = Descriptor.from_json(entry)
         mbody, _ = client.get_manifest(repo.with_digest(child.digest))
         manifest = json.loads(mbody)
         config = json.loads(client.get_blob(repo, manifest["config"]["digest"]))

@@ -37,7 +37,7 @@ def _uri(path: str) -> str:
 
 
 def render(findings: list[Finding]) -> str:
-    from cannery.lint.registry import RULES
+    from cannery.lint.ruleset import RULES
 
     rules = []
     index = {}

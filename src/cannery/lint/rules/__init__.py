@@ -1,1 +1,1 @@
-"""One rule per module. The registry (cannery.lint.registry) lists them all."""
+"""One rule per module. The registry (cannery.lint.ruleset) lists them all."""

@@ -180,7 +180,7 @@ REDIRECTS: dict[str, str] = {}
 REMOVED: dict[str, str] = {}
 
 
-class Registry:
+class RuleSet:
     by_name: ClassVar[dict[str, type[Rule]]] = {r.name: r for r in RULES}
     by_code: ClassVar[dict[str, type[Rule]]] = {r.code: r for r in RULES}
 
