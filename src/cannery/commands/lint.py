@@ -12,33 +12,55 @@ from cannery.errors import InputError
 FORMATS = ("text", "json", "sarif", "github")
 
 
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Help laid out like the rest of cannery's (click's): `Usage:`, `Arguments:`, `Options:`."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=30, width=88)
+
+    def add_usage(self, usage: str | None, actions: object, groups: object,
+                  prefix: str | None = None) -> None:
+        super().add_usage(usage, actions, groups, "Usage: ")  # type: ignore[arg-type]
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="cannery lint",
-        description="Lint Dockerfiles and image-build workflows for the defects review finds "
-        "in accelerator images.",
+        usage="%(prog)s [OPTIONS] [PATH]...",
+        description="  Lint Dockerfiles and image-build workflows for the defects review finds\n"
+        "  in accelerator images.",
         epilog="Exit status: 0 clean (or below --fail-on), 1 a finding at or above --fail-on "
         "(sarif: only with an explicit --fail-on), 2 usage error or unreadable file.",
+        formatter_class=_Help,
+        add_help=False,
     )
-    p.add_argument("paths", nargs="*", type=Path, help="files or directories (default: .)")
-    p.add_argument("--format", choices=FORMATS, default=None,
-                   help="output format (default: text; github when GITHUB_ACTIONS=true)")
-    p.add_argument("--output", "-o", type=Path, help="write the report to this file")
-    p.add_argument("--fail-on", help="lowest severity that fails: info, warning (default), "
-                   "error, critical")
-    p.add_argument("--select", help="only these rules (comma-separated names or codes)")
-    p.add_argument("--ignore", help="skip these rules (comma-separated)")
-    p.add_argument("--config", type=Path, help="read options from this TOML file only")
-    p.add_argument("--fix", action="store_true", help="apply safe fixes to the files")
-    p.add_argument("--unsafe-fixes", action="store_true", help="with --fix/--diff: unsafe too")
-    p.add_argument("--diff", action="store_true", help="print the fixes as a diff; write nothing")
-    p.add_argument("--baseline-commit", metavar="REV", help="report only findings not "
+    p._positionals.title = "Arguments"
+    p._optionals.title = "Options"
+    p.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                   help="Files or directories (default: .)")
+    p.add_argument("--format", choices=FORMATS, default=None, metavar="FORMAT",
+                   help="text, json, sarif or github (default: text; github when "
+                   "GITHUB_ACTIONS=true)")
+    p.add_argument("--output", "-o", type=Path, metavar="FILE",
+                   help="Write the report to this file")
+    p.add_argument("--fail-on", metavar="SEVERITY", help="Lowest severity that fails: info, "
+                   "warning (default), error, critical")
+    p.add_argument("--select", metavar="RULES",
+                   help="Only these rules (comma-separated names or codes)")
+    p.add_argument("--ignore", metavar="RULES", help="Skip these rules (comma-separated)")
+    p.add_argument("--config", type=Path, metavar="FILE",
+                   help="Read options from this TOML file only")
+    p.add_argument("--fix", action="store_true", help="Apply safe fixes to the files")
+    p.add_argument("--unsafe-fixes", action="store_true", help="With --fix/--diff: unsafe too")
+    p.add_argument("--diff", action="store_true", help="Print the fixes as a diff; write nothing")
+    p.add_argument("--baseline-commit", metavar="REV", help="Report only findings not "
                    "present at git revision REV (matched by rule, file and message)")
-    p.add_argument("--add-suppressions", action="store_true", help="write a `# cannery: "
+    p.add_argument("--add-suppressions", action="store_true", help="Write a `# cannery: "
                    "ignore=…` comment for every current finding, then report what is left")
-    p.add_argument("--explain", metavar="RULE", help="print a rule's documentation")
-    p.add_argument("--list-rules", action="store_true", help="list every rule")
-    p.add_argument("--no-color", action="store_true", help="never colour text output")
+    p.add_argument("--explain", metavar="RULE", help="Print a rule's documentation")
+    p.add_argument("--list-rules", action="store_true", help="List every rule")
+    p.add_argument("--no-color", action="store_true", help="Never colour text output")
+    p.add_argument("--help", "-h", action="help", help="Show this message and exit.")
     return p
 
 
