@@ -14,6 +14,7 @@ merged index is byte-identical to the current one, and nothing is written at all
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -353,8 +354,6 @@ def _copy_into_layout(layout: Path, oci_dir: Path) -> Descriptor:
         if len(f.name) == 64 and not (blobs / f.name).exists():
             shutil.copyfile(f, blobs / f.name)
     manifest = (layout / "manifest.json").read_bytes()
-    import hashlib
-
     digest = hashlib.sha256(manifest).hexdigest()
     atomic_write(blobs / digest, manifest)
     media = json.loads(manifest).get("mediaType", "application/vnd.oci.image.manifest.v1+json")
@@ -364,8 +363,6 @@ def _copy_into_layout(layout: Path, oci_dir: Path) -> Descriptor:
 def _write_layout_index(
     oci_dir: Path, children: list[Descriptor], annotations: dict[str, str], tags: tuple[str, ...]
 ) -> Descriptor:
-    import hashlib
-
     ordered = sorted(children, key=lambda c: _platform_of(c) or "")
     body = json.dumps(
         {

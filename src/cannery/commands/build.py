@@ -230,7 +230,14 @@ def _report(results: list[ImageResult], as_json: bool) -> None:
             out.print(f"{r.image}: FAILED: {r.error}; no tag moved", markup=False)
             continue
         where = r.output or r.repository
-        out.print(f"{r.image}: {where}@{r.index_digest} ({r.seconds:.1f}s)", markup=False)
+        if r.index_digest is None:
+            out.print(
+                f"{r.image}: platforms pushed to {where} by digest; no index, no tag moved "
+                f"(merge them with --merge-only) ({r.seconds:.1f}s)",
+                markup=False,
+            )
+        else:
+            out.print(f"{r.image}: {where}@{r.index_digest} ({r.seconds:.1f}s)", markup=False)
         for p in r.platforms:
             state = f"skipped: {p.skipped}" if p.skipped else f"built in {p.seconds:.1f}s"
             out.print(f"  {p.platform}: {p.digest} ({state})", markup=False)
