@@ -277,9 +277,12 @@ def _bundled_setuptools() -> Path:
     return found[-1]
 
 
-def make_wheelhouse(root: Path, name: str = "hello_cannery", version: str = "1.0") -> Path:
+def make_wheelhouse(
+    root: Path, name: str = "hello_cannery", version: str = "1.0", filler_bytes: int = 0
+) -> Path:
     """A pure-Python wheel, and setuptools' wheel, under ``root/files``; a PEP 503 index of
-    both under ``root/simple``."""
+    both under ``root/simple``. ``filler_bytes`` of random data in the package (stored, not
+    deflated) give the wheel weight."""
     files = root / "files"
     files.mkdir(parents=True, exist_ok=True)
     setuptools = _bundled_setuptools()
@@ -302,16 +305,19 @@ def make_wheelhouse(root: Path, name: str = "hello_cannery", version: str = "1.0
             "Tag: py3-none-any\n"
         ),
     }
+    data: dict[str, bytes] = {path: text.encode() for path, text in entries.items()}
+    if filler_bytes:
+        data[f"{name}/_filler.bin"] = os.urandom(filler_bytes)
     record = []
-    for path, text in entries.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
-        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
+    for path, blob in data.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(blob).digest()).rstrip(b"=")
+        record.append(f"{path},sha256={digest.decode()},{len(blob)}")
     record.append(f"{dist}.dist-info/RECORD,,")
-    entries[f"{dist}.dist-info/RECORD"] = "\n".join(record) + "\n"
+    data[f"{dist}.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
     with zipfile.ZipFile(wheel, "w") as zf:
-        for path, text in entries.items():
+        for path, blob in data.items():
             info = zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0))
-            zf.writestr(info, text)
+            zf.writestr(info, blob)
     sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
     project = root / "simple" / name.replace("_", "-")
     project.mkdir(parents=True, exist_ok=True)
