@@ -11,6 +11,9 @@ and builds it for linux/amd64 only (arm64 runs under qemu here, 5-10x slower) tw
 and spread: cold build (no layer cache; each run pushes to a fresh repository, so no blob is
 already there); rebuild after bumping the framework's pin; (b)'s no-op build; the compile step
 alone at 1 job and at every core; and the floor (that compile plus writing (b)'s layers once).
+The bump is also timed for (b)'s rendered Dockerfile built with a SOURCE_DATE_EPOCH that does
+not move (cannery today passes the lock's newest resolution time, so a bump rebuilds every
+step).
 Sizes: the pushed layers, compressed and unpacked, and their count. Prints a Markdown table,
 writes OUT/build.md and OUT/build.png. Not a test: nothing here fails on timing.
 """
@@ -35,6 +38,7 @@ from buildbench.measure import (  # noqa: E402
     image_size,
     local_rendered_image,
     pushed_digest,
+    rendered_stable_epoch,
     seed_build,
     write_layers,
 )
@@ -94,11 +98,12 @@ def measure(world, root: Path, size, size_name: str, runs: int) -> Results:  # t
         path.write_text(catalog(world.base, world.push_registry.host, repo, files, git, verl))
         return path
 
-    r = Results(size=size_name, size_knobs=size, runs=runs)
+    r = Results(size=size_name, size_knobs=size, runs=runs, load_before=os.getloadavg()[0])
     # Untimed: pulls the bases, and (b) writes its lock.
     say("warm-up builds (untimed)")
     seed_build(world, seed_file, "seed", stack.framework[0], no_cache=False)
     cannery_build(world, write_catalog("rendered", stack.framework[0]), force=False)
+    rendered_stable_epoch(world, cat_dir / "catalog.toml", root / "stable")  # warm, untimed
     for n in range(runs):
         say(f"cold builds, run {n + 1}/{runs}")
         took, seed_digest = seed_build(world, seed_file, f"seed-cold{n}", stack.framework[0],
@@ -119,6 +124,7 @@ def measure(world, root: Path, size, size_name: str, runs: int) -> Results:  # t
         r.write_layers.runs.append(write_layers(local))
     # Back to the warm repositories, then one bump of the framework pin per run.
     cannery_build(world, write_catalog("rendered", stack.framework[0]), force=False)
+    rendered_stable_epoch(world, cat_dir / "catalog.toml", root / "stable")  # warm, untimed
     for n in range(runs):
         bump = stack.framework[n + 1]
         say(f"framework bump {n + 1}/{runs}")
@@ -127,6 +133,8 @@ def measure(world, root: Path, size, size_name: str, runs: int) -> Results:  # t
         took, summary = cannery_build(world, write_catalog("rendered", bump), force=False)
         assert not summary["images"][0]["platforms"][0]["skipped"], "a bump must rebuild"
         r.bump_b.runs.append(took)
+        r.bump_b_stable.runs.append(
+            rendered_stable_epoch(world, cat_dir / "catalog.toml", root / "stable"))
     say("no-op builds")
     for _ in range(max(runs, 5)):
         took, summary = cannery_build(world, write_catalog("rendered", stack.framework[runs]),
@@ -140,6 +148,7 @@ def measure(world, root: Path, size, size_name: str, runs: int) -> Results:  # t
         r.compile_1.runs.append(compile_alone(size.units, size.funcs, 1))
         r.compile_all.runs.append(compile_alone(size.units, size.funcs, cores))
     r.cores = cores
+    r.load_after = os.getloadavg()[0]
     return r
 
 

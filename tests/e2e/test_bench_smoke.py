@@ -1,0 +1,50 @@
+"""The build benchmark (bench/build_vs_seed.py) at its tiny size, once, so it keeps working: real
+buildah, real registries, the generated stand-in stack. Checks what it reports, not how fast
+anything is (timings here say nothing: the machine is shared and the size is tiny)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.e2e
+
+if shutil.which("buildah") is None:  # CI installs it (scripts/test.sh); a dev box may not have it
+    if os.environ.get("CI"):
+        raise RuntimeError("buildah is not installed: scripts/test.sh installs it")
+    pytest.skip("buildah is not installed (run scripts/test.sh)", allow_module_level=True)
+
+NUMBER = r"\d+\.\d+"
+
+
+def test_benchmark_runs_at_tiny_size(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "build_vs_seed.py"), "--size", "tiny", "--runs",
+         "1", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=170, check=False, stdin=subprocess.DEVNULL,
+        env={**os.environ, "BUILDAH_ISOLATION": "chroot"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = (tmp_path / "build.md").read_text()
+    assert proc.stdout.strip() == table.strip()
+    assert "size: tiny" in table and "linux/amd64 only" in table
+    for row in ("cold build, pushed", "rebuild after a framework bump, pushed",
+                "same bump, (b)'s Dockerfile"):
+        assert re.search(rf"\| {row}[^|]* \| {NUMBER} ± {NUMBER} \| {NUMBER} ± {NUMBER} \| "
+                         rf"{NUMBER} \|", table), row
+    assert re.search(rf"\| no-op build \(inputs unchanged\) \| – \| {NUMBER} ± {NUMBER} \|", table)
+    assert re.search(rf"\| compile step alone \(1 job vs \d+\) \| {NUMBER}", table)
+    layers = re.search(r"\| layers \| (\d+) \| (\d+) \|", table)
+    assert layers and int(layers[1]) > 1 and int(layers[2]) > 1
+    sizes = re.search(rf"\| compressed MB \| ({NUMBER}) \| ({NUMBER}) \|", table)
+    assert sizes and float(sizes[1]) > 0 and float(sizes[2]) > 0
+    # Every goal of the issue is reported, each with a verdict.
+    assert len(re.findall(r"\| (yes|no) \|", table)) == 7
+    assert (tmp_path / "build.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
