@@ -224,7 +224,7 @@ def make_stack(world: BuildWorld, size: Size, work: Path, bumps: int) -> Stack:
     for arch in ("amd64", "arm64"):
         make_toolkit_run(world.installer(arch), "8.5.2", arch, filler_bytes=size.toolkit_mb << 20)
     old = make_toolkit_run(
-        work / "Ascend-cann-toolkit_8.5.1_linux-x86_64.run", "8.5.1", "amd64",
+        world.files_root / "base" / "Ascend-cann-toolkit_8.5.1_linux-x86_64.run", "8.5.1", "amd64",
         filler_bytes=size.toolkit_mb << 20,
     )
     wheels = world.files_root / "wheels"
@@ -241,18 +241,22 @@ def make_stack(world: BuildWorld, size: Size, work: Path, bumps: int) -> Stack:
 
 def _cann_base(world: BuildWorld, installer: Path, work: Path) -> str:
     """The base the seed starts FROM (like ascendhub's cann:8.5.1 image): the stand-in OS base
-    with toolkit 8.5.1 installed, pushed to the world's anonymous registry; return it by digest.
+    with toolkit 8.5.1 installed (downloaded, installed and deleted in one step, so the base
+    holds the install only), pushed to the world's anonymous registry; return it by digest.
     Made once, untimed."""
     ref = f"{world.registry.host}/bench/cann:8.5.1"
+    url = f"{world.files.url}/{installer.relative_to(world.files_root).as_posix()}"
+    work.mkdir(parents=True, exist_ok=True)
     (work / "Dockerfile.cannbase").write_text(
-        f"FROM {world.base}\nCOPY {installer.name} /tmp/\n"
-        f"RUN bash /tmp/{installer.name} --quiet --install --install-for-all"
-        f" && rm /tmp/{installer.name}\n"
+        f"FROM {world.base}\n"
+        f"RUN curl -fsSL -o /tmp/toolkit.run {url} && "
+        "bash /tmp/toolkit.run --quiet --install --install-for-all && rm /tmp/toolkit.run\n"
     )
     certs = ["--cert-dir", str(world.cert_dir)]
     subprocess.run(
         ["buildah", "build", "--quiet", "--platform", "linux/amd64", *certs, "--layers",
-         "-f", str(work / "Dockerfile.cannbase"), "-t", "localhost/bench-cann-base", str(work)],
+         "--network", "host", "-f", str(work / "Dockerfile.cannbase"),
+         "-t", "localhost/bench-cann-base", str(work)],
         check=True, capture_output=True,
     )
     digest = work / "cannbase.digest"
