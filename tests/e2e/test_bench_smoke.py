@@ -1,6 +1,7 @@
 """The build benchmark (bench/build_vs_seed.py) at its tiny size, once, so it keeps working: real
 buildah, real registries, the generated stand-in stack. Checks what it reports, not how fast
-anything is (timings here say nothing: the machine is shared and the size is tiny)."""
+anything is (timings here say nothing: the machine is shared and the size is tiny). About 70 s on
+an idle 2-core machine, over two minutes under load; the timeout leaves room for that."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def test_benchmark_runs_at_tiny_size(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "build_vs_seed.py"), "--size", "tiny", "--runs",
          "1", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=170, check=False, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=300, check=False, stdin=subprocess.DEVNULL,
         env={**os.environ, "BUILDAH_ISOLATION": "chroot"},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
