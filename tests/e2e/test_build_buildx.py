@@ -121,7 +121,7 @@ def test_buildx_argv_metadata_and_merge(tmp_path: Path, registry: LocalRegistry)
     catalog, env = _setup(tmp_path, registry)
     proc = _cannery(
         "build", "--catalog", str(catalog), "--backend", "buildx", "--builder", "k8s-arm",
-        "--push", "--json", "--log-dir", str(tmp_path / "logs"), env=env,
+        "--push", "--json", "--registry-cache", "--log-dir", str(tmp_path / "logs"), env=env,
     )
     assert proc.returncode == 0, proc.stderr
     calls = [json.loads(line) for line in (tmp_path / "docker.log").read_text().splitlines()]
@@ -139,6 +139,11 @@ def test_buildx_argv_metadata_and_merge(tmp_path: Path, registry: LocalRegistry)
         assert not any(o.startswith("tag") for o in out)  # no tag is written by a leg
         assert f"io.cannery.inputs={plat['input_digest']}" in argv
         assert "--provenance=false" in argv and "--metadata-file" in argv
+        # A registry cache of this image and platform alone.
+        arch = plat["platform"].split("/")[1]
+        ref = f"{registry.host}/bx/image:cache-one-{arch}"
+        assert argv[argv.index("--cache-from") + 1] == f"type=registry,ref={ref}"
+        assert argv[argv.index("--cache-to") + 1] == f"type=registry,ref={ref},mode=max"
         # cannery's own registry credentials never reach the engine (docker has its own).
         assert not any(name.startswith("CANNERY_REGISTRY_") for name in call["env"])
         assert "s3cret-not-for-docker" not in " ".join(argv)

@@ -31,6 +31,7 @@ from cannery.build.progress import Reporter
 from cannery.errors import FatalError, InputError
 from cannery.oci import Descriptor, OCIClient, Reference
 from cannery.oci.publish import merge_index, move_tags, push_image_dir
+from cannery.render.bake import cache_ref
 from cannery.util.cmd import stream
 from cannery.util.fs import atomic_write
 
@@ -111,6 +112,7 @@ class Settings:
     cert_dir: Path | None = None
     network: str | None = None
     builder: str | None = None
+    registry_cache: bool = False
 
 
 def _platform_of(desc: Descriptor) -> str | None:
@@ -176,6 +178,7 @@ def _build_platform(
         network=settings.network,
         builder=settings.builder,
         no_cache=settings.force,
+        cache_ref=cache_ref(image.spec, job.platform) if settings.registry_cache else None,
     )
     steps = settings.engine.steps(image, job, opts)
     log_path = settings.log_dir / image.name / f"{job.slug}.log"

@@ -69,6 +69,7 @@ class BuildRequest:
     merge_only: bool
     network: str | None
     log_dir: Path
+    registry_cache: bool = False
 
 
 def _entries(lock: Lock) -> set[tuple[str, str]]:
@@ -187,6 +188,8 @@ def build_cmd(req: BuildRequest) -> int:
         raise InputError("--push and --output: give one")
     if req.merge_only and not (req.push and req.digest_dir):
         raise InputError("--merge-only needs --push and --digest-dir")
+    if req.registry_cache and req.backend != "buildx":
+        raise InputError("--registry-cache is for --backend buildx (buildah keeps a local cache)")
     if req.backend not in ENGINES:
         raise InputError(f"--backend {req.backend}: expected one of {', '.join(ENGINES)}")
     request = req
@@ -207,6 +210,7 @@ def build_cmd(req: BuildRequest) -> int:
                 cert_dir=cert_dir,
                 network=request.network,
                 builder=request.builder,
+                registry_cache=request.registry_cache,
             )
             for job in jobs:
                 if request.merge_only:
