@@ -172,3 +172,29 @@ def test_buildx_leg_failure_moves_no_tag_and_shows_the_log(
     assert "process did not complete successfully" in proc.stderr  # the leg's last lines
     resp = httpx.get(f"{registry.url}/v2/bx/image/manifests/bx-fail")
     assert resp.status_code == 404
+
+
+def test_locked_and_frozen_refuse_a_lock_that_would_change(
+    tmp_path: Path, registry: LocalRegistry
+) -> None:
+    """uv/cargo semantics, before anything is built: --locked names what the lock lacks,
+    --frozen refuses to resolve, the default resolves and writes the lock saying what it added."""
+    catalog, env = _setup(tmp_path, registry)
+    lock = tmp_path / "cannery.lock"
+    common = ["build", "--catalog", str(catalog), "--backend", "buildx", "--push",
+              "--log-dir", str(tmp_path / "logs")]
+    locked = _cannery(*common, "--locked", env=env)
+    assert locked.returncode == 2
+    assert "the lock would change (--locked)" in locked.stderr
+    assert f"add base {registry.host}/bx/base:1" in locked.stderr
+    assert not lock.exists() and not (tmp_path / "docker.log").exists()
+    frozen = _cannery(*common, "--frozen", env=env)
+    assert frozen.returncode == 2
+    assert "--frozen never resolves" in frozen.stderr and "no digest" in frozen.stderr
+    assert not lock.exists() and not (tmp_path / "docker.log").exists()
+    default = _cannery(*common, env=env)
+    assert default.returncode == 0, default.stderr
+    assert f"lock: added base {registry.host}/bx/base:1" in default.stderr
+    assert lock.is_file()
+    again = _cannery(*common, "--locked", env=env)
+    assert again.returncode == 0, again.stderr
