@@ -36,7 +36,8 @@ from cannery.lock import (
     resolve_url,
     update_lock,
 )
-from cannery.oci import OCIClient
+from cannery.oci import Credentials, OCIClient
+from cannery.oci.auth import push_host
 from cannery.plan import plan
 from cannery.pydeps import resolve_python
 from cannery.render.dockerfile import render_dockerfile
@@ -109,7 +110,9 @@ def ensure_locked(
         lines += [f"  remove {s}" for s in stale]
         raise InputError("\n".join(lines))
     ctx = ssl_context(req.ca_cert)
-    with OCIClient(ctx) as client, git_ca_bundle(req.ca_cert) as git_ca:
+    # The push credentials are for the push registry: never sent to a base image's registry.
+    creds = Credentials(env_host=push_host([s.repository for s in plan(cat, lock, images)]))
+    with OCIClient(ctx, credentials=creds) as client, git_ca_bundle(req.ca_cert) as git_ca:
         resolvers = Resolvers(
             base=client.resolve,
             git=lambda url, ref: resolve_git(url, ref, git_ca),
@@ -198,7 +201,8 @@ def build_cmd(req: BuildRequest) -> int:
     jobs, _ = _jobs(request)
     engine: Engine = ENGINES[request.backend]()
     results: list[ImageResult] = []
-    client = OCIClient(ssl_context(request.ca_cert)) if request.push else None
+    creds = Credentials(env_host=push_host([j.repository for j in jobs]))
+    client = OCIClient(ssl_context(request.ca_cert), credentials=creds) if request.push else None
     reporter = reporter_for(err)
     try:
         target = _target(request, client)

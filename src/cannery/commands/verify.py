@@ -8,7 +8,7 @@ from pathlib import Path
 from cannery.commands.build import _cert_dir
 from cannery.commands.common import load_with_lock, out, select
 from cannery.errors import InputError, NetworkError
-from cannery.oci import OCIClient, Reference
+from cannery.oci import Credentials, OCIClient, Reference
 from cannery.plan import ImageSpec, plan
 from cannery.tls import ssl_context
 from cannery.verify.model import Check
@@ -62,7 +62,7 @@ def verify_cmd(
     specs = plan(loaded.catalog, lk, select(loaded, [image] if image else None))
     spec = specs[0] if image else _spec_for(ref, specs)
     checks: list[Check] = []
-    with OCIClient(ssl_context(ca_cert)) as client:
+    with OCIClient(ssl_context(ca_cert), credentials=Credentials(env_host=ref.host)) as client:
         try:
             found, images = registry_checks(client, ref, spec)
         except NetworkError:

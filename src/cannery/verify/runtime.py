@@ -61,7 +61,7 @@ def compare_env(image: dict[str, str], sourced: dict[str, str], platform: str) -
 def registry_auth_file(host: str) -> Iterator[dict[str, str]]:
     """The environment for buildah to pull from ``host`` with cannery's credentials: a private
     auth file (mode 0600, removed afterwards) named by REGISTRY_AUTH_FILE, never an argv."""
-    creds = Credentials().lookup(host)
+    creds = Credentials(env_host=host).lookup(host)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CANNERY_REGISTRY_")}
     if creds is None:
         yield env
