@@ -71,7 +71,7 @@ class PlainReporter:
 
     def finished(self, image: str, job: PlatformJob, digest: str) -> None:
         took = time.monotonic() - self._t0.get((image, job.platform), time.monotonic())
-        self._say(f"[{image} {job.platform}] pushed {digest} ({took:.1f}s)")
+        self._say(f"[{image} {job.platform}] done: {digest} ({took:.1f}s)")
         if self.actions:
             self._say("::endgroup::")
 
@@ -150,7 +150,7 @@ class RichReporter:
 
     def finished(self, image: str, job: PlatformJob, digest: str) -> None:
         row = self._row(image, job)
-        row.status, row.step, row.ended = "pushed", digest[:19], time.monotonic()
+        row.status, row.step, row.ended = "done", digest[:19], time.monotonic()
         self._refresh()
 
     def failed(self, image: str, job: PlatformJob, why: str, tail: list[str]) -> None:
