@@ -121,10 +121,13 @@ class RichReporter:
 
     def _refresh(self) -> None:
         if self.live is None:
-            self.live = Live(self._table(), console=self.console, refresh_per_second=4)
+            # get_renderable: redrawn on every refresh, so "elapsed" keeps counting between steps
+            self.live = Live(
+                console=self.console, get_renderable=self._table, refresh_per_second=4
+            )
             self.live.start()
         else:
-            self.live.update(self._table())
+            self.live.refresh()
 
     def _row(self, image: str, job: PlatformJob) -> _Row:
         return self.rows.setdefault((image, job.platform), _Row())
