@@ -302,10 +302,11 @@ def test_untrusted_registry_certificate_is_one_line_exit_2(world: BuildWorld, fi
         "--ca-cert", str(world.ca.ca_cert), env=env,
     )
     assert ok.returncode == 0, ok.stdout[-2000:]
-    rc, _, err = build(world, first["catalog"], "--frozen", env=env)
-    lines = err.strip().splitlines()
-    assert rc == 2 and "certificate" in lines[-1] and "--ca-cert" in lines[-1], err[-2000:]
-    assert "Traceback" not in err
+    rc, summary, err = build(world, first["catalog"], "--frozen", env=env)
+    error = summary["images"][0]["error"]
+    assert rc == 2 and "certificate" in error and "--ca-cert" in error, (summary, err[-2000:])
+    assert "\n" not in error and "Traceback" not in err
+    assert summary["images"][0]["tags_moved"] == []
 
 
 def test_wrong_password_is_a_clear_error_and_never_shown(world: BuildWorld, first: dict) -> None:  # type: ignore[type-arg]

@@ -271,11 +271,12 @@ def build_image(
                 reporter.failed(image.name, job, exc.reason, exc.tail)
                 result.error = f"{job.platform}: {exc.reason} (log: {exc.log})"
                 break
-            except FatalError as exc:
+            except FatalError as exc:  # e.g. the push: a refused password, an untrusted CA
                 pres.error = exc.message
                 pres.seconds = time.monotonic() - t0
                 reporter.failed(image.name, job, exc.message, [])
                 result.error = f"{job.platform}: {exc.message}"
+                result.exit_code = exc.exit_code
                 break
             pres.seconds = time.monotonic() - t0
             pres.digest = desc.digest
