@@ -48,11 +48,15 @@ def test_each_platform_gets_its_own_digest_and_the_lock_sets_the_clock() -> None
     assert len({p.input_digest for p in job.platforms}) == len(job.platforms)
     assert job.epoch > 0
     entries = {
-        "a": ("x", "2026-01-01T00:00:00+00:00"),
-        "b": ("y", "2026-06-01T00:00:00Z"),  # the newest: 2026-06-01 00:00 UTC
-        "c": ("z", "2026-03-01T09:00:00+09:00"),
+        "git:a": ("x", "2026-01-01T00:00:00+00:00"),
+        "base:b": ("y", "2026-06-01T00:00:00Z"),  # the base's: 2026-06-01 00:00 UTC
+        "url:c": ("z", "2026-03-01T09:00:00+09:00"),
     }
     assert source_date_epoch(entries) == 1780272000
+    # Re-locking a component (a newer time) does not move it: cached steps stay valid.
+    assert source_date_epoch({**entries, "git:a": ("w", "2027-01-01T00:00:00Z")}) == 1780272000
+    del entries["base:b"]
+    assert source_date_epoch(entries) == 1767225600  # no base entry: the oldest
     assert source_date_epoch({}) == 0
     assert job.tags == (spec.tag,)
     assert plan_build(spec, job.dockerfile, lock, tag_suffix="-rc1").tags == (spec.tag + "-rc1",)
