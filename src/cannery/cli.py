@@ -345,6 +345,13 @@ def build(
         Path,
         typer.Option("--log-dir", help="One build log per image and platform", metavar="DIR"),
     ] = Path(".cannery/logs"),
+    registry_cache: Annotated[
+        bool,
+        _flag(
+            "--registry-cache",
+            "buildx: a registry cache per image and platform (REPO:cache-IMAGE-ARCH)",
+        ),
+    ] = False,
 ) -> None:
     """Build each platform, push it by digest, merge one index, then move the tag."""
     from cannery.commands.build import BuildRequest, build_cmd
@@ -370,6 +377,7 @@ def build(
                 merge_only=merge_only,
                 network=network,
                 log_dir=log_dir,
+                registry_cache=registry_cache,
             )
         )
     )

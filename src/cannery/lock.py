@@ -14,10 +14,10 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cannery.catalog.inputs import toolkit_downloads, wheel_urls
 from cannery.catalog.platforms import arches_of
@@ -32,26 +32,49 @@ if TYPE_CHECKING:
 HEADER = "# cannery.lock: written by `cannery lock`; edit the catalog, not this file.\n"
 
 
+def parse_time(text: str) -> dt.datetime:
+    """An ISO 8601 time with its timezone (``Z`` allowed, as on Python ≥ 3.11)."""
+    value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        raise ValueError("no timezone")
+    return value
+
+
+def _timestamp(text: str) -> str:
+    try:
+        parse_time(text)
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not an ISO 8601 time with a timezone (e.g. 2026-01-01T00:00:00+00:00)"
+        ) from None
+    return text
+
+
+# When an entry was resolved; the build's SOURCE_DATE_EPOCH comes from these, so a time with
+# no timezone (read in local time) would make the same lock build different bytes elsewhere.
+Timestamp = Annotated[str, AfterValidator(_timestamp)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class BaseEntry(_Strict):
     digest: str = Field(pattern=OCI_DIGEST_PATTERN)
-    resolved_at: str
+    resolved_at: Timestamp
 
 
 class GitEntry(_Strict):
     url: str
     ref: str
     commit: str = Field(pattern=COMMIT_PATTERN)
-    resolved_at: str
+    resolved_at: Timestamp
 
 
 class UrlEntry(_Strict):
     sha256: str = Field(pattern=SHA256_HEX_PATTERN)
     size: int = Field(ge=0)
-    resolved_at: str
+    resolved_at: Timestamp
 
 
 class PythonEntry(_Strict):
@@ -59,7 +82,7 @@ class PythonEntry(_Strict):
 
     inputs: str = Field(pattern=OCI_DIGEST_PATTERN, description="PythonRequest.digest()")
     requirements: list[str]
-    resolved_at: str
+    resolved_at: Timestamp
 
     @field_validator("requirements")
     @classmethod

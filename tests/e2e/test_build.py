@@ -215,8 +215,16 @@ def test_compiled_component_was_built_with_its_job_limit_on_each_arch(
         assert out == ["1", "5", {"amd64": "x86_64", "arm64": "aarch64"}[arch]]
 
 
+def _storage(world: BuildWorld) -> dict[str, tuple[int, int]]:
+    """The push registry's files with mtime and size: any write (a PUT) changes them."""
+    root = world.push_registry.root / "data"
+    files = [p for p in root.rglob("*") if p.is_file()]
+    return {str(p): (p.stat().st_mtime_ns, p.stat().st_size) for p in files}
+
+
 def test_second_build_of_unchanged_inputs_is_a_no_op(world: BuildWorld, first: dict) -> None:  # type: ignore[type-arg]
     before = registry_get(world, "standin", TAG).headers["docker-content-digest"]
+    files = _storage(world)
     started = time.monotonic()
     rc, summary, err = build(world, first["catalog"])
     took = time.monotonic() - started
@@ -226,6 +234,7 @@ def test_second_build_of_unchanged_inputs_is_a_no_op(world: BuildWorld, first: d
     assert image["tags_moved"] == []
     assert image["index_digest"] == before
     assert registry_get(world, "standin", TAG).headers["docker-content-digest"] == before
+    assert _storage(world) == files  # nothing was written at all
     print(f"no-op build: {took:.2f}s")
 
 
@@ -257,7 +266,8 @@ def test_tampered_installer_fails_at_sha256sum_before_it_runs_and_no_tag_moves(
 ) -> None:
     catalog = world.catalog(world.root / "tampered", repo="tampered")
     shutil.copyfile(first["catalog"].parent / "cannery.lock", catalog.parent / "cannery.lock")
-    installer = world.installer("amd64")
+    # arm64 is built second: amd64 is built and pushed by digest first, then arm64 fails.
+    installer = world.installer("arm64")
     good = installer.read_bytes()
     # Still a working installer (it would run and install), but not the locked bytes.
     installer.write_bytes(good.replace(b"set -eu\n", b"set -eu\necho TAMPERED-RAN\n", 1))
@@ -268,8 +278,10 @@ def test_tampered_installer_fails_at_sha256sum_before_it_runs_and_no_tag_moves(
     assert rc == 1
     image = summary["images"][0]
     assert image["tags_moved"] == [] and image["index_digest"] is None
-    assert "linux/amd64" in image["error"]
-    log = Path(image["platforms"][0]["log"]).read_text()
+    assert "linux/arm64" in image["error"]
+    amd64, arm64 = image["platforms"]
+    assert amd64["digest"] and not amd64["error"]  # pushed by digest, yet no tag names it
+    log = Path(arm64["log"]).read_text()
     assert "FAILED" in log and "sha256sum" in log  # sha256sum -c reports the mismatch
     assert "TAMPERED-RAN" not in log
     assert "FAILED" in err  # the failing platform's last lines are shown
@@ -290,13 +302,21 @@ def test_untrusted_registry_certificate_is_one_line_exit_2(world: BuildWorld, fi
         "--ca-cert", str(world.ca.ca_cert), env=env,
     )
     assert ok.returncode == 0, ok.stdout[-2000:]
+    rc, summary, err = build(world, first["catalog"], "--frozen", env=env)
+    error = summary["images"][0]["error"]
+    assert rc == 2 and "certificate" in error and "--ca-cert" in error, (summary, err[-2000:])
+    assert "\n" not in error and "Traceback" not in err
+    assert summary["images"][0]["tags_moved"] == []
 
 
 def test_wrong_password_is_a_clear_error_and_never_shown(world: BuildWorld, first: dict) -> None:  # type: ignore[type-arg]
     wrong = "wrong-" + world.password[::-1]
     env = world.env(CANNERY_REGISTRY_PASSWORD=wrong)
+    # --force and one platform: the build runs, and the password is first needed at the push.
     with _ArgvWatcher(wrong) as watch:
-        rc, _, err = build(world, first["catalog"], env=env)
+        rc, _, err = build(
+            world, first["catalog"], "--force", "--platform", "linux/amd64", env=env
+        )
     assert rc == 2
     assert "401" in err or "credentials" in err or "refused" in err, err
     assert wrong not in err and world.password not in err

@@ -37,6 +37,7 @@ class LocalRegistry:
             raise RuntimeError(
                 "docker-registry is not installed: run `bash .ci/run` (it installs it)"
             )
+        self.root = root  # storage is root/data: tests read it to see whether anything was written
         self.port = port or free_port()
         self.host = f"127.0.0.1:{self.port}"
         tls_cfg = ""

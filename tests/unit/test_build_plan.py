@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 from cannery.build.buildah import BuildahEngine, normalize_config
 from cannery.build.engine import BuildOptions
-from cannery.build.plan import input_digest, lock_entries, plan_build, source_date_epoch
+from cannery.build.plan import input_digest, plan_build, source_date_epoch
 from cannery.catalog.load import load_catalog
 from cannery.lock import read_lock
 from cannery.plan import plan
@@ -47,10 +46,18 @@ def test_each_platform_gets_its_own_digest_and_the_lock_sets_the_clock() -> None
     spec, lock, job = _job()
     assert [p.platform for p in job.platforms] == list(spec.platforms)
     assert len({p.input_digest for p in job.platforms}) == len(job.platforms)
-    entries = lock_entries(spec, lock)
-    newest = max(v[1] for v in entries.values())
-    assert job.epoch == source_date_epoch(entries) > 0
-    assert job.epoch == int(dt.datetime.fromisoformat(newest).timestamp())
+    assert job.epoch > 0
+    entries = {
+        "git:a": ("x", "2026-01-01T00:00:00+00:00"),
+        "base:b": ("y", "2026-06-01T00:00:00Z"),  # the base's: 2026-06-01 00:00 UTC
+        "url:c": ("z", "2026-03-01T09:00:00+09:00"),
+    }
+    assert source_date_epoch(entries) == 1780272000
+    # Re-locking a component (a newer time) does not move it: cached steps stay valid.
+    assert source_date_epoch({**entries, "git:a": ("w", "2027-01-01T00:00:00Z")}) == 1780272000
+    del entries["base:b"]
+    assert source_date_epoch(entries) == 1767225600  # no base entry: the oldest
+    assert source_date_epoch({}) == 0
     assert job.tags == (spec.tag,)
     assert plan_build(spec, job.dockerfile, lock, tag_suffix="-rc1").tags == (spec.tag + "-rc1",)
     only = plan_build(spec, job.dockerfile, lock, platforms=["linux/arm64"])
@@ -92,3 +99,19 @@ def test_normalized_config_drops_build_machine_identity_only() -> None:
         "container_config": {"Cmd": ["/bin/sh"]},
         "history": [{"created": "t", "created_by": "RUN x"}],
     }
+
+
+def test_a_lock_time_without_timezone_is_refused_at_its_line(tmp_path: Path) -> None:
+    """Read in local time, it would make SOURCE_DATE_EPOCH (and every digest) depend on TZ."""
+    import pytest
+
+    from cannery.errors import LockError
+
+    text = (GOLDEN / "cannery.lock").read_text()
+    first = text.index("resolved_at = ")
+    end = text.index("\n", first)
+    bad = text[:first] + 'resolved_at = "2026-01-01T00:00:00"' + text[end:]
+    path = tmp_path / "cannery.lock"
+    path.write_text(bad)
+    with pytest.raises(LockError, match=r"cannery.lock:\d+: .*resolved_at: .*timezone"):
+        read_lock(path)

@@ -55,6 +55,14 @@ class BuildxEngine:
             argv += ["--network", opts.network]
         if opts.no_cache:
             argv.append("--no-cache")
+        if opts.cache_ref:
+            # One cache per image and platform: legs never share or overwrite an entry.
+            argv += [
+                "--cache-from",
+                f"type=registry,ref={opts.cache_ref}",
+                "--cache-to",
+                f"type=registry,ref={opts.cache_ref},mode=max",
+            ]
         argv.append(str(opts.context))
         return [argv]
 

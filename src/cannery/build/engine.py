@@ -27,6 +27,7 @@ class BuildOptions:
     network: str | None = None  # build-time network mode (e.g. host, to reach 127.0.0.1)
     builder: str | None = None  # buildx builder (remote or Kubernetes BuildKit)
     no_cache: bool = False  # rebuild every step (--force)
+    cache_ref: str | None = None  # a registry cache of this image and platform alone (buildx)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,8 @@ from cannery.build.progress import Reporter
 from cannery.errors import FatalError, InputError
 from cannery.oci import Descriptor, OCIClient, Reference
 from cannery.oci.publish import merge_index, move_tags, push_image_dir
+from cannery.oci.reference import valid_digest
+from cannery.render.bake import cache_ref
 from cannery.util.cmd import stream
 from cannery.util.fs import atomic_write
 
@@ -74,6 +76,7 @@ class ImageResult:
     error: str | None = None
     seconds: float = 0.0
     output: str | None = None
+    exit_code: int = 1  # when ``error``: 1 a build failed, 2 bad input or an unreachable registry
 
     @property
     def ok(self) -> bool:
@@ -111,6 +114,7 @@ class Settings:
     cert_dir: Path | None = None
     network: str | None = None
     builder: str | None = None
+    registry_cache: bool = False
 
 
 def _platform_of(desc: Descriptor) -> str | None:
@@ -176,6 +180,7 @@ def _build_platform(
         network=settings.network,
         builder=settings.builder,
         no_cache=settings.force,
+        cache_ref=cache_ref(image.spec, job.platform) if settings.registry_cache else None,
     )
     steps = settings.engine.steps(image, job, opts)
     log_path = settings.log_dir / image.name / f"{job.slug}.log"
@@ -214,7 +219,11 @@ def build_image(
     repo = Reference.parse(image.repository) if client else None
     current: dict[str, Descriptor] = {}
     if client and repo and not settings.force:
-        current = current_children(client, repo, image.tags[0])
+        try:
+            current = current_children(client, repo, image.tags[0])
+        except FatalError as exc:
+            result.error, result.exit_code = exc.message, exc.exit_code
+            return result
     children: list[Descriptor] = []
     with _scratch() as scratch:
         context = scratch / "context"
@@ -237,6 +246,8 @@ def build_image(
                 pres.descriptor = have
                 children.append(have)
                 reporter.skipped(image.name, job, pres.skipped)
+                if target.digest_dir:  # a CI leg's merge job needs it all the same
+                    _write_descriptor(target.digest_dir, image.name, job, have)
                 continue
             reporter.start(image.name, job)
             work = scratch / job.slug
@@ -260,11 +271,12 @@ def build_image(
                 reporter.failed(image.name, job, exc.reason, exc.tail)
                 result.error = f"{job.platform}: {exc.reason} (log: {exc.log})"
                 break
-            except FatalError as exc:
+            except FatalError as exc:  # e.g. the push: a refused password, an untrusted CA
                 pres.error = exc.message
                 pres.seconds = time.monotonic() - t0
                 reporter.failed(image.name, job, exc.message, [])
                 result.error = f"{job.platform}: {exc.message}"
+                result.exit_code = exc.exit_code
                 break
             pres.seconds = time.monotonic() - t0
             pres.digest = desc.digest
@@ -274,7 +286,10 @@ def build_image(
             if target.digest_dir:
                 _write_descriptor(target.digest_dir, image.name, job, pres.descriptor)
     if result.error is None and target.merge:
-        _publish(image, children, target, result, reporter)
+        try:
+            _publish(image, children, target, result, reporter)
+        except FatalError as exc:
+            result.error, result.exit_code = exc.message, exc.exit_code
     result.seconds = time.monotonic() - started
     return result
 
@@ -290,7 +305,7 @@ def _publish(
     have = {_platform_of(c) for c in children}
     if have != want:
         missing = ", ".join(sorted(want - {p for p in have if p}))
-        result.error = f"not tagged: platforms {missing} were not built in this run"
+        result.error = f"platforms {missing} were not built in this run"
         return
     annotations = {"org.opencontainers.image.ref.name": image.tags[0]}
     if target.client:
@@ -318,23 +333,38 @@ def merge_from_digest_dir(image: ImageJob, target: Target, reporter: Reporter) -
         pres = PlatformResult(job.platform, job.input_digest)
         result.platforms.append(pres)
         try:
-            desc = Descriptor.from_json(json.loads(path.read_text()))
+            raw = json.loads(path.read_text())
+            desc = Descriptor.from_json(raw) if isinstance(raw, dict) else None
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            result.error = f"{path}: no descriptor for {job.platform} ({exc}); no tag moved"
+            result.error = f"{path}: no descriptor for {job.platform} ({exc})"
+            result.exit_code = 2
+            return result
+        if desc is None or not valid_digest(desc.digest):
+            result.error = f"{path}: not a descriptor of {job.platform}"
+            result.exit_code = 2
             return result
         if (desc.annotations or {}).get(INPUTS_LABEL) != job.input_digest:
             result.error = (
                 f"{path}: {job.platform} was built from other inputs than this catalog and "
-                "lock plan; no tag moved"
+                "lock plan"
             )
+            result.exit_code = 2
             return result
-        if target.client.head_manifest(repo.with_digest(desc.digest)) is None:
+        # What goes into the index is what the registry holds, for the platform the plan says;
+        # the file only names the digest.
+        found = target.client.head_manifest(repo.with_digest(desc.digest))
+        if found is None:
             result.error = f"{job.platform}: {desc.digest} is not in {image.repository}"
+            result.exit_code = 2
             return result
-        pres.digest = desc.digest
+        child = _child(found, job)
+        pres.digest = child.digest
         pres.skipped = "built by another job"
-        children.append(desc)
-    _publish(image, children, target, result, reporter)
+        children.append(child)
+    try:
+        _publish(image, children, target, result, reporter)
+    except FatalError as exc:
+        result.error, result.exit_code = exc.message, exc.exit_code
     return result
 
 
@@ -351,8 +381,11 @@ def _copy_into_layout(layout: Path, oci_dir: Path) -> Descriptor:
     blobs.mkdir(parents=True, exist_ok=True)
     (oci_dir / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}')
     for f in layout.iterdir():
-        if len(f.name) == 64 and not (blobs / f.name).exists():
-            shutil.copyfile(f, blobs / f.name)
+        dest = blobs / f.name
+        if len(f.name) == 64 and not (dest.exists() and dest.stat().st_size == f.stat().st_size):
+            tmp = blobs / f".{f.name}.partial"
+            shutil.copyfile(f, tmp)
+            os.replace(tmp, dest)
     manifest = (layout / "manifest.json").read_bytes()
     digest = hashlib.sha256(manifest).hexdigest()
     atomic_write(blobs / digest, manifest)
@@ -379,12 +412,17 @@ def _write_layout_index(
     top_path = oci_dir / "index.json"
     try:
         top = json.loads(top_path.read_text())
-    except (OSError, ValueError):
+    except FileNotFoundError:
         top = {"schemaVersion": 2, "mediaType": INDEX_TYPES[0], "manifests": []}
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{top_path}: not an OCI image layout index ({exc})") from None
+    if not isinstance(top, dict) or not isinstance(top.get("manifests"), list):
+        raise InputError(f"{top_path}: not an OCI image layout index")
     entries = [
         m
-        for m in top.get("manifests", [])
-        if (m.get("annotations") or {}).get("org.opencontainers.image.ref.name") not in tags
+        for m in top["manifests"]
+        if not isinstance(m, dict)
+        or (m.get("annotations") or {}).get("org.opencontainers.image.ref.name") not in tags
     ]
     for tag in tags:
         entry = index.to_json()

@@ -5,14 +5,13 @@ The executor (``build/execute.py``) runs what this plans; unit tests check plans
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass
 
 from cannery import __version__
 from cannery.catalog.platforms import platform_arch
-from cannery.lock import Lock, git_key
+from cannery.lock import Lock, git_key, parse_time
 from cannery.plan import ImageSpec
 
 INPUTS_LABEL = "io.cannery.inputs"
@@ -72,10 +71,13 @@ def input_digest(dockerfile: str, platform: str, entries: dict[str, tuple[str, s
 
 
 def source_date_epoch(entries: dict[str, tuple[str, str]]) -> int:
-    """The newest resolution time among the lock entries (0 when the image uses none): every
-    timestamp the build writes comes from the lock, so the same lock gives the same bytes."""
-    times = [dt.datetime.fromisoformat(v[1]) for v in entries.values()]
-    return int(max(times).timestamp()) if times else 0
+    """When the base image was locked (else the oldest entry; 0 with none). Every timestamp a
+    build writes comes from the lock, so the same lock gives the same bytes; and it is the
+    base's time, not the newest entry's, because the value is a build argument: a value that
+    moved with every re-locked component would rebuild every step after its ARG."""
+    base = [v[1] for k, v in entries.items() if k.startswith("base:")]
+    times = [parse_time(t) for t in (base or [v[1] for v in entries.values()])]
+    return int(min(times).timestamp()) if times else 0
 
 
 @dataclass(frozen=True)

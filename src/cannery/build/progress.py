@@ -71,7 +71,7 @@ class PlainReporter:
 
     def finished(self, image: str, job: PlatformJob, digest: str) -> None:
         took = time.monotonic() - self._t0.get((image, job.platform), time.monotonic())
-        self._say(f"[{image} {job.platform}] pushed {digest} ({took:.1f}s)")
+        self._say(f"[{image} {job.platform}] done: {digest} ({took:.1f}s)")
         if self.actions:
             self._say("::endgroup::")
 
@@ -121,10 +121,13 @@ class RichReporter:
 
     def _refresh(self) -> None:
         if self.live is None:
-            self.live = Live(self._table(), console=self.console, refresh_per_second=4)
+            # get_renderable: redrawn on every refresh, so "elapsed" keeps counting between steps
+            self.live = Live(
+                console=self.console, get_renderable=self._table, refresh_per_second=4
+            )
             self.live.start()
         else:
-            self.live.update(self._table())
+            self.live.refresh()
 
     def _row(self, image: str, job: PlatformJob) -> _Row:
         return self.rows.setdefault((image, job.platform), _Row())
@@ -150,7 +153,7 @@ class RichReporter:
 
     def finished(self, image: str, job: PlatformJob, digest: str) -> None:
         row = self._row(image, job)
-        row.status, row.step, row.ended = "pushed", digest[:19], time.monotonic()
+        row.status, row.step, row.ended = "done", digest[:19], time.monotonic()
         self._refresh()
 
     def failed(self, image: str, job: PlatformJob, why: str, tail: list[str]) -> None:

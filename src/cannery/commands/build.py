@@ -23,7 +23,7 @@ from cannery.build.execute import (
 )
 from cannery.build.plan import ImageJob, plan_build
 from cannery.build.progress import reporter_for
-from cannery.catalog.models import Catalog
+from cannery.catalog.models import IMAGE_TAG, Catalog
 from cannery.commands.common import err, load_with_lock, out, select
 from cannery.errors import InputError
 from cannery.lock import (
@@ -36,7 +36,8 @@ from cannery.lock import (
     resolve_url,
     update_lock,
 )
-from cannery.oci import OCIClient
+from cannery.oci import Credentials, OCIClient
+from cannery.oci.auth import push_host
 from cannery.plan import plan
 from cannery.pydeps import resolve_python
 from cannery.render.dockerfile import render_dockerfile
@@ -69,6 +70,7 @@ class BuildRequest:
     merge_only: bool
     network: str | None
     log_dir: Path
+    registry_cache: bool = False
 
 
 def _entries(lock: Lock) -> set[tuple[str, str]]:
@@ -108,7 +110,9 @@ def ensure_locked(
         lines += [f"  remove {s}" for s in stale]
         raise InputError("\n".join(lines))
     ctx = ssl_context(req.ca_cert)
-    with OCIClient(ctx) as client, git_ca_bundle(req.ca_cert) as git_ca:
+    # The push credentials are for the push registry: never sent to a base image's registry.
+    creds = Credentials(env_host=push_host([s.repository for s in plan(cat, lock, images)]))
+    with OCIClient(ctx, credentials=creds) as client, git_ca_bundle(req.ca_cert) as git_ca:
         resolvers = Resolvers(
             base=client.resolve,
             git=lambda url, ref: resolve_git(url, ref, git_ca),
@@ -144,6 +148,20 @@ def _cert_dir(ca_cert: Path | None) -> Iterator[Path | None]:
 def _jobs(req: BuildRequest) -> tuple[list[ImageJob], Lock]:
     loaded, lk, path = load_with_lock(req.catalog, req.lock)
     names = select(loaded, req.images)
+    # Options that cannot work are refused before anything is resolved or written.
+    usage = []
+    for spec in plan(loaded.catalog, lk, names):
+        unknown = [p for p in req.platforms or [] if p not in spec.platforms]
+        if unknown:
+            usage.append(
+                f"{spec.name}: --platform {', '.join(unknown)} is not one of its platforms "
+                f"({', '.join(spec.platforms)})"
+            )
+        if not IMAGE_TAG.match(spec.tag + req.tag_suffix):
+            usage.append(f"--tag-suffix {req.tag_suffix!r}: {spec.tag + req.tag_suffix!r} is "
+                         "not a valid image tag")
+    if usage:
+        raise InputError("\n".join(dict.fromkeys(usage)))
     lk = ensure_locked(loaded.catalog, lk, path, req, names)
     jobs = []
     problems = []
@@ -152,13 +170,6 @@ def _jobs(req: BuildRequest) -> tuple[list[ImageJob], Lock]:
             problems.append(f"{spec.name}: {item} is not in {path}")
         if spec.unpinned():
             problems.append(f"{spec.name}: Python dependencies are not in {path}")
-        if req.platforms:
-            unknown = [p for p in req.platforms if p not in spec.platforms]
-            if unknown:
-                problems.append(
-                    f"{spec.name}: --platform {', '.join(unknown)} is not one of its platforms "
-                    f"({', '.join(spec.platforms)})"
-                )
         jobs.append(plan_build(spec, render_dockerfile(spec), lk, req.platforms, req.tag_suffix))
     if problems:
         hint = "" if not req.frozen else " (--frozen never resolves: run `cannery lock`)"
@@ -187,15 +198,24 @@ def build_cmd(req: BuildRequest) -> int:
         raise InputError("--push and --output: give one")
     if req.merge_only and not (req.push and req.digest_dir):
         raise InputError("--merge-only needs --push and --digest-dir")
+    if req.registry_cache and req.backend != "buildx":
+        raise InputError("--registry-cache is for --backend buildx (buildah keeps a local cache)")
     if req.backend not in ENGINES:
         raise InputError(f"--backend {req.backend}: expected one of {', '.join(ENGINES)}")
+    if req.backend == "buildx" and not req.push:
+        raise InputError("--backend buildx pushes to a registry: add --push (or use buildah)")
+    if req.digest_dir and not req.push:
+        raise InputError("--digest-dir records pushed platforms: add --push")
+    if req.output and (not req.output.startswith("oci:") or len(req.output) == 4):
+        raise InputError(f"--output {req.output}: expected oci:DIR")
     request = req
     if not req.push and not req.output:
         request = BuildRequest(**{**req.__dict__, "output": "oci:cannery-images"})
     jobs, _ = _jobs(request)
     engine: Engine = ENGINES[request.backend]()
     results: list[ImageResult] = []
-    client = OCIClient(ssl_context(request.ca_cert)) if request.push else None
+    creds = Credentials(env_host=push_host([j.repository for j in jobs]))
+    client = OCIClient(ssl_context(request.ca_cert), credentials=creds) if request.push else None
     reporter = reporter_for(err)
     try:
         target = _target(request, client)
@@ -207,6 +227,7 @@ def build_cmd(req: BuildRequest) -> int:
                 cert_dir=cert_dir,
                 network=request.network,
                 builder=request.builder,
+                registry_cache=request.registry_cache,
             )
             for job in jobs:
                 if request.merge_only:
@@ -218,7 +239,8 @@ def build_cmd(req: BuildRequest) -> int:
         if client:
             client.close()
     _report(results, request.as_json)
-    return 0 if all(r.ok for r in results) else 1
+    failed = [r for r in results if not r.ok]
+    return max((r.exit_code for r in failed), default=0)
 
 
 def _report(results: list[ImageResult], as_json: bool) -> None:

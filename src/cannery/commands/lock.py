@@ -4,7 +4,9 @@ from pathlib import Path
 
 from cannery.commands.common import err, load_with_lock, out, select
 from cannery.lock import Input, Resolvers, dump_lock, resolve_git, resolve_url, update_lock
-from cannery.oci import OCIClient
+from cannery.oci import Credentials, OCIClient
+from cannery.oci.auth import push_host
+from cannery.plan import plan
 from cannery.pydeps import resolve_python
 from cannery.tls import git_ca_bundle, ssl_context
 from cannery.util.fs import atomic_write
@@ -24,7 +26,13 @@ def lock_cmd(
     def progress(inp: Input) -> None:
         err.print(f"lock: {inp.kind} {inp.key}", markup=False, style="dim")
 
-    client = OCIClient(ctx)
+    # CANNERY_REGISTRY_USER/_PASSWORD are for the push registry, not the bases' registries.
+    client = OCIClient(
+        ctx,
+        credentials=Credentials(
+            env_host=push_host([s.repository for s in plan(loaded.catalog, old, names)])
+        ),
+    )
     try:
         with git_ca_bundle(ca_cert) as git_ca:
             resolvers = Resolvers(

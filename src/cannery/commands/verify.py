@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cannery.build.plan import plan_build
 from cannery.commands.build import _cert_dir
 from cannery.commands.common import load_with_lock, out, select
-from cannery.errors import InputError, NetworkError
-from cannery.oci import OCIClient, Reference
+from cannery.errors import InputError
+from cannery.oci import Credentials, OCIClient, Reference
 from cannery.plan import ImageSpec, plan
+from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import ssl_context
 from cannery.verify.model import Check
 from cannery.verify.registry import registry_checks
@@ -17,17 +19,16 @@ from cannery.verify.runtime import runtime_checks
 
 
 def _spec_for(ref: Reference, specs: list[ImageSpec]) -> ImageSpec:
+    """The catalog image REF is: its repository, and its tag exactly (else with a suffix)."""
     repo = f"{ref.host}/{ref.repository}"
-    matches = [
-        s
-        for s in specs
-        if Reference.parse(s.repository).repository == ref.repository
-        and (ref.tag or "").startswith(s.tag)
-    ]
+    same_repo = [s for s in specs if Reference.parse(s.repository).repository == ref.repository]
+    exact = [s for s in same_repo if ref.tag == s.tag]
+    matches = exact or [s for s in same_repo if ref.tag and ref.tag.startswith(s.tag)]
     if len(matches) == 1:
         return matches[0]
     names = ", ".join(s.name for s in specs)
-    raise InputError(f"{repo}:{ref.tag}: which catalog image is it? give --image (one of {names})")
+    shown = f"{repo}:{ref.tag}" if ref.tag else str(ref)
+    raise InputError(f"{shown}: which catalog image is it? give --image (one of {names})")
 
 
 def _print_checks(checks: list[Check]) -> None:
@@ -62,11 +63,10 @@ def verify_cmd(
     specs = plan(loaded.catalog, lk, select(loaded, [image] if image else None))
     spec = specs[0] if image else _spec_for(ref, specs)
     checks: list[Check] = []
-    with OCIClient(ssl_context(ca_cert)) as client:
-        try:
-            found, images = registry_checks(client, ref, spec)
-        except NetworkError:
-            raise
+    with OCIClient(ssl_context(ca_cert), credentials=Credentials(env_host=ref.host)) as client:
+        job = plan_build(spec, render_dockerfile(spec), lk)
+        inputs = {p.platform: p.input_digest for p in job.platforms}
+        found, images = registry_checks(client, ref, spec, inputs)
         checks += found
     if runtime:
         with _cert_dir(ca_cert) as cert_dir:

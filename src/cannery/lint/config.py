@@ -152,15 +152,11 @@ def apply_table(cfg: LintConfig, table: dict[str, Any], where: str) -> LintConfi
 
 
 def _toml(path: Path) -> Any:
-    import sys
+    from cannery.util import toml
 
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return toml.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, toml.TOMLDecodeError) as exc:
         raise InputError(f"{path}: cannot read lint config: {exc}") from None
 
 

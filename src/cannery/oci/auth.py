@@ -27,11 +27,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cannery.errors import InputError
-from cannery.oci.reference import DOCKER_HUB, HUB_ALIASES
+from cannery.oci.reference import DOCKER_HUB, HUB_ALIASES, Reference
 
 ENV_USER = "CANNERY_REGISTRY_USER"
 ENV_PASSWORD = "CANNERY_REGISTRY_PASSWORD"
 ENV_HOST = "CANNERY_REGISTRY_HOST"
+NO_HOST = "-"  # an env_host that matches no registry: the env credentials go nowhere
 # `docker login` with no server stores Docker Hub under this key, in auths and in helpers.
 HUB_KEY = "https://index.docker.io/v1/"
 IDENTITY_TOKEN = (
@@ -44,9 +45,16 @@ class Credentials:
     """Looks up (user, password) per registry host; reads the Docker config once, lazily."""
 
     def __init__(
-        self, env: Mapping[str, str] | None = None, config_dir: Path | None = None
+        self,
+        env: Mapping[str, str] | None = None,
+        config_dir: Path | None = None,
+        env_host: str | None = None,
     ) -> None:
+        """``env_host``: the registry the command pushes to. CANNERY_REGISTRY_USER/_PASSWORD
+        then go to that host only (CANNERY_REGISTRY_HOST, when set, names it instead), never to
+        a base image's registry; with neither, they apply to every host."""
         self._env = dict(os.environ if env is None else env)
+        self._env_host = env_host
         if config_dir is None:
             docker_config = self._env.get("DOCKER_CONFIG")
             config_dir = Path(docker_config) if docker_config else Path.home() / ".docker"
@@ -58,7 +66,7 @@ class Credentials:
 
     def lookup(self, host: str) -> tuple[str, str] | None:
         user, password = self._env.get(ENV_USER), self._env.get(ENV_PASSWORD)
-        only = self._env.get(ENV_HOST)
+        only = self._env.get(ENV_HOST) or self._env_host
         if user and password and (not only or _same_host(only, host)):
             return user, password
         config = self._load()
@@ -191,3 +199,10 @@ def challenge(header: str) -> tuple[str, dict[str, str]]:
 
 def basic(creds: tuple[str, str]) -> str:
     return "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
+
+
+def push_host(repositories: list[str]) -> str:
+    """The one registry host images are pushed to: where CANNERY_REGISTRY_USER/_PASSWORD may
+    go. Several hosts: none of them (name the one with CANNERY_REGISTRY_HOST)."""
+    hosts = {Reference.parse(r).host for r in repositories}
+    return hosts.pop() if len(hosts) == 1 else NO_HOST

@@ -109,7 +109,9 @@ def merge_index(
         index["annotations"] = dict(sorted(annotations.items()))
     body = json.dumps(index, separators=(",", ":"), ensure_ascii=False).encode()
     digest = digest_of(body)
-    client.put_manifest(_at(repo, digest), body, OCI_INDEX)
+    # Already there (a no-op build merges to the same bytes): write nothing.
+    if client.head_manifest(_at(repo, digest)) is None:
+        client.put_manifest(_at(repo, digest), body, OCI_INDEX)
     return Descriptor(OCI_INDEX, digest, len(body), annotations=dict(annotations) or None)
 
 

@@ -8,20 +8,16 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from cannery.errors import InputError, NetworkError
 from cannery.render.yamltext import Commented
+from cannery.util import toml
+from cannery.util.patterns import COMMIT
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+FULL_SHA = COMMIT
 RELEASE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
 HEADER = """\
 # Actions the rendered workflow and the lint action use, pinned to full commit SHAs.
@@ -44,8 +40,8 @@ def data_path() -> Path:
 def load_pins(path: Path | None = None) -> dict[str, Pin]:
     path = path or data_path()
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raw = toml.loads(path.read_text(encoding="utf-8"))
+    except (OSError, toml.TOMLDecodeError) as exc:
         raise InputError(f"{path}: cannot read action pins: {exc}") from None
     pins: dict[str, Pin] = {}
     for action, entry in raw.items():

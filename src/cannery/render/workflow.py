@@ -5,8 +5,9 @@ Shape, and why:
   before anything builds;
 - per image, one build job whose matrix has one leg per platform, each on a native runner
   (labels from ``[ci.runners]``); a leg runs `cannery build IMAGE --platform P --push
-  --digest-dir DIR`, which pushes that platform by digest (no tag moves) and writes its
-  descriptor, uploaded as an artifact named per image and platform;
+  --digest-dir DIR --registry-cache`, which pushes that platform by digest (no tag moves),
+  with a BuildKit registry cache of that image and platform alone, and writes its descriptor,
+  uploaded as an artifact named per image and platform;
 - per image, one merge job that `needs` only that image's build job, so it runs only when every
   leg of that image succeeded. It runs `cannery build IMAGE --merge-only --digest-dir DIR
   --push` rather than `docker buildx imagetools create`: cannery reads the same catalog and
@@ -146,7 +147,7 @@ def render_workflow(
                     "run": Literal(
                         f"cannery build {spec.name}{cat_args} --locked \\\n"
                         '  --platform "${PLATFORM}" --backend buildx --builder "${BUILDER}" \\\n'
-                        '  --push --digest-dir "${RUNNER_TEMP}/digests"\n'
+                        '  --registry-cache --push --digest-dir "${RUNNER_TEMP}/digests"\n'
                     ),
                 },
                 {
@@ -219,6 +220,8 @@ def render_workflow(
         "imagetools create` because cannery checks that every platform of the catalog is\n"
         "present, pushes the index by digest and only then moves the tag, so the tag never\n"
         "names a partial index; `cannery verify` then checks the pushed image.\n"
+        "Each leg has a registry cache of its own image and platform (REPO:cache-IMAGE-ARCH,\n"
+        "as in docker-bake.json), so legs never share or overwrite a cache entry.\n"
         "Registry credentials reach cannery as environment variables, never as arguments."
     )
     return dump(doc, header)  # type: ignore[arg-type]

@@ -10,14 +10,14 @@ from dataclasses import dataclass
 
 from cannery.build.plan import INPUTS_LABEL
 from cannery.oci import Descriptor, OCIClient, Reference
+from cannery.oci.client import DOCKER_LIST, OCI_INDEX
 from cannery.plan import ImageSpec
 from cannery.verify.expect import SEARCH_PATHS, empty_element, env_matches, expected_env
 from cannery.verify.model import Check
 
-INDEX_TYPES = (
-    "application/vnd.oci.image.index.v1+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-)
+INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
+# buildx attaches provenance/SBOM as extra index entries; they are not platform images.
+ATTESTATION = "vnd.docker.reference.type"
 # A credential in a value: key=value pairs with secret-sounding keys, or user:password@ in a URL.
 _SECRET_PAIR = re.compile(
     r"(?i)\b[\w.-]*(password|passwd|secret|token|api[_-]?key|auth)[\w.-]*\s*[=:]\s*['\"]?[^\s'\"$]{4,}"
@@ -34,9 +34,10 @@ class PlatformImage:
 
 
 def _platform(entry: dict[str, object]) -> str:
-    p = entry.get("platform") or {}
-    assert isinstance(p, dict)
-    return "/".join(x for x in (p.get("os"), p.get("architecture"), p.get("variant")) if x)
+    p = entry.get("platform")
+    if not isinstance(p, dict):
+        return ""
+    return "/".join(str(x) for x in (p.get("os"), p.get("architecture"), p.get("variant")) if x)
 
 
 def credential_findings(config: dict[str, object]) -> list[str]:
@@ -61,15 +62,21 @@ def credential_findings(config: dict[str, object]) -> list[str]:
 
 
 def registry_checks(
-    client: OCIClient, ref: Reference, spec: ImageSpec
+    client: OCIClient, ref: Reference, spec: ImageSpec, inputs: dict[str, str] | None = None
 ) -> tuple[list[Check], list[PlatformImage]]:
+    """``inputs``: platform → the input digest this catalog and lock give it (a build from an
+    older lock, or another catalog, is reported)."""
     checks: list[Check] = []
     body, desc = client.get_manifest(ref)
     if desc.media_type not in INDEX_TYPES:
         return [Check("index", False, f"{ref} is a {desc.media_type}, not a multi-arch index")], []
     index = json.loads(body)
-    entries = index.get("manifests") or []
-    platforms = sorted(_platform(e) for e in entries)
+    entries = [
+        e
+        for e in index.get("manifests") or []
+        if isinstance(e, dict) and ATTESTATION not in (e.get("annotations") or {})
+    ]
+    platforms = sorted(_platform(e) or "(no platform)" for e in entries)
     want = sorted(spec.platforms)
     checks.append(
         Check(
@@ -82,22 +89,29 @@ def registry_checks(
     repo = Reference(ref.host, ref.repository)
     for entry in entries:
         platform = _platform(entry)
+        if platform not in spec.platforms:
+            continue  # already a failed "platforms" check; nothing to compare it with
         child = Descriptor.from_json(entry)
         mbody, _ = client.get_manifest(repo.with_digest(child.digest))
         manifest = json.loads(mbody)
         config = json.loads(client.get_blob(repo, manifest["config"]["digest"]))
         images.append(PlatformImage(platform, child, config))
-        checks += _config_checks(spec, platform, child, config)
+        checks += _config_checks(spec, platform, child, config, (inputs or {}).get(platform))
     return checks, images
 
 
 def _config_checks(
-    spec: ImageSpec, platform: str, child: Descriptor, config: dict[str, object]
+    spec: ImageSpec,
+    platform: str,
+    child: Descriptor,
+    config: dict[str, object],
+    planned: str | None,
 ) -> list[Check]:
     out: list[Check] = []
     arch = platform.split("/")[1]
     cfg = config.get("config") or {}
-    assert isinstance(cfg, dict)
+    if not isinstance(cfg, dict):
+        cfg = {}
     env = dict(str(e).partition("=")[::2] for e in cfg.get("Env") or [])
     labels = {str(k): str(v) for k, v in (cfg.get("Labels") or {}).items()}
     arch_ok = config.get("architecture") == arch
@@ -112,16 +126,20 @@ def _config_checks(
             out.append(Check(f"env {name}", False, why, platform))
     devlib = [k for k, v in env.items() if "devlib" in v]
     out.append(Check("no devlib in env", not devlib, ", ".join(devlib), platform))
-    want_inputs = (child.annotations or {}).get(INPUTS_LABEL)
+    annotated = (child.annotations or {}).get(INPUTS_LABEL)
     have_inputs = labels.get(INPUTS_LABEL)
     out.append(
         Check(
             "inputs label",
-            bool(have_inputs) and (want_inputs is None or have_inputs == want_inputs),
-            f"label {have_inputs}; index annotation {want_inputs}",
+            bool(have_inputs) and (annotated is None or have_inputs == annotated),
+            f"label {have_inputs}; index annotation {annotated}",
             platform,
         )
     )
+    if planned is not None:
+        ok = have_inputs == planned
+        detail = "" if ok else f"built from {have_inputs}; catalog and lock give {planned}"
+        out.append(Check("inputs match catalog and lock", ok, detail, platform))
     expected_labels = {
         "org.opencontainers.image.source": spec.source,
         "io.cannery.soc": spec.soc,

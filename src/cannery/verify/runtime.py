@@ -61,7 +61,7 @@ def compare_env(image: dict[str, str], sourced: dict[str, str], platform: str) -
 def registry_auth_file(host: str) -> Iterator[dict[str, str]]:
     """The environment for buildah to pull from ``host`` with cannery's credentials: a private
     auth file (mode 0600, removed afterwards) named by REGISTRY_AUTH_FILE, never an argv."""
-    creds = Credentials().lookup(host)
+    creds = Credentials(env_host=host).lookup(host)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CANNERY_REGISTRY_")}
     if creds is None:
         yield env
@@ -72,7 +72,9 @@ def registry_auth_file(host: str) -> Iterator[dict[str, str]]:
         token = base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
-            json.dump({"auths": {host: {"auth": token}}}, fh)
+            # containers/image names Docker Hub docker.io, not its API host.
+            key = "docker.io" if host in ("registry-1.docker.io", "index.docker.io") else host
+            json.dump({"auths": {key: {"auth": token}}}, fh)
         yield {**env, "REGISTRY_AUTH_FILE": str(path)}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -90,9 +92,10 @@ def runtime_checks(
             ctr = run([*argv, image_ref], env=env, timeout=600).strip()
     except CommandError as exc:
         return [Check("container", False, exc.message, platform)]
+    plain = {k: v for k, v in os.environ.items() if not k.startswith("CANNERY_REGISTRY_")}
     try:
         checks = []
-        image_env = _env(run(["buildah", "run", ctr, "--", "env"], timeout=300))
+        image_env = _env(run(["buildah", "run", ctr, "--", "env"], env=plain, timeout=300))
         scripts = [s for s in spec.toolkit.env_scripts]
         if scripts:
             sources = " && ".join(f"source {shlex.quote(s)} >/dev/null" for s in scripts)
@@ -100,6 +103,7 @@ def runtime_checks(
                 sourced = _env(
                     run(
                         ["buildah", "run", ctr, "--", "bash", "-c", f"{sources} && env"],
+                        env=plain,
                         timeout=300,
                     )
                 )
@@ -111,11 +115,15 @@ def runtime_checks(
                 checks += compare_env(image_env, sourced, platform)
         for module in spec.smoke_imports:
             try:
-                run(["buildah", "run", ctr, "--", "python3", "-c", f"import {module}"], timeout=300)
+                run(
+                    ["buildah", "run", ctr, "--", "python3", "-c", f"import {module}"],
+                    env=plain,
+                    timeout=300,
+                )
                 checks.append(Check(f"import {module}", True, "", platform))
             except CommandError as exc:
                 checks.append(Check(f"import {module}", False, exc.message, platform))
         return checks
     finally:
         with contextlib.suppress(FatalError):
-            run(["buildah", "rm", ctr], timeout=120)
+            run(["buildah", "rm", ctr], env=plain, timeout=120)

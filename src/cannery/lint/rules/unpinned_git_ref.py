@@ -7,8 +7,9 @@ from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction, expand
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
 from cannery.lint.rules._shell import GitCommand, same_repo_after, stage_git_commands
+from cannery.util.patterns import COMMIT
 
-FULL = re.compile(r"^[0-9a-f]{40}$")
+FULL = COMMIT
 SHORT = re.compile(r"^[0-9a-f]{7,39}$")
 # what a checkout of a branch or tag looks like (not a path, HEAD~1, FETCH_HEAD or a variable)
 REF = re.compile(r"^(?!(?:HEAD|FETCH_HEAD|ORIG_HEAD)\b)[\w][\w./-]*$")
