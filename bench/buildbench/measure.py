@@ -92,8 +92,9 @@ STABLE_EPOCH = "1767225600"  # 2026-01-01: one SOURCE_DATE_EPOCH that no bump mo
 def rendered_stable_epoch(world: BuildWorld, catalog: Path, out: Path) -> float:
     """(b)'s Dockerfile as `cannery render dockerfile` writes it from the current lock, built
     the way cannery's buildah backend builds it (`--layers`, `--timestamp`) but with one
-    SOURCE_DATE_EPOCH for every build instead of the lock's newest resolution time, and pushed:
-    what a framework bump costs once that value stops moving (see the README)."""
+    SOURCE_DATE_EPOCH for every build, and pushed by buildah directly: what a framework bump
+    costs with the layer cache alone, without a re-lock or writing every layer (see the
+    README)."""
     start = time.perf_counter()
     run([sys.executable, "-m", "cannery", "render", "dockerfile", "--catalog", str(catalog),
          "-o", str(out), "rendered"], world.env())
