@@ -3,7 +3,7 @@ structure, and (b) a catalog that `cannery render dockerfile` turns into one."""
 
 from __future__ import annotations
 
-from tests.services.standin import ENV_TABLE
+from tests.services.standin import ENV_TABLE, toolkit_table
 
 from .stack import TORCH, WHEELS, Stack
 
@@ -77,17 +77,7 @@ chip = "910b"
 toolkit_version = "8.5.1"
 
 {env_table}
-[toolkits.cann-852]
-version = "8.5.2"
-env = "standin"
-devlib = "/usr/local/Ascend/cann-{{version}}/{{uname_arch}}-linux/devlib/linux/{{uname_arch}}"
-env_scripts = ["/usr/local/Ascend/ascend-toolkit/set_env.sh"]
-install_args = ["--quiet", "--install", "--install-for-all"]
-
-[[toolkits.cann-852.packages]]
-name = "toolkit"
-url = "{files}/Ascend-cann-toolkit_{{version}}_linux-{{uname_arch}}.run"
-
+{toolkit_table}
 [components.pydeps]
 pip = {wheels}
 
@@ -142,6 +132,7 @@ def catalog(base: str, push_host: str, repo: str, files: str, git: str, verl: st
         repo=repo,
         base=base,
         env_table=ENV_TABLE,
+        toolkit_table=toolkit_table("cann-852", files),
         files=files,
         wheels=wheels,
         torch=_req(*TORCH),

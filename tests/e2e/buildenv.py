@@ -15,7 +15,13 @@ from pathlib import Path
 from tests.services.bases import cert_dir_for, push_base
 from tests.services.githttp import GitHTTPSServer
 from tests.services.registry import LocalRegistry
-from tests.services.standin import ENV_TABLE, make_fastops_repo, make_toolkit_run, make_wheelhouse
+from tests.services.standin import (
+    ENV_TABLE,
+    make_fastops_repo,
+    make_toolkit_run,
+    make_wheelhouse,
+    toolkit_table,
+)
 from tests.services.tlsca import HTTPSFileServer, LocalCA
 
 CATALOG = """\
@@ -37,17 +43,7 @@ chip = "910b"
 toolkit_version = "8.5.1"
 
 {env_table}
-[toolkits.standin-852]
-version = "8.5.2"
-env = "standin"
-devlib = "/usr/local/Ascend/cann-{{version}}/{{uname_arch}}-linux/devlib/linux/{{uname_arch}}"
-env_scripts = ["/usr/local/Ascend/ascend-toolkit/set_env.sh"]
-install_args = ["--quiet", "--install", "--install-for-all"]
-
-[[toolkits.standin-852.packages]]
-name = "toolkit"
-url = "{files}/Ascend-cann-toolkit_{{version}}_linux-{{uname_arch}}.run"
-
+{toolkit_table}
 [components.hello]
 pip = ["hello-cannery==1.0"]
 
@@ -93,6 +89,7 @@ class BuildWorld:
             repo=repo,
             base=self.base,
             env_table=ENV_TABLE,
+            toolkit_table=toolkit_table("standin-852", self.files.url),
             files=self.files.url,
             git=self.git.url,
         )

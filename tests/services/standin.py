@@ -70,6 +70,23 @@ LD_LIBRARY_PATH = [
 ]
 """
 
+def toolkit_table(name: str, files: str) -> str:
+    """The catalog's toolkit entry for the stand-in installers served under ``files``: CANN
+    8.5.2 over the base's 8.5.1, the env table above, its env script, one package per arch."""
+    return (
+        f"[toolkits.{name}]\n"
+        'version = "8.5.2"\n'
+        'env = "standin"\n'
+        'devlib = "/usr/local/Ascend/cann-{version}/{uname_arch}-linux/devlib/linux/{uname_arch}"\n'
+        'env_scripts = ["/usr/local/Ascend/ascend-toolkit/set_env.sh"]\n'
+        'install_args = ["--quiet", "--install", "--install-for-all"]\n'
+        "\n"
+        f"[[toolkits.{name}.packages]]\n"
+        'name = "toolkit"\n'
+        f'url = "{files}/Ascend-cann-toolkit_{{version}}_linux-{{uname_arch}}.run"\n'
+    )
+
+
 _HEADER = """\
 #!/bin/bash
 # Stand-in CANN {version} installer for {uname} (self-extracting, like a makeself .run).
