@@ -385,9 +385,11 @@ def test_output_oci_layout_needs_no_registry(world: BuildWorld, first: dict) -> 
     assert proc.returncode == 0, proc.stderr[-3000:]
     top = json.loads((out / "index.json").read_text())
     (entry,) = top["manifests"]
+    # The tag names the index in the layout's index.json; the index itself names no tag.
     assert entry["annotations"]["org.opencontainers.image.ref.name"] == TAG
     blobs = out / "blobs" / "sha256"
     index = json.loads((blobs / entry["digest"].split(":")[1]).read_bytes())
+    assert "annotations" not in index
     arches = set()
     for child in index["manifests"]:
         assert child["mediaType"] == "application/vnd.oci.image.manifest.v1+json"

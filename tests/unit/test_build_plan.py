@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cannery.build.buildah import BuildahEngine, normalize_config
-from cannery.build.engine import BuildOptions
-from cannery.build.plan import input_digest, plan_build, source_date_epoch
+from cannery.builder.buildah import BuildahEngine, normalize_config
+from cannery.builder.engine import BuildOptions
+from cannery.builder.plan import input_digest, plan_build, source_date_epoch
 from cannery.catalog.load import load_catalog
 from cannery.lock import read_lock
 from cannery.plan import plan

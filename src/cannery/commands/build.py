@@ -10,10 +10,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from cannery.build.buildah import BuildahEngine
-from cannery.build.buildx import BuildxEngine
-from cannery.build.engine import Engine
-from cannery.build.execute import (
+from cannery.builder.buildah import BuildahEngine
+from cannery.builder.buildx import BuildxEngine
+from cannery.builder.engine import Engine
+from cannery.builder.execute import (
     ImageResult,
     Settings,
     Target,
@@ -21,8 +21,8 @@ from cannery.build.execute import (
     check_target,
     merge_from_digest_dir,
 )
-from cannery.build.plan import ImageJob, plan_build
-from cannery.build.progress import reporter_for
+from cannery.builder.plan import ImageJob, plan_build
+from cannery.builder.progress import reporter_for
 from cannery.catalog.models import IMAGE_TAG, Catalog
 from cannery.commands.common import err, load_with_lock, out, select
 from cannery.errors import InputError

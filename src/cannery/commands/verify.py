@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cannery.build.plan import plan_build
+from cannery.builder.plan import plan_build
 from cannery.commands.build import _cert_dir
 from cannery.commands.common import load_with_lock, out, select
 from cannery.errors import InputError

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import random
@@ -25,7 +24,6 @@ import ssl
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -34,15 +32,11 @@ import httpx
 
 from cannery.errors import NetworkError
 from cannery.oci.auth import Credentials, basic, challenge
+from cannery.oci.manifest import MANIFEST_TYPES, Descriptor, digest_of, matches
 from cannery.oci.reference import Reference
 
 log = logging.getLogger("cannery.oci")
 
-OCI_INDEX = "application/vnd.oci.image.index.v1+json"
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
-DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-MANIFEST_TYPES = ", ".join([OCI_INDEX, DOCKER_LIST, OCI_MANIFEST, DOCKER_MANIFEST])
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _CHUNK = 1 << 20
 
@@ -69,53 +63,6 @@ class _Transient(Exception):
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
-
-
-@dataclass(frozen=True)
-class Descriptor:
-    media_type: str
-    digest: str
-    size: int
-    platform: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
-
-    def to_json(self) -> dict[str, object]:
-        """The OCI descriptor, keys in a fixed order (so the bytes, and digests, are stable)."""
-        out: dict[str, object] = {
-            "mediaType": self.media_type,
-            "digest": self.digest,
-            "size": self.size,
-        }
-        if self.platform:
-            first = [k for k in ("architecture", "os", "variant") if k in self.platform]
-            rest = sorted(k for k in self.platform if k not in first)
-            out["platform"] = {k: self.platform[k] for k in first + rest}
-        if self.annotations:
-            out["annotations"] = dict(sorted(self.annotations.items()))
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict[str, object]) -> Descriptor:
-        platform, annotations = data.get("platform"), data.get("annotations")
-        return cls(
-            str(data["mediaType"]),
-            str(data["digest"]),
-            int(data["size"]),  # type: ignore[call-overload]
-            {str(k): str(v) for k, v in platform.items()} if isinstance(platform, dict) else None,
-            {str(k): str(v) for k, v in annotations.items()}
-            if isinstance(annotations, dict)
-            else None,
-        )
-
-
-def digest_of(data: bytes, algorithm: str = "sha256") -> str:
-    return f"{algorithm}:{hashlib.new(algorithm, data).hexdigest()}"
-
-
-def matches(data: bytes, digest: str) -> bool:
-    """Does ``data`` hash to ``digest``? Only sha256 and sha512 are accepted."""
-    algorithm = digest.partition(":")[0]
-    return algorithm in ("sha256", "sha512") and digest_of(data, algorithm) == digest
 
 
 def http_reason(exc: Exception) -> str:

@@ -13,7 +13,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cannery.errors import InputError, NetworkError
-from cannery.oci.client import DOCKER_MANIFEST, OCI_INDEX, Descriptor, OCIClient, digest_of
+from cannery.oci.client import OCIClient
+from cannery.oci.manifest import (
+    DOCKER_MANIFEST,
+    OCI_INDEX,
+    Descriptor,
+    digest_of,
+    index_bytes,
+    platform_key,
+)
 from cannery.oci.reference import Reference, valid_digest
 
 
@@ -81,15 +89,15 @@ def merge_index(
     client: OCIClient, repo: Reference, children: list[Descriptor], annotations: dict[str, str]
 ) -> Descriptor:
     """PUT, by digest, an OCI image index of ``children`` (platform manifests already in
-    ``repo``). Equal inputs give equal bytes, so an equal digest: children sorted by platform,
-    keys in a fixed order, compact separators."""
+    ``repo``), serialized by :func:`~cannery.oci.manifest.index_bytes`: equal inputs give equal
+    bytes, so an equal digest."""
     if not children:
         raise ValueError("an index needs at least one platform manifest")
     keyed = {}
     for child in children:
         if not child.platform:
             raise ValueError(f"{child.digest}: a child of an index needs a platform")
-        key = _platform_key(child.platform)
+        key = platform_key(child.platform)
         if key in keyed:
             raise ValueError(f"two manifests for platform {'/'.join(k for k in key if k)}")
         keyed[key] = child
@@ -100,14 +108,7 @@ def merge_index(
                 f"{repo.name}@{child.digest} ({'/'.join(k for k in key if k)}) is not in the "
                 "registry as described; not writing an index that lists it"
             )
-    index: dict[str, object] = {
-        "schemaVersion": 2,
-        "mediaType": OCI_INDEX,
-        "manifests": [keyed[k].to_json() for k in sorted(keyed)],
-    }
-    if annotations:
-        index["annotations"] = dict(sorted(annotations.items()))
-    body = json.dumps(index, separators=(",", ":"), ensure_ascii=False).encode()
+    body = index_bytes(keyed.values(), annotations)
     digest = digest_of(body)
     # Already there (a no-op build merges to the same bytes): write nothing.
     if client.head_manifest(_at(repo, digest)) is None:
@@ -130,12 +131,6 @@ def move_tags(client: OCIClient, repo: Reference, index: Descriptor, tags: list[
         client.put_manifest(ref, body, index.media_type)
         changed.append(tag)
     return changed
-
-
-def _platform_key(platform: dict[str, str]) -> tuple[str, str, str]:
-    return (platform.get("os", ""), platform.get("architecture", ""), platform.get("variant", ""))
-
-
 
 
 def _at(repo: Reference, digest: str) -> Reference:

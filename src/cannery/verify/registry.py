@@ -8,14 +8,13 @@ import json
 import re
 from dataclasses import dataclass
 
-from cannery.build.plan import INPUTS_LABEL
-from cannery.oci import Descriptor, OCIClient, Reference
-from cannery.oci.client import DOCKER_LIST, OCI_INDEX
+from cannery.builder.plan import INPUTS_LABEL
+from cannery.oci import OCIClient, Reference
+from cannery.oci.manifest import INDEX_TYPES, Descriptor, platform_string
 from cannery.plan import ImageSpec
 from cannery.verify.expect import SEARCH_PATHS, empty_element, env_matches, expected_env
 from cannery.verify.model import Check
 
-INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
 # buildx attaches provenance/SBOM as extra index entries; they are not platform images.
 ATTESTATION = "vnd.docker.reference.type"
 # A credential in a value: key=value pairs with secret-sounding keys, or user:password@ in a URL.
@@ -35,9 +34,7 @@ class PlatformImage:
 
 def _platform(entry: dict[str, object]) -> str:
     p = entry.get("platform")
-    if not isinstance(p, dict):
-        return ""
-    return "/".join(str(x) for x in (p.get("os"), p.get("architecture"), p.get("variant")) if x)
+    return (platform_string(p) or "") if isinstance(p, dict) else ""
 
 
 def credential_findings(config: dict[str, object]) -> list[str]:

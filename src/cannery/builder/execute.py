@@ -5,7 +5,7 @@ written by digest only after every platform it lists is in the registry; the tag
 and only when every platform of the image succeeded. A reader of the tag therefore sees the old
 complete index or the new complete index, never a partial one.
 
-No-op builds: each platform's input digest (see ``build/plan.py``) is stored as the
+No-op builds: each platform's input digest (see ``builder/plan.py``) is stored as the
 ``io.cannery.inputs`` label and as an annotation on the platform's entry in the index. A
 platform whose digest matches the entry in the index the tag points at now, and whose manifest
 is still in the registry, is not rebuilt (``force`` rebuilds). When nothing was rebuilt the
@@ -14,7 +14,6 @@ merged index is byte-identical to the current one, and nothing is written at all
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -25,21 +24,27 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cannery.build.engine import BuildOptions, Built, Engine
-from cannery.build.plan import INPUTS_LABEL, ImageJob, PlatformJob
-from cannery.build.progress import Reporter
-from cannery.errors import FatalError, InputError
-from cannery.oci import Descriptor, OCIClient, Reference
+from cannery.builder.engine import BuildOptions, Built, Engine
+from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
+from cannery.builder.progress import Reporter
+from cannery.errors import FatalError, InputError, NetworkError
+from cannery.oci import OCIClient, Reference
+from cannery.oci.manifest import (
+    INDEX_TYPES,
+    OCI_INDEX,
+    OCI_MANIFEST,
+    Descriptor,
+    MalformedManifest,
+    digest_of,
+    index_bytes,
+    parse_index,
+    platform_string,
+)
 from cannery.oci.publish import merge_index, move_tags, push_image_dir
 from cannery.oci.reference import valid_digest
 from cannery.render.bake import cache_ref
 from cannery.util.cmd import stream
 from cannery.util.fs import atomic_write
-
-INDEX_TYPES = (
-    "application/vnd.oci.image.index.v1+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-)
 
 
 @dataclass
@@ -117,13 +122,6 @@ class Settings:
     registry_cache: bool = False
 
 
-def _platform_of(desc: Descriptor) -> str | None:
-    p = desc.platform or {}
-    if not p.get("os") or not p.get("architecture"):
-        return None
-    return "/".join(x for x in (p["os"], p["architecture"], p.get("variant", "")) if x)
-
-
 def current_children(client: OCIClient, repo: Reference, tag: str) -> dict[str, Descriptor]:
     """platform → entry of the index ``tag`` points at now (empty if none, or not an index)."""
     ref = repo.with_tag(tag)
@@ -132,10 +130,13 @@ def current_children(client: OCIClient, repo: Reference, tag: str) -> dict[str, 
     body, desc = client.get_manifest(ref)
     if desc.media_type not in INDEX_TYPES:
         return {}
+    try:
+        children, _ = parse_index(body, f"{ref} index")
+    except MalformedManifest as exc:
+        raise NetworkError(f"{ref.host}: malformed answer: {exc}") from None
     out: dict[str, Descriptor] = {}
-    for m in json.loads(body).get("manifests", []):
-        child = Descriptor.from_json(m)
-        platform = _platform_of(child)
+    for child in children:
+        platform = platform_string(child.platform)
         if platform:
             out[platform] = child
     return out
@@ -302,12 +303,12 @@ def _publish(
     reporter: Reporter,
 ) -> None:
     want = set(image.spec.platforms)
-    have = {_platform_of(c) for c in children}
+    have = {platform_string(c.platform) for c in children}
     if have != want:
         missing = ", ".join(sorted(want - {p for p in have if p}))
         result.error = f"platforms {missing} were not built in this run"
         return
-    annotations = {"org.opencontainers.image.ref.name": image.tags[0]}
+    annotations: dict[str, str] = {}  # no tag in the index: every tag names one digest
     if target.client:
         repo = Reference.parse(image.repository)
         index = merge_index(target.client, repo, children, annotations)
@@ -387,33 +388,24 @@ def _copy_into_layout(layout: Path, oci_dir: Path) -> Descriptor:
             shutil.copyfile(f, tmp)
             os.replace(tmp, dest)
     manifest = (layout / "manifest.json").read_bytes()
-    digest = hashlib.sha256(manifest).hexdigest()
-    atomic_write(blobs / digest, manifest)
-    media = json.loads(manifest).get("mediaType", "application/vnd.oci.image.manifest.v1+json")
-    return Descriptor(media_type=media, digest=f"sha256:{digest}", size=len(manifest))
+    digest = digest_of(manifest)
+    atomic_write(blobs / digest.partition(":")[2], manifest)
+    media = json.loads(manifest).get("mediaType", OCI_MANIFEST)
+    return Descriptor(media_type=media, digest=digest, size=len(manifest))
 
 
 def _write_layout_index(
     oci_dir: Path, children: list[Descriptor], annotations: dict[str, str], tags: tuple[str, ...]
 ) -> Descriptor:
-    ordered = sorted(children, key=lambda c: _platform_of(c) or "")
-    body = json.dumps(
-        {
-            "schemaVersion": 2,
-            "mediaType": INDEX_TYPES[0],
-            "manifests": [c.to_json() for c in ordered],
-            "annotations": annotations,
-        },
-        separators=(",", ":"),
-    ).encode()
-    digest = hashlib.sha256(body).hexdigest()
-    atomic_write(oci_dir / "blobs" / "sha256" / digest, body)
-    index = Descriptor(media_type=INDEX_TYPES[0], digest=f"sha256:{digest}", size=len(body))
+    body = index_bytes(children, annotations)
+    digest = digest_of(body)
+    atomic_write(oci_dir / "blobs" / digest.replace(":", "/", 1), body)
+    index = Descriptor(media_type=OCI_INDEX, digest=digest, size=len(body))
     top_path = oci_dir / "index.json"
     try:
         top = json.loads(top_path.read_text())
     except FileNotFoundError:
-        top = {"schemaVersion": 2, "mediaType": INDEX_TYPES[0], "manifests": []}
+        top = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": []}
     except (OSError, ValueError) as exc:
         raise InputError(f"{top_path}: not an OCI image layout index ({exc})") from None
     if not isinstance(top, dict) or not isinstance(top.get("manifests"), list):

@@ -16,8 +16,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from cannery.build.engine import BuildOptions, Built
-from cannery.build.plan import INPUTS_LABEL, ImageJob, PlatformJob
+from cannery.builder.engine import BuildOptions, Built
+from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.errors import FatalError
 
 # Fields buildah 1.28 writes into a Docker-format config that name this one build's machine

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from cannery.build.engine import BuildOptions, Built
-from cannery.build.plan import INPUTS_LABEL, ImageJob, PlatformJob
+from cannery.builder.engine import BuildOptions, Built
+from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.errors import FatalError, InputError
 from cannery.oci import Descriptor
 

@@ -1,6 +1,6 @@
 """ImageSpec + rendered Dockerfile + lock → frozen build steps. Pure: no network, no processes.
 
-The executor (``build/execute.py``) runs what this plans; unit tests check plans with no engine.
+The executor (``builder/execute.py``) runs what this plans; unit tests check plans with no engine.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from cannery.build.plan import ImageJob, PlatformJob
+from cannery.builder.plan import ImageJob, PlatformJob
 from cannery.oci import Descriptor
 
 
