@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cannery.attest.sign import load_public_key
 from cannery.builder.plan import plan_build
 from cannery.commands.build import _cert_dir
 from cannery.commands.common import load_with_lock, out, select
@@ -13,6 +14,7 @@ from cannery.oci import Credentials, OCIClient, Reference
 from cannery.plan import ImageSpec, plan
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import ssl_context
+from cannery.verify.attestations import attestation_checks, index_entries_check
 from cannery.verify.model import Check
 from cannery.verify.registry import registry_checks
 from cannery.verify.runtime import runtime_checks
@@ -54,11 +56,14 @@ def verify_cmd(
     as_json: bool,
     ca_cert: Path | None,
     runtime: bool,
+    key: Path | None = None,
+    require_attestations: bool = False,
 ) -> int:
     try:
         ref = Reference.parse(ref_text)
     except ValueError as exc:
         raise InputError(f"{ref_text}: not an image reference: {exc}") from None
+    keys = [load_public_key(key)] if key else []
     loaded, lk, _ = load_with_lock(catalog, lock, quiet=as_json)
     specs = plan(loaded.catalog, lk, select(loaded, [image] if image else None))
     spec = specs[0] if image else _spec_for(ref, specs)
@@ -68,6 +73,9 @@ def verify_cmd(
         inputs = {p.platform: p.input_digest for p in job.platforms}
         found, images = registry_checks(client, ref, spec, inputs)
         checks += found
+        if images:
+            checks.append(index_entries_check(client.get_manifest(ref)[0]))
+            checks += attestation_checks(client, ref, spec, images, keys, require_attestations)
     if runtime:
         with _cert_dir(ca_cert) as cert_dir:
             for img in images:
