@@ -250,3 +250,49 @@ def test_build_context_in_github_actions_names_the_run(monkeypatch: pytest.Monke
     ctx: BuildContext = build_context("c.toml", "b" * 64, "buildx", "remote")
     assert ctx.invocation_id == "https://github.com/o/r/actions/runs/42/attempts/2"
     assert ctx.builder_id == "https://github.com/o/r/.github/workflows/images.yml@refs/heads/main"
+
+
+def test_an_attestation_about_another_manifest_fails_the_subject_check(
+    tmp_path: Path, registry: LocalRegistry, client: OCIClient
+) -> None:
+    key = ed25519.Ed25519PrivateKey.generate()
+    signer = Signer(key, "test")
+    ref, spec, images, index, children, _ = _attested(tmp_path, client, registry.host, signer)
+    repo = Reference(ref.host, ref.repository)
+    client.put_manifest(ref, client.get_manifest(ref.with_digest(index.digest))[0], OCI_INDEX)
+    amd, arm = children
+    (arm_prov,) = list_referrers(client, repo, arm.digest, PROVENANCE_TYPE)[0]
+    art = json.loads(client.get_manifest(repo.with_digest(arm_prov.descriptor.digest))[0])
+    arm_envelope = client.get_blob(repo, art["layers"][0]["digest"])
+    # arm64's signed provenance, attached to amd64: the artifact's subject is right, the
+    # statement's is not.
+    attach(client, repo, amd, PROVENANCE_TYPE, arm_envelope, ENVELOPE_MEDIA_TYPE)
+    failed = _failed(attestation_checks(client, ref, spec, images, [key.public_key()], True))
+    assert list(failed) == ["linux/amd64 provenance subject"]
+    assert "the statement's subject is not" in failed["linux/amd64 provenance subject"]
+    # arm64's provenance artifact listed in amd64's fallback index (whoever can write the tag
+    # can do that): the artifact's own subject is arm64, so it is refused.
+    tag = repo.with_tag(fallback_tag(arm.digest).replace(arm.digest[7:], amd.digest[7:]))
+    body = json.loads(client.get_manifest(tag)[0])
+    body["manifests"] = [arm_prov.to_json()]
+    client.put_manifest(tag, json.dumps(body).encode(), OCI_INDEX)
+    failed = _failed(attestation_checks(client, ref, spec, images, [key.public_key()], True))
+    assert "artifact subject is " + arm.digest in failed["linux/amd64 provenance subject"]
+
+
+def test_a_provenance_naming_another_image_fails_the_parameters_check(
+    tmp_path: Path, registry: LocalRegistry, client: OCIClient
+) -> None:
+    key = ed25519.Ed25519PrivateKey.generate()
+    signer = Signer(key, "test")
+    ref, spec, images, index, children, _ = _attested(tmp_path, client, registry.host, signer)
+    repo = Reference(ref.host, ref.repository)
+    client.put_manifest(ref, client.get_manifest(ref.with_digest(index.digest))[0], OCI_INDEX)
+    (prov,) = list_referrers(client, repo, children[1].digest, PROVENANCE_TYPE)[0]
+    art = json.loads(client.get_manifest(repo.with_digest(prov.descriptor.digest))[0])
+    stmt = json.loads(open_envelope(client.get_blob(repo, art["layers"][0]["digest"]))[1])
+    stmt["predicate"]["buildDefinition"]["externalParameters"]["image"] = "another-image"
+    attach(client, repo, children[1], PROVENANCE_TYPE,
+           envelope(json.dumps(stmt).encode(), signer), ENVELOPE_MEDIA_TYPE)
+    failed = _failed(attestation_checks(client, ref, spec, images, [key.public_key()], True))
+    assert list(failed) == ["linux/arm64 provenance parameters"]

@@ -95,3 +95,16 @@ def test_statement_is_slsa_v1_about_the_platform_manifest() -> None:
         resolved_dependencies(spec, "linux/arm64")
     assert data["predicate"]["runDetails"]["metadata"]["startedOn"] == "2026-12-01T00:00:00Z"
     assert prov.run_details.builder.id == "urn:b"
+
+
+def test_index_with_buildkit_style_attestation_entries_fails() -> None:
+    from cannery.verify.attestations import index_entries_check
+
+    image = {"mediaType": OCI_MANIFEST, "digest": "sha256:" + "a" * 64, "size": 1,
+             "platform": {"architecture": "amd64", "os": "linux"}}
+    att = {"mediaType": OCI_MANIFEST, "digest": "sha256:" + "b" * 64, "size": 1,
+           "platform": {"architecture": "unknown", "os": "unknown"},
+           "annotations": {"vnd.docker.reference.type": "attestation-manifest"}}
+    assert index_entries_check(json.dumps({"manifests": [image]}).encode()).ok
+    bad = index_entries_check(json.dumps({"manifests": [image, att]}).encode())
+    assert not bad.ok and bad.detail == "sha256:bbbbbbbbbbbb"
