@@ -444,6 +444,21 @@ def verify(
         bool,
         _flag("--require-attestations", "Fail when a platform has no provenance or no SBOM"),
     ] = False,
+    rebuild: Annotated[
+        bool,
+        _flag("--rebuild", "Rebuild each platform from the lock (buildah, fresh storage) and "
+              "compare digests; name the first differing layer and its files"),
+    ] = False,
+    rebuild_platform: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--platform", help="With --rebuild: only this platform (repeatable)",
+                     metavar="OS/ARCH"),
+    ] = None,
+    network: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--network", help="With --rebuild: network mode for RUN steps",
+                     metavar="MODE"),
+    ] = None,
 ) -> None:
     """Check a pushed image: platforms, config env, labels, attestations; then env and
     imports at runtime."""
@@ -451,7 +466,8 @@ def verify(
 
     raise typer.Exit(
         verify_cmd(
-            ref, catalog, lock, image, as_json, ca_cert, runtime, key, require_attestations
+            ref, catalog, lock, image, as_json, ca_cert, runtime, key, require_attestations,
+            rebuild, network, rebuild_platform,
         )
     )
 

@@ -213,3 +213,81 @@ def test_provenance_with_other_dependencies_fails(world: BuildWorld, built: dict
         assert proc.returncode == 1 and "FAIL provenance dependencies" in proc.stdout
     finally:
         _restore(world, arm["digest"], old)
+
+
+def _rebuild(world: BuildWorld, built: dict) -> tuple[int, dict]:  # type: ignore[type-arg]
+    return verify(world, built, "--rebuild", "--platform", "linux/amd64", "--network", "host")
+
+
+def test_rebuild_from_the_lock_gives_the_registrys_digest(world: BuildWorld, built: dict) -> None:  # type: ignore[type-arg]
+    rc, report = _rebuild(world, built)
+    assert rc == 0, _failed(report)
+    (check,) = [c for c in report["checks"] if c["name"] == "rebuild"]
+    assert check["platform"] == "linux/amd64" and check["detail"].startswith("same digest")
+
+
+def _changed_file_image(http: httpx.Client, manifest_digest: str) -> tuple[str, str, int]:
+    """The platform image with one file of its last layer changed (new layer, config and
+    manifest pushed by digest); returns (digest, changed path, manifest size)."""
+    import gzip
+    import hashlib
+    import io
+    import tarfile
+
+    manifest = http.get(f"/manifests/{manifest_digest}", headers={
+        "Accept": "application/vnd.docker.distribution.manifest.v2+json"}).json()
+    last = manifest["layers"][-1]
+    raw = gzip.decompress(http.get(f"/blobs/{last['digest']}").content)
+    out = io.BytesIO()
+    changed = ""
+    with tarfile.open(fileobj=io.BytesIO(raw)) as src, tarfile.open(fileobj=out, mode="w") as dst:
+        for m in src:
+            data = src.extractfile(m).read() if m.isfile() else None  # type: ignore[union-attr]
+            if data is not None and not changed and m.size > 0:
+                changed, data = m.name, data + b"\n# changed\n"
+                m.size = len(data)
+            dst.addfile(m, io.BytesIO(data) if data is not None else None)
+    assert changed
+    layer = gzip.compress(out.getvalue(), mtime=0)
+    config = http.get(f"/blobs/{manifest['config']['digest']}").json()
+    config["rootfs"]["diff_ids"][-1] = "sha256:" + hashlib.sha256(out.getvalue()).hexdigest()
+    cfg = json.dumps(config).encode()
+
+    def push(data: bytes) -> str:
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        loc = http.post("/blobs/uploads/").headers["location"]
+        http.put(loc, params={"digest": digest}, content=data).raise_for_status()
+        return digest
+
+    manifest["layers"][-1] = {**last, "digest": push(layer), "size": len(layer)}
+    manifest["config"] = {**manifest["config"], "digest": push(cfg), "size": len(cfg)}
+    body = json.dumps(manifest).encode()
+    digest = "sha256:" + hashlib.sha256(body).hexdigest()
+    http.put(f"/manifests/{digest}", content=body,
+             headers={"Content-Type": manifest["mediaType"]}).raise_for_status()
+    return digest, changed.removeprefix("./"), len(body)
+
+
+def test_rebuild_names_the_layer_and_file_that_differ(world: BuildWorld, built: dict) -> None:  # type: ignore[type-arg]
+    amd = next(p for p in built["image"]["platforms"] if p["platform"] == "linux/amd64")
+    with _http(world) as http:
+        original = http.get(f"/manifests/{TAG}").content
+        digest, path, size = _changed_file_image(http, amd["digest"])
+        index = json.loads(original)
+        for m in index["manifests"]:
+            if m["digest"] == amd["digest"]:
+                m["digest"], m["size"] = digest, size
+        http.put(f"/manifests/{TAG}", content=json.dumps(index).encode(),
+                 headers={"Content-Type": "application/vnd.oci.image.index.v1+json"}
+                 ).raise_for_status()
+        try:
+            rc, report = _rebuild(world, built)
+        finally:
+            http.put(f"/manifests/{TAG}", content=original,
+                     headers={"Content-Type": "application/vnd.oci.image.index.v1+json"}
+                     ).raise_for_status()
+    assert rc == 1
+    (check,) = [c for c in report["checks"] if c["name"] == "rebuild"]
+    assert not check["ok"]
+    assert "first differing layer" in check["detail"]
+    assert f"{path} (content)" in check["detail"], check["detail"]
