@@ -372,6 +372,15 @@ def build(
         bool,
         typer.Option("--sbom/--no-sbom", help="With --attest: attach an SPDX SBOM (syft)"),
     ] = False,
+    provenance_dir: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--provenance-dir",
+            help="With --attest: also write each platform's SLSA predicate to "
+            "DIR/IMAGE/OS-ARCH.json (for a keyless signer such as actions/attest)",
+            metavar="DIR",
+        ),
+    ] = None,
 ) -> None:
     """Build each platform, push it by digest, merge one index, then move the tag."""
     from cannery.commands.build import BuildRequest, build_cmd
@@ -401,6 +410,7 @@ def build(
                 sign_key=sign_key,
                 attest=attest,
                 sbom=sbom,
+                provenance_dir=provenance_dir,
             )
         )
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from cannery.attest.provenance import BuildContext, provenance
 from cannery.attest.sign import ENVELOPE_MEDIA_TYPE, Signer, envelope
@@ -20,6 +21,7 @@ from cannery.oci.client import OCIClient
 from cannery.oci.manifest import Descriptor, platform_string
 from cannery.oci.reference import Reference
 from cannery.oci.referrers import Referrer, attach, list_referrers
+from cannery.util.fs import atomic_write
 
 PROVENANCE_TYPE = "application/vnd.in-toto+json"
 SBOM_TYPE = "application/spdx+json"
@@ -54,6 +56,9 @@ class Attester:
     ctx: BuildContext
     signer: Signer | None = None
     scanner: Scanner | None = None
+    # Also write each platform's SLSA predicate to DIR/IMAGE/OS-ARCH.json, for a keyless signer
+    # run after cannery (the generated workflow's actions/attest step).
+    save: Path | None = None
 
     def __call__(self, image: ImageJob, index: Descriptor, children: list[Descriptor]) -> None:
         repo = Reference.parse(image.repository)
@@ -75,8 +80,12 @@ class Attester:
         subject = Descriptor(child.media_type, child.digest, child.size)
         have, _ = list_referrers(self.client, repo, child.digest)
         types = {r.artifact_type for r in have}
+        stmt = provenance(image.spec, platform, subject, input_digest, self.ctx)
+        if self.save is not None:
+            predicate = json.dumps(json.loads(stmt)["predicate"], sort_keys=True, indent=1)
+            atomic_write(self.save / image.name / f"{platform.replace('/', '-')}.json",
+                         predicate + "\n")
         if PROVENANCE_TYPE not in types:
-            stmt = provenance(image.spec, platform, subject, input_digest, self.ctx)
             attach(self.client, repo, subject, PROVENANCE_TYPE,
                    envelope(stmt, self.signer), ENVELOPE_MEDIA_TYPE, self._annotations())
         if self.scanner is not None and SBOM_TYPE not in types:

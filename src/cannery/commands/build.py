@@ -76,6 +76,7 @@ class BuildRequest:
     sign_key: str | None = None  # FILE or env:NAME (the key itself never in argv)
     attest: bool = True
     sbom: bool = False
+    provenance_dir: Path | None = None
 
 
 def _entries(lock: Lock) -> set[tuple[str, str]]:
@@ -217,8 +218,11 @@ def build_cmd(req: BuildRequest) -> int:
     if not req.push and not req.output:
         request = BuildRequest(**{**req.__dict__, "output": "oci:cannery-images"})
     signer = load_signer(req.sign_key) if req.sign_key else None  # a bad key: exit 2 first
-    if (req.sign_key or req.sbom) and not (req.push and req.attest):
-        raise InputError("--sign-key and --sbom attach to pushed images: add --push (and --attest)")
+    if (req.sign_key or req.sbom or req.provenance_dir) and not (req.push and req.attest):
+        raise InputError(
+            "--sign-key, --sbom and --provenance-dir attest pushed images: add --push (and "
+            "--attest)"
+        )
     jobs, _ = _jobs(request)
     engine: Engine = ENGINES[request.backend]()
     results: list[ImageResult] = []
@@ -263,7 +267,7 @@ def attester(req: BuildRequest, client: OCIClient, signer: Signer | None) -> Att
         from cannery.attest.sbom import syft_scanner
 
         scanner = syft_scanner(client, req.ca_cert)
-    return Attester(client, ctx, signer, scanner)
+    return Attester(client, ctx, signer, scanner, req.provenance_dir)
 
 
 def _report(results: list[ImageResult], as_json: bool) -> None:
