@@ -208,7 +208,8 @@ def test_provenance_with_other_dependencies_fails(world: BuildWorld, built: dict
         rc, report = verify(world, built, "--key", str(built["pub"]))
         assert rc == 1
         assert _failed(report) == {("linux/arm64", "provenance dependencies")}
-        proc = cannery(world, "verify", f"{repo}:{TAG}", "--catalog", str(built["catalog"]),
+        proc = cannery(world, "verify", f"{repo.host}/{repo.repository}:{TAG}", "--catalog",
+                       str(built["catalog"]),
                        "--no-runtime", "--key", str(built["pub"]))
         assert proc.returncode == 1 and "FAIL provenance dependencies" in proc.stdout
     finally:
