@@ -296,3 +296,69 @@ def test_a_provenance_naming_another_image_fails_the_parameters_check(
            envelope(json.dumps(stmt).encode(), signer), ENVELOPE_MEDIA_TYPE)
     failed = _failed(attestation_checks(client, ref, spec, images, [key.public_key()], True))
     assert list(failed) == ["linux/arm64 provenance parameters"]
+
+
+def test_concurrent_attachers_lose_nothing_where_conditional_puts_are_honoured(
+    tmp_path: Path, registry: LocalRegistry, client: OCIClient
+) -> None:
+    """Two writers attach to one manifest at once through a stand-in that honours If-Match /
+    If-None-Match (docker-registry 2.8 itself ignores them): every artifact stays listed."""
+    import threading
+
+    proxy = ReferrersAPIStandIn(registry.port, api=False, conditional=True)
+    try:
+        repo, children = _image(tmp_path, client, proxy.host)
+        errors: list[BaseException] = []
+
+        def writer(n: int) -> None:
+            try:
+                with OCIClient(ssl_context(), retry_budget=5, backoff=0.01) as c:
+                    for i in range(5):
+                        attach(c, repo, children[0], SBOM_TYPE, f'{{"w":{n},"i":{i}}}'.encode(),
+                               ENVELOPE_MEDIA_TYPE)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == []
+        found, source = list_referrers(client, repo, children[0].digest)
+        assert source == "tag" and len(found) == 10
+        print(f"412 answers: {proxy.refused}")
+    finally:
+        proxy.stop()
+
+
+def test_a_write_between_our_read_and_our_write_is_not_lost(
+    tmp_path: Path, registry: LocalRegistry, client: OCIClient
+) -> None:
+    """Deterministic interleaving: right after this client reads the fallback list, another
+    writer adds an entry. The conditional PUT (honoured by the stand-in) is refused with 412,
+    the list is read again, and both entries stay listed; without If-Match the other writer's
+    entry would be overwritten."""
+    proxy = ReferrersAPIStandIn(registry.port, api=False, conditional=True)
+    try:
+        repo, children = _image(tmp_path, client, proxy.host)
+        attach(client, repo, children[0], SBOM_TYPE, b'{"first":1}', ENVELOPE_MEDIA_TYPE)
+        rival: list[str] = []
+
+        class Racing(OCIClient):
+            def get_manifest_etag(self, ref: Reference):  # type: ignore[no-untyped-def]
+                got = super().get_manifest_etag(ref)
+                if not rival and (ref.tag or "").startswith("sha256-"):
+                    r = attach(client, repo, children[0], SBOM_TYPE, b'{"rival":1}',
+                               ENVELOPE_MEDIA_TYPE)
+                    rival.append(r.descriptor.digest)
+                return got
+
+        with Racing(ssl_context(), retry_budget=5, backoff=0.01) as racing:
+            ours = attach(racing, repo, children[0], PROVENANCE_TYPE, b'{"ours":1}',
+                          ENVELOPE_MEDIA_TYPE)
+        listed = [r.descriptor.digest for r in list_referrers(client, repo, children[0].digest)[0]]
+        assert rival and rival[0] in listed and ours.descriptor.digest in listed
+        assert len(listed) == 3 and proxy.refused == 1
+    finally:
+        proxy.stop()

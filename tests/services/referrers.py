@@ -7,6 +7,12 @@ it answers from the manifests with a ``subject`` that were PUT through it (an im
 their descriptors with ``artifactType`` and annotations, filtered by ``?artifactType=`` with the
 ``OCI-Filters-Applied`` header, as the spec says). A PUT of such a manifest is answered with
 ``OCI-Subject``, which is how a client learns the registry keeps the list itself.
+
+With ``api=False, conditional=True`` it is instead a stand-in for a registry without the API
+that honours conditional manifest PUTs (docker-registry 2.8 ignores ``If-Match``): a PUT with
+``If-Match`` or ``If-None-Match: *`` whose precondition no longer holds for the tag is answered
+412, checked and forwarded under one lock, so the tag-schema fallback's read-modify-write can be
+tested against real concurrent writers.
 """
 
 from __future__ import annotations
@@ -23,8 +29,12 @@ OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 
 
 class ReferrersAPIStandIn:
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, api: bool = True, conditional: bool = False) -> None:
         self.target_port = target_port
+        self.api = api
+        self.conditional = conditional
+        self.refused = 0  # 412 answers given
+        self._put_lock = threading.Lock()
         self.referrers: dict[tuple[str, str], list[dict[str, object]]] = {}
         self.api_calls = 0
         self._lock = threading.Lock()
@@ -58,21 +68,26 @@ class ReferrersAPIStandIn:
         body = h.rfile.read(int(h.headers.get("Content-Length") or 0))
         parts = urllib.parse.urlsplit(h.path)
         name, sep, rest = parts.path.removeprefix("/v2/").rpartition("/referrers/")
-        if h.command == "GET" and sep and rest.startswith("sha256:"):
+        if self.api and h.command == "GET" and sep and rest.startswith("sha256:"):
             return self._referrers(h, name, rest, urllib.parse.parse_qs(parts.query))
-        conn = http.client.HTTPConnection("127.0.0.1", self.target_port, timeout=60)
-        try:
-            headers = {k: v for k, v in h.headers.items() if k.lower() not in HOP_BY_HOP}
-            headers["Content-Length"] = str(len(body))
-            conn.request(h.command, h.path, body=body, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-            out = [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP_BY_HOP]
-            status = resp.status
-        finally:
-            conn.close()
         mname, msep, _ = parts.path.removeprefix("/v2/").rpartition("/manifests/")
-        if h.command == "PUT" and msep and status == 201:
+        cond = h.headers.get("If-Match") or h.headers.get("If-None-Match")
+        if self.conditional and h.command == "PUT" and msep and cond:
+            with self._put_lock:
+                head, _, head_headers = self._forward(h, "HEAD", b"")
+                etag = dict((k.lower(), v) for k, v in head_headers).get("etag")
+                if_match = h.headers.get("If-Match")
+                ok = (head == 200 and etag == if_match) if if_match else head == 404
+                if not ok:
+                    self.refused += 1
+                    h.send_response(412)
+                    h.send_header("Content-Length", "0")
+                    h.end_headers()
+                    return None
+                status, data, out = self._forward(h, h.command, body)
+        else:
+            status, data, out = self._forward(h, h.command, body)
+        if self.api and h.command == "PUT" and msep and status == 201:
             subject = self._record(mname, body, h.headers.get("Content-Type", ""))
             if subject:
                 out.append(("OCI-Subject", subject))
@@ -85,6 +100,23 @@ class ReferrersAPIStandIn:
         h.end_headers()
         if h.command != "HEAD":
             h.wfile.write(data)
+
+    def _forward(
+        self, h: http.server.BaseHTTPRequestHandler, method: str, body: bytes
+    ) -> tuple[int, bytes, list[tuple[str, str]]]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.target_port, timeout=60)
+        try:
+            headers = {k: v for k, v in h.headers.items() if k.lower() not in HOP_BY_HOP}
+            headers["Content-Length"] = str(len(body))
+            if method == "HEAD":
+                headers["Accept"] = OCI_INDEX
+            conn.request(method, h.path, body=body or None, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+            out = [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP_BY_HOP]
+            return resp.status, data, out
+        finally:
+            conn.close()
 
     def _record(self, name: str, body: bytes, media_type: str) -> str | None:
         try:

@@ -571,16 +571,24 @@ class OCIClient:
         return body, desc, head.headers.get("etag")
 
     def put_manifest_if(
-        self, ref: Reference, body: bytes, media_type: str, if_match: str | None = None
+        self,
+        ref: Reference,
+        body: bytes,
+        media_type: str,
+        if_match: str | None = None,
+        create_only: bool = False,
     ) -> tuple[bool, str | None]:
-        """PUT a manifest (as :meth:`put_manifest`), with ``If-Match`` when given. Returns
-        (stored, the ``OCI-Subject`` header): stored is False when the registry answered 412
-        (the tag changed since it was read)."""
+        """PUT a manifest (as :meth:`put_manifest`), with ``If-Match`` when given (or
+        ``If-None-Match: *`` with ``create_only``). Returns (stored, the ``OCI-Subject``
+        header): stored is False when the registry answered 412 (the tag changed since it was
+        read)."""
         digest = digest_of(body)
         what = f"{ref} (manifest push)"
         headers = {"Content-Type": media_type}
         if if_match:
             headers["If-Match"] = if_match
+        elif create_only:
+            headers["If-None-Match"] = "*"
 
         def attempt() -> httpx.Response:
             path = f"manifests/{ref.reference}"

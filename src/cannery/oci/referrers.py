@@ -8,8 +8,9 @@ Two ways a registry lists referrers, both handled here:
 - the **tag schema fallback** (registries without the API: Debian's docker-registry 2.8, Docker
   Hub, GHCR): an image index tagged ``sha256-<hex of the subject digest>`` that the client
   maintains by read-modify-write. The spec allows no lock; the write carries ``If-Match`` with
-  the ETag of what was read (a registry that honours it refuses a lost update with 412), and the
-  list is read back afterwards; a write that lost a race is redone, up to ``RACE_TRIES`` times.
+  the ETag of what was read, or ``If-None-Match: *`` when there was no list yet (a registry that
+  honours them refuses a lost update with 412), and the list is read back afterwards; a write
+  that lost a race is redone, up to ``RACE_TRIES`` times.
 
 ``attach`` pushes an artifact; ``list_referrers`` reads what is attached; ``put_referrer`` pushes
 an artifact manifest whose blobs are already in the repository (what a copy to a mirror needs).
@@ -209,7 +210,7 @@ def _add_to_fallback(
         if any(e.descriptor.digest == entry.descriptor.digest for e in entries):
             return
         new = referrers_index([*entries, entry])
-        stored, _ = client.put_manifest_if(tag_ref, new, OCI_INDEX, etag)
+        stored, _ = client.put_manifest_if(tag_ref, new, OCI_INDEX, etag, create_only=got is None)
         if stored:
             check = client.get_manifest_etag(tag_ref)
             listed = _parse_list(check[0], where) if check else []
