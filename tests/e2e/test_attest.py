@@ -212,6 +212,7 @@ def test_provenance_with_other_dependencies_fails(world: BuildWorld, built: dict
                        str(built["catalog"]),
                        "--no-runtime", "--key", str(built["pub"]))
         assert proc.returncode == 1 and "FAIL provenance dependencies" in proc.stdout
+        print(f"\n$ cannery verify REF --key PUB\n{proc.stdout}")  # shown with -s (README)
     finally:
         _restore(world, arm["digest"], old)
 
@@ -257,7 +258,8 @@ def _changed_file_image(http: httpx.Client, manifest_digest: str) -> tuple[str, 
     def push(data: bytes) -> str:
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         loc = http.post("/blobs/uploads/").headers["location"]
-        http.put(loc, params={"digest": digest}, content=data).raise_for_status()
+        sep = "&" if "?" in loc else "?"  # keep the upload's own query (its state)
+        http.put(f"{loc}{sep}digest={digest}", content=data).raise_for_status()
         return digest
 
     manifest["layers"][-1] = {**last, "digest": push(layer), "size": len(layer)}
@@ -283,6 +285,11 @@ def test_rebuild_names_the_layer_and_file_that_differ(world: BuildWorld, built: 
                  ).raise_for_status()
         try:
             rc, report = _rebuild(world, built)
+            ref = f"{world.push_registry.host}/e2e/attested:{TAG}"
+            proc = cannery(world, "verify", ref, "--catalog", str(built["catalog"]),
+                           "--no-runtime", "--rebuild", "--platform", "linux/amd64",
+                           "--network", "host")
+            print(f"\n$ cannery verify REF --rebuild\n{proc.stdout}")  # shown with -s
         finally:
             http.put(f"/manifests/{TAG}", content=original,
                      headers={"Content-Type": "application/vnd.oci.image.index.v1+json"}
