@@ -362,3 +362,28 @@ def test_a_write_between_our_read_and_our_write_is_not_lost(
         assert len(listed) == 3 and proxy.refused == 1
     finally:
         proxy.stop()
+
+
+def test_copy_referrers_carries_them_from_a_fallback_registry_to_an_api_one(
+    tmp_path: Path, registry: LocalRegistry, api: ReferrersAPIStandIn, client: OCIClient
+) -> None:
+    from cannery.oci.referrers import copy_referrers
+
+    src, children = _image(tmp_path, client, registry.host)
+    subject = children[0]
+    a = attach(client, src, subject, PROVENANCE_TYPE, b'{"p":1}', ENVELOPE_MEDIA_TYPE)
+    b = attach(client, src, subject, SBOM_TYPE, b'{"s":1}', ENVELOPE_MEDIA_TYPE)
+    sig = attach(client, src, b.descriptor, SIGNATURE_TYPE, b'{"sig":1}', ENVELOPE_MEDIA_TYPE)
+    dst = Reference.parse(f"{api.host}/mirror/{uuid.uuid4().hex[:8]}:latest")
+    body, desc = client.get_manifest(src.with_digest(subject.digest))
+    for layer in [json.loads(body)["config"], *json.loads(body)["layers"]]:
+        client.push_blob(dst, client.get_blob(src, layer["digest"]), layer["digest"])
+    client.put_manifest(dst.with_digest(subject.digest), body, desc.media_type)
+    copied = copy_referrers(client, src, client, dst, subject.digest)
+    assert [c.descriptor.digest for c in copied] == [a.descriptor.digest, b.descriptor.digest,
+                                                     sig.descriptor.digest]
+    found, source = list_referrers(client, dst, subject.digest)
+    assert source == "api" and {r.descriptor.digest for r in found} == {
+        a.descriptor.digest, b.descriptor.digest}
+    assert client.get_blob(dst, json.loads(client.get_manifest(
+        dst.with_digest(a.descriptor.digest))[0])["layers"][0]["digest"]) == b'{"p":1}'

@@ -13,7 +13,9 @@ Two ways a registry lists referrers, both handled here:
   that lost a race is redone, up to ``RACE_TRIES`` times.
 
 ``attach`` pushes an artifact; ``list_referrers`` reads what is attached; ``put_referrer`` pushes
-an artifact manifest whose blobs are already in the repository (what a copy to a mirror needs).
+an artifact manifest whose blobs are already in the repository; ``copy_referrers`` carries every
+referrer of a manifest to another repository or registry (what a mirror or ``cannery copy``
+needs).
 """
 
 from __future__ import annotations
@@ -221,3 +223,26 @@ def _add_to_fallback(
     raise NetworkError(
         f"{where}: the referrers list kept changing under us ({RACE_TRIES} tries); push again"
     )
+
+
+def copy_referrers(
+    src: OCIClient, src_repo: Reference, dst: OCIClient, dst_repo: Reference, digest: str
+) -> list[Referrer]:
+    """Carry every referrer of ``digest`` from one repository to another (a mirror): blobs,
+    then the artifact manifest by digest, listed there the destination's way (API or tag).
+    Referrers of the referrers (a signature of an SBOM) are carried too."""
+    found, _ = list_referrers(src, src_repo, digest)
+    out = []
+    for r in found:
+        body, _ = src.get_manifest(src_repo.with_digest(r.descriptor.digest))
+        try:
+            _, _, layers, _ = parse_artifact(body, f"{src_repo.name}@{r.descriptor.digest}")
+        except MalformedManifest as exc:
+            raise NetworkError(str(exc)) from None
+        config = json.loads(body).get("config") or {}
+        for d in [Descriptor.from_json(config, "config"), *layers]:
+            if not dst.blob_exists(dst_repo, d.digest):
+                dst.push_blob(dst_repo, src.get_blob(src_repo, d.digest), d.digest)
+        out.append(put_referrer(dst, dst_repo, body))
+        out += copy_referrers(src, src_repo, dst, dst_repo, r.descriptor.digest)
+    return out
