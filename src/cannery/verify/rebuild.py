@@ -87,7 +87,9 @@ def _members(layer: bytes) -> dict[str, tuple[str, ...]]:
                 f = tar.extractfile(m)
                 content = hashlib.sha256(f.read() if f else b"").hexdigest()
             out[m.name.removeprefix("./")] = (
-                m.type.decode(), oct(m.mode), str(m.uid), str(m.gid), m.linkname, content,
+                # Permission bits only: some writers put the file type into the mode field too.
+                m.type.decode(), oct(m.mode & 0o7777), str(m.uid), str(m.gid), m.linkname,
+                content,
             )
     return out
 
@@ -138,7 +140,8 @@ def compare(
         files = layer_differences((layout / o.partition(":")[2]).read_bytes(),
                                   client.get_blob(repo, t))
         return Check("rebuild", False,
-                     f"{head}; first differing {where}: {', '.join(files) or 'same files'}",
+                     f"{head}; first differing {where}: "
+                     f"{', '.join(files) or 'same files (tar headers or compression differ)'}",
                      platform)
     t_cfg = json.loads(client.get_blob(repo, str(theirs["config"]["digest"])))
     o_cfg = json.loads((layout / str(ours["config"]["digest"]).partition(":")[2]).read_bytes())
