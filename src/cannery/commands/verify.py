@@ -1,4 +1,5 @@
-"""cannery verify: registry checks, then runtime checks per platform; exit 1 on any failure."""
+"""cannery verify: registry checks, attestation checks (referrers), an optional rebuild, then
+runtime checks per platform; exit 1 on any failure."""
 
 from __future__ import annotations
 
