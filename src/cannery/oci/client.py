@@ -537,17 +537,19 @@ class OCIClient:
 
     def get_referrers(self, ref: Reference, digest: str) -> bytes | None:
         """The referrers API's image index for ``digest`` (``GET /v2/<name>/referrers/<digest>``),
-        or None when the registry has no such API (it answers 404)."""
+        or None when the registry has no such API: it answers 404 as the spec says (or, as some
+        registries do for a route they lack, 400, 405 or 501)."""
         what = f"{ref.name}@{digest} (referrers)"
 
         def attempt() -> httpx.Response:
             resp = self._once("GET", ref, f"referrers/{digest}", _pull(ref))
-            return self._check(resp, what, {200})
+            return self._check(resp, what, {200, 400, 405, 501})
 
         try:
-            return self._retry(ref, what, attempt).content
+            resp = self._retry(ref, what, attempt)
         except NotFound:
             return None
+        return resp.content if resp.status_code == 200 else None
 
     def get_manifest_etag(self, ref: Reference) -> tuple[bytes, Descriptor, str | None] | None:
         """Like :meth:`get_manifest`, plus the ``ETag`` the registry gave; None on 404."""
