@@ -90,6 +90,7 @@ class _Answer:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     stream: int = 0  # oversized-stream: this many bytes, no Content-Length
+    file: Path | None = None  # a blob, sent from its file (the server holds no blob whole)
 
 
 def _digest(data: bytes) -> str:
@@ -364,8 +365,10 @@ class HostileRegistry:
     def _write(self, h: http.server.BaseHTTPRequestHandler, method: str, answer: _Answer,
                fault: Fault | None) -> None:
         h.send_response(answer.status)
+        no_length = fault is not None and fault.action == "no-length"
         for k, v in answer.headers.items():
-            h.send_header(k, v)
+            if not (no_length and k == "Content-Length"):
+                h.send_header(k, v)
         if answer.stream:
             h.send_header("Connection", "close")
             h.end_headers()
@@ -375,13 +378,19 @@ class HostileRegistry:
             for _ in range(answer.stream >> 16):
                 h.wfile.write(chunk)
             return
-        if not (fault and fault.action == "no-length"):
-            h.send_header("Content-Length", str(len(answer.body)))
-        else:
+        if no_length:
             h.close_connection = True
+        elif answer.file is None:
+            h.send_header("Content-Length", str(len(answer.body)))
         h.end_headers()
-        if method != "HEAD":
+        if method == "HEAD":
+            return
+        if answer.file is None:
             h.wfile.write(answer.body)
+            return
+        with answer.file.open("rb") as fh:
+            while chunk := fh.read(1 << 16):
+                h.wfile.write(chunk)
 
     def _authorized(self, headers: dict[str, str]) -> bool:
         got = headers.get("authorization", "")
@@ -427,9 +436,9 @@ class HostileRegistry:
             return self._uploads(method, repo, rest[len("uploads/"):], query, body, base)
         blob = self.root / "blobs" / rest.partition(":")[2]
         if method in ("GET", "HEAD") and rest.startswith("sha256:") and blob.is_file():
-            data = blob.read_bytes()
             return _Answer(200, {"Content-Type": "application/octet-stream",
-                                 "Docker-Content-Digest": rest}, data)
+                                 "Docker-Content-Digest": rest,
+                                 "Content-Length": str(blob.stat().st_size)}, file=blob)
         return _not_found("BLOB_UNKNOWN")
 
     def _token(self, headers: dict[str, str]) -> _Answer:

@@ -613,7 +613,7 @@ class OCIClient:
                     continue
                 ok = 200 <= resp.status_code < 300
                 data = b"" if method == "HEAD" else _read(
-                    resp, cap if ok else ERROR_CAP, sink if ok else None, ok, ref
+                    resp, cap if ok else ERROR_CAP, sink if ok else None, ok
                 )
                 log.debug("%s %s -> %d", method, shown(str(resp.url)), resp.status_code)
                 return Answer(resp.status_code, resp.headers, data, str(resp.url))
@@ -687,7 +687,7 @@ class OCIClient:
             resp = self._http.send(req, stream=True)
             try:
                 ok = resp.status_code == 200
-                data = _read(resp, TOKEN_CAP if ok else ERROR_CAP, None, ok, ref)
+                data = _read(resp, TOKEN_CAP if ok else ERROR_CAP, None, ok)
             finally:
                 resp.close()
         except httpx.TransportError as exc:
@@ -737,7 +737,6 @@ def _read(
     cap: int,
     sink: Callable[[bytes], None] | None,
     strict: bool,
-    ref: Reference,
 ) -> bytes:
     """The body as sent (no content decoding), at most ``cap`` bytes. ``strict``: a larger
     body is refused; else (an error body) it is cut at the cap. With ``sink``, each chunk goes
@@ -746,19 +745,18 @@ def _read(
     encoding = resp.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
         # Asked for identity: a compressed answer is refused, never inflated (a gzip bomb).
-        raise NetworkError(f"{ref.host}: {what}: answered with Content-Encoding {encoding[:20]} "
-                           "although identity was asked for")
+        raise NetworkError(f"{what}: answered with Content-Encoding {encoding[:20]} although "
+                           "identity was asked for")
     declared = _length(Answer(0, resp.headers, b"", ""))
     if strict and declared is not None and declared > cap:
-        raise NetworkError(f"{ref.host}: {what}: answer of {declared} bytes is over the "
-                           f"{_size(cap)} limit")
+        raise NetworkError(f"{what}: answer of {declared} bytes is over the {_size(cap)} limit")
     kept = bytearray()
     total = 0
     for chunk in resp.iter_raw(_CHUNK):
         total += len(chunk)
         if total > cap:
             if strict:
-                raise NetworkError(f"{ref.host}: {what}: answer is over the {_size(cap)} limit")
+                raise NetworkError(f"{what}: answer is over the {_size(cap)} limit")
             kept += chunk[: cap - len(kept)]
             break
         if sink is not None:
