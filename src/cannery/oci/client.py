@@ -38,7 +38,7 @@ import ssl
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -47,7 +47,15 @@ import httpx
 
 from cannery.errors import NetworkError
 from cannery.oci.auth import Credentials, basic, challenge
-from cannery.oci.manifest import MANIFEST_TYPES, Descriptor, digest_of, matches
+from cannery.oci.manifest import (
+    MANIFEST_TYPES,
+    Descriptor,
+    MalformedManifest,
+    digest_of,
+    matches,
+    parse_config,
+    parse_manifest,
+)
 from cannery.oci.reference import Reference, valid_digest
 
 log = logging.getLogger("cannery.oci")
@@ -302,6 +310,20 @@ class OCIClient:
         if declared:
             media_type = declared
         return body, Descriptor(media_type, ref.digest or computed, len(body))
+
+    def image_config(self, ref: Reference) -> tuple[Descriptor, dict[str, object]]:
+        """A platform manifest (``ref`` by digest) and its image config, both read strictly:
+        the descriptor has the digest of the bytes, their size, the media type, and the
+        platform the config names. A field missing or of the wrong type is a NetworkError
+        naming the registry and the field."""
+        body, desc = self.get_manifest(ref)
+        try:
+            config, _ = parse_manifest(body, str(ref))
+            data = self.get_blob(ref, config.digest)
+            cfg, platform = parse_config(data, f"{ref.name}@{config.digest} (config)")
+        except MalformedManifest as exc:
+            raise malformed(ref, exc) from None
+        return replace(desc, platform=platform), cfg
 
     def put_manifest(self, ref: Reference, body: bytes, media_type: str) -> str:
         """PUT ``body`` under ``ref.digest`` if set, else ``ref.tag``; return its digest after

@@ -102,8 +102,9 @@ def merge_index(
             raise ValueError(f"two manifests for platform {'/'.join(k for k in key if k)}")
         keyed[key] = child
     for key, child in keyed.items():
+        # head_manifest never guesses a size: without Content-Length it reads the bytes.
         found = client.head_manifest(_at(repo, child.digest))
-        if found is None or found.size != child.size:
+        if found is None or (found.size, found.media_type) != (child.size, child.media_type):
             raise NetworkError(
                 f"{repo.name}@{child.digest} ({'/'.join(k for k in key if k)}) is not in the "
                 "registry as described; not writing an index that lists it"
@@ -119,8 +120,9 @@ def merge_index(
 def move_tags(client: OCIClient, repo: Reference, index: Descriptor, tags: list[str]) -> list[str]:
     """Point each tag at ``index`` once it reads back intact by digest; return the tags that
     changed (a tag already there is not written, so a no-op publish writes nothing)."""
+    # Read back by digest: the client hashes the bytes, so a lost or altered index stops here.
     body, found = client.get_manifest(_at(repo, index.digest))
-    if found.digest != index.digest or len(body) != index.size:
+    if len(body) != index.size or found.media_type != index.media_type:
         raise NetworkError(f"{repo.name}@{index.digest}: index did not read back intact")
     changed = []
     for tag in dict.fromkeys(tags):  # each once, in the order given
