@@ -593,11 +593,10 @@ class OCIClient:
         """One request, with the auth handshake (at most one challenge answered), no retry.
         ``cap``: the largest successful body read; ``sink`` takes a successful body instead."""
         url = self._url(ref, target)
-        own = origin(url) == origin(self._base(ref))
-        sent = self._cached_auth(ref.host, scopes) if own else None
+        sent = self._cached_auth(ref.host, scopes)  # _send decides which hops carry it
         resp = self._send(method, ref, url, headers, body, sent, cap, sink)
-        if resp.status_code != 401 or not own:
-            return resp
+        if resp.status_code != 401 or origin(resp.url) != origin(self._base(ref)):
+            return resp  # another origin's 401 is not the registry's challenge
         auth, with_creds = self._authorize(ref, resp.headers.get("www-authenticate", ""), scopes)
         if auth is not None and auth != sent:
             url = self._url(ref, target)  # the first answer may have settled the scheme

@@ -120,10 +120,9 @@ def merge_index(
 def move_tags(client: OCIClient, repo: Reference, index: Descriptor, tags: list[str]) -> list[str]:
     """Point each tag at ``index`` once it reads back intact by digest; return the tags that
     changed (a tag already there is not written, so a no-op publish writes nothing)."""
-    # Read back by digest: the client hashes the bytes, so a lost or altered index stops here.
-    body, found = client.get_manifest(_at(repo, index.digest))
-    if len(body) != index.size or found.media_type != index.media_type:
-        raise NetworkError(f"{repo.name}@{index.digest}: index did not read back intact")
+    # Read back by digest before any tag: get_manifest hashes the bytes, so an index the
+    # registry lost (NotFound) or altered (DigestMismatch) stops here, with no tag moved.
+    body, _ = client.get_manifest(_at(repo, index.digest))
     changed = []
     for tag in dict.fromkeys(tags):  # each once, in the order given
         ref = repo.with_tag(tag)
