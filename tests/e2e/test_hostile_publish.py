@@ -152,11 +152,14 @@ def test_malformed_index_under_a_tag_names_the_field(  # type: ignore[no-untyped
 
     repo = Reference.parse(f"{reg.host}/{REPO}:live")
     children = _children(reg)
-    for field, value in (("size", '"12"'), ("digest", '"sha256:zz"')):
-        body = json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX,
-                           "manifests": [c.to_json() for c in children]}).encode()
-        reg.store_manifest(REPO, body, OCI_INDEX, tag="live")
-        reg.fault("set", "GET", "/manifests/live", arg=f"manifests.1.{field}={value}")
+    body = json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX,
+                       "manifests": [c.to_json() for c in children]}).encode()
+    reg.store_manifest(REPO, body, OCI_INDEX, tag="live")
+    for field, value in (("size", '"12"'), ("digest", '"sha256:zz"'), ("mediaType", None)):
+        if value is None:
+            reg.fault("drop", "GET", "/manifests/live", arg=f"manifests.1.{field}")
+        else:
+            reg.fault("set", "GET", "/manifests/live", arg=f"manifests.1.{field}={value}")
         with pytest.raises(NetworkError) as exc:
             current_children(client, repo, "live")
         assert _one_line(exc).startswith(f"{reg.host}: malformed answer: ")
