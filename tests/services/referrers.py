@@ -74,7 +74,7 @@ class ReferrersAPIStandIn:
         cond = h.headers.get("If-Match") or h.headers.get("If-None-Match")
         if self.conditional and h.command == "PUT" and msep and cond:
             with self._put_lock:
-                head, _, head_headers = self._forward(h, "HEAD", b"")
+                head, _, head_headers = self._forward(h, "HEAD", b"", accept=OCI_INDEX)
                 etag = dict((k.lower(), v) for k, v in head_headers).get("etag")
                 if_match = h.headers.get("If-Match")
                 ok = (head == 200 and etag == if_match) if if_match else head == 404
@@ -102,14 +102,15 @@ class ReferrersAPIStandIn:
             h.wfile.write(data)
 
     def _forward(
-        self, h: http.server.BaseHTTPRequestHandler, method: str, body: bytes
+        self, h: http.server.BaseHTTPRequestHandler, method: str, body: bytes,
+        accept: str | None = None,
     ) -> tuple[int, bytes, list[tuple[str, str]]]:
         conn = http.client.HTTPConnection("127.0.0.1", self.target_port, timeout=60)
         try:
             headers = {k: v for k, v in h.headers.items() if k.lower() not in HOP_BY_HOP}
             headers["Content-Length"] = str(len(body))
-            if method == "HEAD":
-                headers["Accept"] = OCI_INDEX
+            if accept:
+                headers["Accept"] = accept
             conn.request(method, h.path, body=body or None, headers=headers)
             resp = conn.getresponse()
             data = resp.read()

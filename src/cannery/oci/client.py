@@ -745,8 +745,8 @@ class OCIClient:
         registries do for a route they lack, 400, 405 or 501)."""
         what = f"{ref.name}@{digest} (referrers)"
 
-        def attempt() -> httpx.Response:
-            resp = self._once("GET", ref, f"referrers/{digest}", _pull(ref))
+        def attempt() -> Answer:
+            resp = self._once("GET", ref, f"referrers/{digest}", _pull(ref), cap=MANIFEST_CAP)
             return self._check(resp, what, {200, 400, 405, 501})
 
         try:
@@ -757,24 +757,23 @@ class OCIClient:
 
     def get_manifest_etag(self, ref: Reference) -> tuple[bytes, Descriptor, str | None] | None:
         """Like :meth:`get_manifest`, plus the ``ETag`` the registry gave; None on 404."""
-        try:
-            body, desc = self.get_manifest(ref)
-        except NotFound:
-            return None
-        # The digest check above ran on these bytes; a HEAD gives the same ETag cheaply.
         what = str(ref)
 
-        def attempt() -> httpx.Response:
+        def attempt() -> Answer:
             resp = self._once("HEAD", ref, f"manifests/{ref.reference}", _pull(ref), ACCEPT)
             return self._check(resp, what, {200})
 
-        try:
-            head = self._retry(ref, what, attempt)
-        except NotFound:
-            return None
-        if head.headers.get("docker-content-digest", desc.digest) != desc.digest:
-            return self.get_manifest_etag(ref)  # it moved between the two requests: read again
-        return body, desc, head.headers.get("etag")
+        for _ in range(5):
+            try:
+                body, desc = self.get_manifest(ref)
+                # The digest check ran on these bytes; a HEAD gives their ETag cheaply.
+                head = self._retry(ref, what, attempt)
+            except NotFound:
+                return None
+            if head.headers.get("docker-content-digest", desc.digest) == desc.digest:
+                return body, desc, head.headers.get("etag")
+            # The tag moved between the two requests: read again.
+        raise NetworkError(f"{what}: the tag kept moving while it was read")
 
     def put_manifest_if(
         self,
@@ -796,7 +795,7 @@ class OCIClient:
         elif create_only:
             headers["If-None-Match"] = "*"
 
-        def attempt() -> httpx.Response:
+        def attempt() -> Answer:
             path = f"manifests/{ref.reference}"
             resp = self._once("PUT", ref, path, _push(ref), headers, body)
             return self._check(resp, what, {200, 201, 412})
@@ -806,7 +805,7 @@ class OCIClient:
             return False, None
         header = resp.headers.get("docker-content-digest")
         if header and header != digest:
-            raise DigestMismatch(f"{what}: registry stored {header}, we sent {digest}")
+            raise DigestMismatch(f"{what}: registry stored {header[:80]}, we sent {digest}")
         return True, resp.headers.get("oci-subject")
 
 

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import json
 import random
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from cannery.errors import NetworkError
 from cannery.oci.client import OCIClient
@@ -242,7 +244,10 @@ def copy_referrers(
         config = json.loads(body).get("config") or {}
         for d in [Descriptor.from_json(config, "config"), *layers]:
             if not dst.blob_exists(dst_repo, d.digest):
-                dst.push_blob(dst_repo, src.get_blob(src_repo, d.digest), d.digest)
+                with tempfile.TemporaryDirectory() as tmp:
+                    path = Path(tmp) / "blob"
+                    src.fetch_blob(src_repo, d.digest, path, d.size)
+                    dst.push_blob(dst_repo, path, d.digest)
         out.append(put_referrer(dst, dst_repo, body))
         out += copy_referrers(src, src_repo, dst, dst_repo, r.descriptor.digest)
     return out

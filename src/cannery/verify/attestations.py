@@ -14,6 +14,8 @@ with keys, a missing signature fails. Otherwise absence is not reported.
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 from cannery.attest.attach import (
     KEYID_ANNOTATION,
@@ -35,6 +37,8 @@ from cannery.plan import ImageSpec
 from cannery.verify.model import Check
 from cannery.verify.registry import PlatformImage
 
+MAX_ENVELOPE = 256 << 20  # read into memory to verify: an SBOM of a large image fits
+
 
 class _Bad(Exception):
     """An attestation that cannot be read; the message says why."""
@@ -54,7 +58,11 @@ def _read(
         raise _Bad(f"{where}: artifact subject is {artifact_subject.digest}")
     if len(layers) != 1:
         raise _Bad(f"{where}: {len(layers)} layers, expected one envelope")
-    data = client.get_blob(repo, layers[0].digest)
+    if layers[0].size > MAX_ENVELOPE:
+        raise _Bad(f"{where}: a {layers[0].size}-byte envelope (the limit is {MAX_ENVELOPE})")
+    with tempfile.TemporaryDirectory() as tmp:  # an SBOM can be larger than a config
+        client.fetch_blob(repo, layers[0].digest, Path(tmp) / "blob", layers[0].size)
+        data = (Path(tmp) / "blob").read_bytes()
     bad_sig = None
     try:
         payload = verify_envelope(data, keys) if keys else open_envelope(data)[1]

@@ -137,8 +137,11 @@ def compare(
         if t is None or o is None:
             return Check("rebuild", False, f"{head}; {where}: only in the "
                          f"{'rebuild' if t is None else 'registry'}", platform)
-        files = layer_differences((layout / o.partition(":")[2]).read_bytes(),
-                                  client.get_blob(repo, t))
+        with tempfile.TemporaryDirectory() as tmp:
+            theirs_layer = Path(tmp) / "layer"
+            client.fetch_blob(repo, t, theirs_layer)
+            files = layer_differences((layout / o.partition(":")[2]).read_bytes(),
+                                      theirs_layer.read_bytes())
         return Check("rebuild", False,
                      f"{head}; first differing {where}: "
                      f"{', '.join(files) or 'same files (tar headers or compression differ)'}",
