@@ -17,6 +17,7 @@ GLOBAL_OPTS = {"git": ("-C", "-c", "--git-dir", "--work-tree", "--namespace"),
                "pip": ("--log", "--proxy", "--cache-dir")}
 # Short options that take a value, per tool: in a cluster, what follows one is its value.
 SHORT_VALUE = {"curl": "oudHXeEKrTwxAbcmyYzCFUQP", "wget": "OoaPtTweiUQBlDARIX",
+               "aria2c": "odxsjki",
                "git": "Cc", "tar": "fCT", "unzip": "d", "pip": "rcetie",
                "sha256sum": "", "gpg": "uor"}
 

@@ -36,7 +36,7 @@ def url_of(cmd: Command, resolve: Callable[[str], str] = _same) -> Word | None:
 
 
 def downloaded_file(cmd: Command, resolve: Callable[[str], str] = _same) -> str | None:
-    """The file a wget/curl command writes, if it writes one (not stdout)."""
+    """The file a wget/curl/aria2c command writes, if it writes one (not stdout)."""
     url = url_of(cmd, resolve)
     if cmd.name == "wget":
         out = cmd.flag_value("-O", "--output-document")
@@ -47,6 +47,15 @@ def downloaded_file(cmd: Command, resolve: Callable[[str], str] = _same) -> str 
         prefix = cmd.flag_value("-P", "--directory-prefix")
         name = basename(url.value)
         return f"{resolve(prefix.value).rstrip('/')}/{name}" if prefix else name
+    if cmd.name == "aria2c":
+        if url is None:
+            return None
+        out = cmd.flag_value("-o", "--out")
+        folder = cmd.flag_value("-d", "--dir")
+        name = resolve(out.value) if out is not None else basename(url.value)
+        if folder is not None and not name.startswith("/"):
+            return f"{resolve(folder.value).rstrip('/')}/{name}"
+        return name
     if cmd.name == "curl":
         out = cmd.flag_value("-o", "--output")
         if out is not None:
