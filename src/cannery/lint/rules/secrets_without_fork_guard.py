@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from cannery.lint.facts.workflow import Job, WorkflowFacts
+from cannery.lint.model import Finding, Severity
+from cannery.lint.rule import LintContext, Rule
+
+# Events that also run in a fork (its own pushes, schedules, releases) or for a fork's pull
+# request; a manual dispatch, a call from another workflow and a repository dispatch (which
+# needs a token) are chosen by someone who holds the secrets.
+FORK_EVENTS = ("push", "pull_request", "pull_request_target", "pull_request_review",
+               "pull_request_review_comment", "issue_comment", "issues", "workflow_run",
+               "schedule", "release", "create", "delete", "merge_group", "discussion",
+               "discussion_comment", "registry_package", "page_build", "watch", "fork")
+SECRET = re.compile(r"\$\{\{[^}]*?\bsecrets\.([A-Za-z_][\w-]*)")
+# A condition that keeps the job to the home repository (or off fork pull requests), or
+# that tests that a secret is there at all.
+GUARD = re.compile(
+    r"github\.repository(_owner)?\s*==|==\s*github\.repository(_owner)?\b|"
+    r"\bgithub\.repository_owner\b\s*==|head\.repo\.fork\s*==\s*false|!\s*github\.event\."
+    r"pull_request\.head\.repo\.fork|head\.repo\.full_name\s*==|==\s*github\.event\."
+    r"pull_request\.head\.repo\.full_name|(secrets|env)\.[\w-]+\s*!=\s*''|"
+    r"''\s*!=\s*(secrets|env)\.[\w-]+")
+# A job with one of these in its `if:` runs even when the jobs it needs were skipped.
+RUNS_ANYWAY = re.compile(r"\b(always|failure|cancelled)\s*\(")
+
+
+def _secrets(wf: WorkflowFacts, job: Job) -> list[tuple[str, int]]:
+    """(name, line) of each repository secret the job reads; GITHUB_TOKEN is everywhere."""
+    out = []
+    end = job.end_line or len(wf.lines)
+    for no in range(job.line, min(end, len(wf.lines)) + 1):
+        text = wf.lines[no - 1]
+        if text.lstrip().startswith("#"):
+            continue
+        out += [(m.group(1), no) for m in SECRET.finditer(text)
+                if m.group(1) != "GITHUB_TOKEN"]
+    if job.secrets_inherit:
+        out.append(("inherit", job.line))
+    # the workflow's env: reaches every job; count it where this job's steps read it
+    for key, value in wf.env.items():
+        for m in SECRET.finditer(value.text):
+            if m.group(1) != "GITHUB_TOKEN" and any(
+                    re.search(rf"\b{re.escape(key)}\b", wf.lines[n - 1])
+                    for n in range(job.line, min(end, len(wf.lines)) + 1)):
+                out.append((m.group(1), value.line))
+    return out
+
+
+def _guarded(job: Job, jobs: dict[str, Job], seen: set[str]) -> bool:
+    """Whether the job, or every path of jobs it needs, carries a repository guard."""
+    if job.id in seen:
+        return False
+    seen = seen | {job.id}
+    cond = job.if_.text if job.if_ is not None else ""
+    if GUARD.search(cond):
+        return True
+    if RUNS_ANYWAY.search(cond) or not job.needs:
+        return False
+    # a job is skipped when a job it needs was skipped: one guarded need is enough
+    return any(_guarded(jobs[n], jobs, seen) for n in job.needs if n in jobs)
+
+
+def _steps_guarded(wf: WorkflowFacts, job: Job, lines: set[int]) -> bool:
+    """Whether every step that reads a secret has its own guard in its `if:`."""
+    steps = job.steps
+    if not steps:
+        return False
+    for i, step in enumerate(steps):
+        end = steps[i + 1].line - 1 if i + 1 < len(steps) else (job.end_line or len(wf.lines))
+        if any(step.line <= n <= end for n in lines) and not (
+                step.if_ is not None and GUARD.search(step.if_.text)):
+            return False
+    return any(job.steps[0].line <= n for n in lines)
+
+
+class SecretsWithoutForkGuard(Rule):
+    """## What it does
+    Finds a workflow job that reads repository secrets (`${{ secrets.X }}` anywhere in the
+    job, `secrets: inherit`, or the workflow's `env:` set from a secret and read by the
+    job; `GITHUB_TOKEN` does not count) on events that a fork can trigger (`push`,
+    `pull_request`, `pull_request_target`, `schedule`, `release`, `workflow_run`,
+    `issue_comment`, …) with no guard that keeps it to the home repository: an `if:` on the
+    job (or on a job it `needs:`, unless its own `if:` runs it anyway with `always()`)
+    comparing `github.repository` or `github.repository_owner`, or checking that a pull
+    request's head is not a fork; or an `if:` on every step that reads a secret, with such a
+    comparison or a test that the secret is set (`env.TOKEN != ''`). A workflow that only
+    runs on `workflow_dispatch`, `workflow_call` or `repository_dispatch` is not reported.
+
+    ## Why is this bad?
+    In a fork (its own pushes and schedules) and on a fork's pull request, the secrets are
+    empty: the job logs in with an empty password and fails, every night, in every fork,
+    and the fork's owners get the failure mails. With `pull_request_target` it is worse: the
+    job runs with the secrets and may run the fork's code.
+
+    ## Example
+    ```yaml
+    on: {push: {branches: [main]}, schedule: [{cron: "0 16 * * *"}]}
+    jobs:
+      build:
+        runs-on: ubuntu-latest
+        steps:
+          - uses: docker/login-action@v3
+            with: {registry: quay.io, password: "${{ secrets.QUAY_PASSWORD }}"}
+    ```
+
+    ## Use instead
+    ```yaml
+    jobs:
+      build:
+        if: github.repository_owner == 'verl-project'
+    ```
+    """
+
+    name = "secrets-without-fork-guard"
+    code = "CW009"
+    severity = Severity.WARNING
+    targets = ("workflow",)
+
+    def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
+        events = [e for e in facts.events if e in FORK_EVENTS]
+        if not events:
+            return
+        jobs = {j.id: j for j in facts.jobs}
+        for job in facts.jobs:
+            used = _secrets(facts, job)
+            if not used or _guarded(job, jobs, set()):
+                continue
+            if _steps_guarded(facts, job, {n for _, n in used}):
+                continue
+            names = sorted({n for n, _ in used})
+            first = min(n for _, n in used)
+            shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+            worse = ("; on pull_request_target a fork's pull request runs with them"
+                     if "pull_request_target" in events else "")
+            text = facts.lines[job.line - 1] if job.line <= len(facts.lines) else ""
+            column = len(text) - len(text.lstrip()) + 1
+            yield self.finding(
+                facts.path, job.line, column,
+                f"job {job.id} uses secrets ({shown}, line {first}) on "
+                f"{', '.join(events)}, which forks trigger too, with no repository or owner "
+                f"guard: there the secrets are empty and the job fails{worse}",
+                end_column=column + len(job.id),
+                hint="add `if: github.repository_owner == 'OWNER'` (or github.repository == "
+                "'OWNER/NAME') to the job")
