@@ -13,6 +13,7 @@ from cannery.lint.facts.shell import Command, Script, Word
 
 CHECKSUM_TOOLS = {"sha256sum", "sha512sum", "sha384sum", "sha224sum", "sha1sum", "shasum",
                   "b2sum", "cksum"}
+DOWNLOADERS = ("wget", "curl", "aria2c")
 SIGNATURE_TOOLS = {"gpg", "gpg2", "gpgv", "cosign", "minisign", "signify", "slsa-verifier"}
 
 
@@ -69,7 +70,7 @@ def downloaded_file(cmd: Command, resolve: Callable[[str], str] = _same) -> str 
 
 
 def is_download(cmd: Command) -> bool:
-    return cmd.name in ("wget", "curl") and url_of(cmd) is not None
+    return cmd.name in DOWNLOADERS and url_of(cmd) is not None
 
 
 def is_verification(cmd: Command) -> bool:

@@ -9,7 +9,7 @@ from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction
 from cannery.lint.facts.shell import Command
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
-from cannery.lint.rules._shell import basename, downloaded_file
+from cannery.lint.rules._shell import DOWNLOADERS, basename, downloaded_file
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def absolute(path: str, workdir: str) -> str:
 
 def _creates(c: Command, workdir: str) -> str | None:
     """The path a download or clone command creates."""
-    f = downloaded_file(c) if c.name in ("wget", "curl", "aria2c") else None
+    f = downloaded_file(c) if c.name in DOWNLOADERS else None
     if f:
         return absolute(f, workdir)
     if c.name == "git" and c.subcommand() == "clone":

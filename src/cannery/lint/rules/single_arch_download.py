@@ -8,7 +8,7 @@ from cannery.lint.facts.dockerfile import DockerfileFacts, expand
 from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity, Span
 from cannery.lint.rule import LintContext, Rule
-from cannery.lint.rules._shell import basename, url_of
+from cannery.lint.rules._shell import DOWNLOADERS, basename, url_of
 from cannery.lint.rules._workflow import Build, dockerfiles, split_list
 from cannery.lint.rules.arch_dispatch_no_fallback import ARCH_SUBJECT
 
@@ -43,7 +43,7 @@ def single_arch_downloads(facts: DockerfileFacts) -> Iterator[tuple[int, str, st
             arch_spans = [(b.pos.line, b.pos.end_line) for b in inst.script.branches
                           if ARCH_SUBJECT.search(b.subject)]
             for cmd in inst.script.commands:
-                if cmd.name not in ("wget", "curl"):
+                if cmd.name not in DOWNLOADERS:
                     continue
                 if any(a <= cmd.pos.line <= z for a, z in arch_spans):
                     continue  # inside an if/case on the architecture

@@ -11,6 +11,7 @@ from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
 from cannery.lint.rules._shell import (
     CHECKSUM_TOOLS,
+    DOWNLOADERS,
     SIGNATURE_TOOLS,
     basename,
     consumer_kind,
@@ -151,7 +152,7 @@ class UnverifiedDownload(Rule):
                 for op, target in cmd.redirects:
                     if op in (">", ">>"):
                         track.written[resolve(target.value)] = " ".join(cmd.argv)
-            if cmd.name in ("wget", "curl"):
+            if cmd.name in DOWNLOADERS:
                 out = downloaded_file(cmd, resolve)
                 url = url_of(cmd, resolve)
                 if out:
