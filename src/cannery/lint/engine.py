@@ -71,7 +71,8 @@ def discover(paths: list[Path]) -> list[tuple[Path, str]]:
                         out.append((fp, k))
             if len(out) == before:
                 raise InputError(f"{p}: no Dockerfile or workflow found (looked for "
-                                 f"{', '.join(DOCKERFILE_NAMES)} and .github/workflows/*.yml)")
+                                 f"{', '.join(DOCKERFILE_NAMES)}, .github/workflows/*.yml and "
+                                 ".github/workflows/*.yaml)")
         elif p.exists():
             k = kind_of(p) or sniff(p)
             if k is None:

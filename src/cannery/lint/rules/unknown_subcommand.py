@@ -79,7 +79,7 @@ class UnknownSubcommand(Rule):
     name = "unknown-subcommand"
     code = "CW010"
     severity = Severity.ERROR
-    targets = ("workflow", "dockerfile")
+    targets = ("dockerfile", "workflow")
 
     def check(self, facts: DockerfileFacts | WorkflowFacts, ctx: LintContext
               ) -> Iterator[Finding]:
