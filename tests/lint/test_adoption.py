@@ -128,3 +128,22 @@ def test_yaml_workflows_are_found_and_named_in_the_message(
     wf.write_text(_workflow(LOGIN))
     res = cli("lint", "--format", "json", str(tmp_path))
     assert [f["rule"] for f in json.loads(res.out)["findings"]] == ["secret-in-argv"]
+
+
+def test_single_arch_download_links_files_linted_together_from_any_directory(
+        tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """The workflow names `images/Dockerfile.a2`; the file is in another tree of the run."""
+    wf = tmp_path / "ci" / ".github" / "workflows" / "build.yml"
+    wf.parent.mkdir(parents=True)
+    wf.write_text("on: workflow_dispatch\njobs:\n  b:\n    runs-on: x\n    steps:\n"
+                  "      - uses: docker/build-push-action@v6\n        with:\n"
+                  "          file: images/Dockerfile.a2\n"
+                  "          platforms: linux/amd64,linux/arm64\n")
+    df = tmp_path / "src" / "images" / "Dockerfile.a2"
+    df.parent.mkdir(parents=True)
+    df.write_text("FROM ubuntu:22.04\nADD https://example.com/tool_linux-x86_64.tar.gz /t/\n")
+    alone = cli("lint", "--format", "json", "--select", "single-arch-download", str(wf))
+    assert json.loads(alone.out)["findings"] == []
+    both = cli("lint", "--format", "json", "--select", "single-arch-download", str(wf), str(df))
+    (f,) = json.loads(both.out)["findings"]
+    assert f["line"] == 9 and "tool_linux-x86_64.tar.gz (line 2)" in f["message"]

@@ -137,10 +137,13 @@ def run(argv: list[str]) -> int:
             cfg = overridden(load_config(folder, args.config))
             same = next((e for e in engines.values() if e.config.source == cfg.source), None)
             engines[folder] = same if same is not None and args.config is None else Engine(cfg)
+            engines[folder].peers = peers
         return engines[folder]
 
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
     files = discover(args.paths or [Path(".")])
+    # a workflow is linked to the Dockerfiles it builds wherever they are in this run
+    peers = tuple(str(p) for p, k in files if k == "dockerfile")
     sources: dict[str, str] = {}
     findings = []
     diffs: list[str] = []
