@@ -32,9 +32,10 @@ INSECURE = {
     "git": re.compile(r"^\s*sslverify\s*=\s*(false|no|off|0)\b", re.I),
     "npm": re.compile(r"^\s*strict-ssl\s*=\s*false\b", re.I),
     "conda": re.compile(r"^\s*ssl_verify\s*:\s*(false|no|off)\b", re.I),
+    # quotes as typed, typographic ones too (“true”, seen in MindSpeed-RL's Dockerfile)
     "apt": re.compile(r"\[[^\]]*trusted=yes|allow-?(unauthenticated|insecure-?repositories|"
-                      r"downgrade-?to-?insecure-?repositories)\s*\"?\s*(true|yes|1)|"
-                      r"verify-?(peer|host)\s*\"?\s*(false|no|0)", re.I),
+                      r"downgrade-?to-?insecure-?repositories)\s*[\"'“”‘’]?\s*(true|yes|1)|"
+                      r"verify-?(peer|host)\s*[\"'“”‘’]?\s*(false|no|0)", re.I),
     "yum": re.compile(r"(?<![\w.])(sslverify|gpgcheck|localpkg_gpgcheck)\s*=\s*(0|false|no|off)"
                       r"\b", re.I),
 }
