@@ -107,11 +107,34 @@ def runs_file(cmd: Command, path: str, resolve: Callable[[str], str] = _same) ->
     return "/" in raw and names_file(resolve(raw), path)
 
 
+INTERPRETERS = ("bash", "sh", "zsh", "dash", "ksh", "python", "python3", "perl", "ruby",
+                "node", "source", ".")
+
+
+def script_operand(cmd: Command) -> Word | None:
+    """The file an interpreter runs: its first operand (`python3 x.py data.json` runs x.py;
+    data.json is only read). None with `-c`/`-m`, where no file is run."""
+    for w in cmd.args:
+        v = w.value
+        if v in ("-c", "-m", "-e", "--command"):
+            return None
+        if v.startswith("-"):
+            continue
+        return w
+    return None
+
+
 def use_kind(cmd: Command, path: str, resolve: Callable[[str], str] = _same) -> str | None:
-    """How ``cmd`` consumes a downloaded file: executed, sourced, extracted, installed."""
+    """How ``cmd`` consumes a downloaded file: executed, sourced, extracted, installed. An
+    interpreter executes only its script operand; a file it is handed as an argument is
+    data, not code."""
     if runs_file(cmd, path, resolve):
         return "executed"
-    if mentions(cmd, path, resolve) is None:
+    if cmd.name in INTERPRETERS:
+        script = script_operand(cmd)
+        if script is None or not names_file(resolve(script.value), path):
+            return None
+    elif mentions(cmd, path, resolve) is None:
         return None
     return consumer_kind(cmd)
 

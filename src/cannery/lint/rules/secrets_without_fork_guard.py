@@ -49,18 +49,87 @@ def _secrets(wf: WorkflowFacts, job: Job) -> list[tuple[str, int]]:
     return out
 
 
-def _guarded(job: Job, jobs: dict[str, Job], seen: set[str]) -> bool:
-    """Whether the job, or every path of jobs it needs, carries a repository guard."""
+_EVENT_TEST = re.compile(r"github\.event_name\s*(==|!=)\s*'([^']*)'|'([^']*)'\s*(==|!=)\s*"
+                         r"github\.event_name")
+
+
+def may_run_on(cond: str, event: str) -> bool:
+    """Whether an `if:` can be true when the workflow runs for ``event``: the
+    `github.event_name == '…'` tests are decided, everything else is unknown (Kleene logic
+    over `&&`, `||`, `!` and parentheses). Unparsable conditions may run."""
+    text = cond.strip()
+    m = re.fullmatch(r"\$\{\{(.*)\}\}", text, re.S)
+    text = m.group(1) if m else text
+
+    def decide(m: re.Match[str]) -> str:
+        op = m.group(1) or m.group(4)
+        name = m.group(2) if m.group(2) is not None else m.group(3)
+        return " T " if (name == event) == (op == "==") else " F "
+
+    text = _EVENT_TEST.sub(decide, text)
+    for _ in range(10):  # function calls and quoted strings are unknown atoms
+        new = re.sub(r"[\w.]+\([^()]*\)|'[^']*'", " U ", text)
+        if new == text:
+            break
+        text = new
+    tokens = re.findall(r"&&|\|\||!(?!=)|\(|\)|[^\s()&|!]+(?:\s*[!=<>]=?\s*[^\s()&|]+)*",
+                        text)
+    pos = 0
+
+    def atom() -> bool | None:
+        nonlocal pos
+        if pos >= len(tokens):
+            return None
+        tok = tokens[pos]
+        pos += 1
+        if tok == "!":
+            v = atom()
+            return None if v is None else not v
+        if tok == "(":
+            v = disj()
+            if pos < len(tokens) and tokens[pos] == ")":
+                pos += 1
+            return v
+        return {"T": True, "F": False}.get(tok.strip())
+
+    def conj() -> bool | None:
+        nonlocal pos
+        v = atom()
+        while pos < len(tokens) and tokens[pos] == "&&":
+            pos += 1
+            w = atom()
+            v = False if v is False or w is False else (True if v and w else None)
+        return v
+
+    def disj() -> bool | None:
+        nonlocal pos
+        v = conj()
+        while pos < len(tokens) and tokens[pos] == "||":
+            pos += 1
+            w = conj()
+            v = True if v is True or w is True else (False if v is False and w is False
+                                                     else None)
+        return v
+
+    try:
+        return disj() is not False
+    except RecursionError:
+        return True
+
+
+def _guarded(job: Job, jobs: dict[str, Job], seen: set[str], events: list[str]) -> bool:
+    """Whether the job, or one of the jobs it needs, carries a repository guard or an `if:`
+    that keeps it off every fork event."""
     if job.id in seen:
         return False
     seen = seen | {job.id}
     cond = job.if_.text if job.if_ is not None else ""
-    if GUARD.search(cond):
+    if GUARD.search(cond) or not any(may_run_on(cond, e) for e in events):
         return True
     if RUNS_ANYWAY.search(cond) or not job.needs:
         return False
     # a job is skipped when a job it needs was skipped: one guarded need is enough
-    return any(_guarded(jobs[n], jobs, seen) for n in job.needs if n in jobs)
+    return any(_guarded(jobs[n], jobs, seen, events) for n in job.needs if n in jobs)
 
 
 def _steps_guarded(wf: WorkflowFacts, job: Job, lines: set[int]) -> bool:
@@ -87,7 +156,9 @@ class SecretsWithoutForkGuard(Rule):
     comparing `github.repository` or `github.repository_owner`, or checking that a pull
     request's head is not a fork; or an `if:` on every step that reads a secret, with such a
     comparison or a test that the secret is set (`env.TOKEN != ''`). A workflow that only
-    runs on `workflow_dispatch`, `workflow_call` or `repository_dispatch` is not reported.
+    runs on `workflow_dispatch`, `workflow_call` or `repository_dispatch` is not reported,
+    nor is a job whose `if:` keeps it off every fork event (`github.event_name ==
+    'workflow_dispatch' && …`); the message names the events the job can run on.
 
     ## Why is this bad?
     In a fork (its own pushes and schedules) and on a fork's pull request, the secrets are
@@ -120,14 +191,16 @@ class SecretsWithoutForkGuard(Rule):
     targets = ("workflow",)
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
-        events = [e for e in facts.events if e in FORK_EVENTS]
-        if not events:
+        forks = [e for e in facts.events if e in FORK_EVENTS]
+        if not forks:
             return
         jobs = {j.id: j for j in facts.jobs}
         for job in facts.jobs:
             used = _secrets(facts, job)
-            if not used or _guarded(job, jobs, set()):
+            if not used or _guarded(job, jobs, set(), forks):
                 continue
+            cond = job.if_.text if job.if_ is not None else ""
+            events = [e for e in forks if may_run_on(cond, e)]
             if _steps_guarded(facts, job, {n for _, n in used}):
                 continue
             names = sorted({n for n, _ in used})
