@@ -132,17 +132,24 @@ def _guarded(job: Job, jobs: dict[str, Job], seen: set[str], events: list[str]) 
     return any(_guarded(jobs[n], jobs, seen, events) for n in job.needs if n in jobs)
 
 
-def _steps_guarded(wf: WorkflowFacts, job: Job, lines: set[int]) -> bool:
-    """Whether every step that reads a secret has its own guard in its `if:`."""
+def _reading_events(wf: WorkflowFacts, job: Job, lines: set[int], events: list[str]
+                    ) -> list[str]:
+    """The events on which some place that reads a secret runs: outside any step, every
+    event the job runs on; in a step, those its own `if:` allows, none when that `if:`
+    carries a guard."""
     steps = job.steps
-    if not steps:
-        return False
-    for i, step in enumerate(steps):
-        end = steps[i + 1].line - 1 if i + 1 < len(steps) else (job.end_line or len(wf.lines))
-        if any(step.line <= n <= end for n in lines) and not (
-                step.if_ is not None and GUARD.search(step.if_.text)):
-            return False
-    return any(job.steps[0].line <= n for n in lines)
+    out: set[str] = set()
+    for n in lines:
+        owner = None
+        for i, step in enumerate(steps):
+            end = steps[i + 1].line - 1 if i + 1 < len(steps) else (job.end_line or len(wf.lines))
+            if step.line <= n <= end:
+                owner = step
+        cond = owner.if_.text if owner is not None and owner.if_ is not None else ""
+        if GUARD.search(cond):
+            continue
+        out.update(e for e in events if may_run_on(cond, e))
+    return [e for e in events if e in out]
 
 
 class SecretsWithoutForkGuard(Rule):
@@ -155,7 +162,9 @@ class SecretsWithoutForkGuard(Rule):
     job (or on a job it `needs:`, unless its own `if:` runs it anyway with `always()`)
     comparing `github.repository` or `github.repository_owner`, or checking that a pull
     request's head is not a fork; or an `if:` on every step that reads a secret, with such a
-    comparison or a test that the secret is set (`env.TOKEN != ''`). A workflow that only
+    comparison or a test that the secret is set (`env.TOKEN != ''`). `github.event_name`
+    tests in the job's and the steps' `if:` are decided, so the message names only the
+    events on which a secret is read. A workflow that only
     runs on `workflow_dispatch`, `workflow_call` or `repository_dispatch` is not reported,
     nor is a job whose `if:` keeps it off every fork event (`github.event_name ==
     'workflow_dispatch' && …`); the message names the events the job can run on.
@@ -200,8 +209,9 @@ class SecretsWithoutForkGuard(Rule):
             if not used or _guarded(job, jobs, set(), forks):
                 continue
             cond = job.if_.text if job.if_ is not None else ""
-            events = [e for e in forks if may_run_on(cond, e)]
-            if _steps_guarded(facts, job, {n for _, n in used}):
+            events = _reading_events(facts, job, {n for _, n in used},
+                                     [e for e in forks if may_run_on(cond, e)])
+            if not events:
                 continue
             names = sorted({n for n, _ in used})
             first = min(n for _, n in used)
@@ -214,7 +224,7 @@ class SecretsWithoutForkGuard(Rule):
                 facts.path, job.line, column,
                 f"job {job.id} uses secrets ({shown}, line {first}) on "
                 f"{', '.join(events)}, which forks trigger too, with no repository or owner "
-                f"guard: there the secrets are empty and the job fails{worse}",
+                f"guard: in a fork, or for a fork's pull request, the secrets are empty{worse}",
                 end_column=column + len(job.id),
                 hint="add `if: github.repository_owner == 'OWNER'` (or github.repository == "
                 "'OWNER/NAME') to the job")
