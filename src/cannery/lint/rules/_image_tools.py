@@ -262,3 +262,13 @@ def leaf_verb(call: ToolCall) -> Word | None:
             call.operands) >= 2:
         return call.operands[0]
     return None
+
+
+DOCKER_BUILDS = {"build", "buildx build", "buildx b", "builder build", "image build"}
+
+
+def is_docker_build(cmd: Command) -> bool:
+    """`docker build`, `docker buildx build` (and their aliases), read as docker reads them:
+    `docker login --username build` is not a build."""
+    call = tool_call(cmd)
+    return call is not None and call.tool == "docker" and call.sub in DOCKER_BUILDS

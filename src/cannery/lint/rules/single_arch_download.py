@@ -8,6 +8,7 @@ from cannery.lint.facts.dockerfile import DockerfileFacts, expand
 from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity, Span
 from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rules._image_tools import is_docker_build
 from cannery.lint.rules._shell import DOWNLOADERS, basename, url_of
 from cannery.lint.rules._workflow import builds, expand_env, split_list
 from cannery.lint.rules.arch_dispatch_no_fallback import ARCH_SUBJECT
@@ -40,7 +41,7 @@ def _targets(wf: WorkflowFacts) -> dict[tuple[str, int, int], set[str]]:
                     if b.file is not None else "Dockerfile")
             add(name, plats, b.platforms.line, b.platforms.column)
     for job, step, cmd in wf.commands():
-        if cmd.name != "docker" or "build" not in cmd.argv[:2]:
+        if not is_docker_build(cmd):
             continue
         plat = cmd.flag_value("--platform")
         if plat is None:
