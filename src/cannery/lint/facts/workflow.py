@@ -148,6 +148,16 @@ def _run_script(node: Any, lines: list[str], offsets: list[int]) -> Script:
         return parse_script(text, first + 1, offsets[first : first + len(body)] or [0],
                             [indent] * max(1, len(body)))
     line = node.start_mark.line
+    last = node.end_mark.line - (0 if node.end_mark.column else 1)
+    if style is None and last > line and last < len(lines):
+        # a plain scalar over several lines: YAML folds each line break into a space; a
+        # trailing `\` makes bash read the same, and every word keeps its place in the file
+        col0 = node.start_mark.column
+        rows = [lines[line][col0:]] + [lines[i].lstrip() for i in range(line + 1, last + 1)]
+        shift = [col0] + [len(lines[i]) - len(lines[i].lstrip())
+                          for i in range(line + 1, last + 1)]
+        text = " \\\n".join(r.rstrip() for r in rows)
+        return parse_script(text, line + 1, offsets[line : last + 1], shift)
     col = node.start_mark.column + (1 if style in ("'", '"') else 0)
     return parse_script(str(node.value), line + 1, [offsets[line]], [col])
 
