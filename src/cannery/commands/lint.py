@@ -56,7 +56,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline-commit", metavar="REV", help="Report only findings not "
                    "present at git revision REV (matched by rule, file and message)")
     p.add_argument("--add-suppressions", action="store_true", help="Write a `# cannery: "
-                   "ignore=…` comment for every current finding, then report what is left")
+                   "ignore=…` line before every current finding, then report what is left "
+                   "(files it leaves alone are named on stderr, with the reason)")
     p.add_argument("--explain", metavar="RULE", help="Print a rule's documentation")
     p.add_argument("--list-rules", action="store_true", help="List every rule")
     p.add_argument("--no-color", action="store_true", help="Never colour text output")

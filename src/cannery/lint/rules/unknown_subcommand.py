@@ -53,8 +53,10 @@ class UnknownSubcommand(Rule):
     buildx`), `regctl`, `oras`, `gh` — with a subcommand that tool does not have, at any
     level (`crane tag delete`, `skopeo tag`, `regctl tag remove`, `docker manifest
     delete`). The command line is read as the tool reads it: options and their values are
-    skipped. `tag` of crane takes an image and a tag, so a subcommand word where the image
-    should be (`crane tag delete REF`) is reported too. An unknown top-level word of
+    skipped. A command that takes image references but is given a subcommand word (`delete`,
+    `rm`, `ls`, `list`, `create`, …) where the first reference should be, followed by more
+    operands, is reported too: `crane tag delete REF` (`crane tag` takes an image and a
+    tag, and has no subcommands). An unknown top-level word of
     `docker` or `gh` is not reported (plugins, extensions and aliases add those), nor is a
     subcommand that comes from a variable. The finding is an error; the message says so
     when `|| true` (or any `||`) hides the failure.
