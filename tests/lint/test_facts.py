@@ -159,3 +159,16 @@ def test_a_plain_scalar_over_several_lines_keeps_each_word_in_place() -> None:
     secret = next(w for w in step.run.commands[1].args if "secrets" in w.text)
     assert (secret.pos.line, secret.pos.column) == (7, 33)
     assert text.split("\n")[6][secret.pos.column - 1:].startswith("${{ secrets.P }}")
+
+
+def test_the_bash_grammar_loads_without_the_packages_start_up_imports() -> None:
+    """A one-file lint should not pay for importlib.resources (tempfile, shutil, lzma)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from cannery.lint.facts.shell import parse_script; "
+            "s = parse_script('a && b | c'); print([c.name for c in s.commands], "
+            "'importlib.resources' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "['a', 'b', 'c'] False"
