@@ -22,7 +22,11 @@ GUARD = re.compile(
     r"\bgithub\.repository_owner\b\s*==|head\.repo\.fork\s*==\s*false|!\s*github\.event\."
     r"pull_request\.head\.repo\.fork|head\.repo\.full_name\s*==|==\s*github\.event\."
     r"pull_request\.head\.repo\.full_name|(secrets|env)\.[\w-]+\s*!=\s*''|"
-    r"''\s*!=\s*(secrets|env)\.[\w-]+")
+    r"''\s*!=\s*(secrets|env)\.[\w-]+|"
+    # the repository running the workflow is not a fork
+    r"!\s*github\.event\.repository\.fork\b|github\.event\.repository\.fork\s*==\s*false|"
+    # a repository variable: forks do not get the home repository's variables
+    r"\bvars\.[\w-]+\s*(==|!=)")
 # A job with one of these in its `if:` runs even when the jobs it needs were skipped.
 RUNS_ANYWAY = re.compile(r"\b(always|failure|cancelled)\s*\(")
 
@@ -160,8 +164,11 @@ class SecretsWithoutForkGuard(Rule):
     `pull_request`, `pull_request_target`, `schedule`, `release`, `workflow_run`,
     `issue_comment`, …) with no guard that keeps it to the home repository: an `if:` on the
     job (or on a job it `needs:`, unless its own `if:` runs it anyway with `always()`)
-    comparing `github.repository` or `github.repository_owner`, or checking that a pull
-    request's head is not a fork; or an `if:` on every step that reads a secret, with such a
+    comparing `github.repository` or `github.repository_owner`, checking that the
+    repository running it is not a fork (`!github.event.repository.fork`) or that a pull
+    request's head is not one, or testing a repository variable (`vars.PUBLISH == 'true'`:
+    forks do not get the home repository's variables); or an `if:` on every step that reads
+    a secret, with such a
     comparison or a test that the secret is set (`env.TOKEN != ''`). `github.event_name`
     tests in the job's and the steps' `if:` are decided, so the message names only the
     events on which a secret is read. A workflow that only
