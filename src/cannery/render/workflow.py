@@ -7,7 +7,8 @@ Shape, and why:
   (labels from ``[ci.runners]``); a leg runs `cannery build IMAGE --platform P --push
   --digest-dir DIR --registry-cache`, which pushes that platform by digest (no tag moves),
   with a BuildKit registry cache of that image and platform alone, and writes its descriptor,
-  uploaded as an artifact named per image and platform;
+  uploaded as an artifact named per image and platform; it runs only outside forks
+  (`!github.event.repository.fork`), where the registry secrets would be empty;
 - per image, one merge job that `needs` only that image's build job, so it runs only when every
   leg of that image succeeded. It runs `cannery build IMAGE --merge-only --digest-dir DIR
   --push` rather than `docker buildx imagetools create`: cannery reads the same catalog and
@@ -173,6 +174,9 @@ def render_workflow(
         jobs[build_id] = {
             "name": f"build {spec.name} (${{{{ matrix.platform }}}})",
             "needs": "check",
+            # registry secrets are empty in a fork: build and push only in the home repository
+            # (the merge job needs this one, so it is skipped with it)
+            "if": "${{ !github.event.repository.fork }}",
             "runs-on": "${{ matrix.runner }}",
             **env,
             "permissions": {"contents": "read"},
