@@ -30,7 +30,7 @@ from cannery.attest.sbom import lock_mismatches
 from cannery.attest.sign import BadSignature, PublicKey, keyid, open_envelope, verify_envelope
 from cannery.errors import NetworkError
 from cannery.oci.client import OCIClient
-from cannery.oci.manifest import Descriptor, MalformedManifest
+from cannery.oci.manifest import MalformedManifest, parse_index
 from cannery.oci.reference import Reference
 from cannery.oci.referrers import Referrer, list_referrers, parse_artifact
 from cannery.plan import ImageSpec
@@ -241,17 +241,16 @@ def attestation_checks(
 
 def index_entries_check(body: bytes) -> Check:
     """The index lists platform images only: no ``unknown/unknown`` attestation entries (as
-    BuildKit adds), since cannery attaches its attestations as referrers."""
+    BuildKit adds), since cannery attaches its attestations as referrers. Read strictly: a
+    malformed index is a failed check naming the field, never a crash."""
     try:
-        entries = json.loads(body).get("manifests") or []
-    except (ValueError, AttributeError):
-        return Check("index holds images only", False, "index is not JSON")
-    odd = []
-    for e in entries:
-        if not isinstance(e, dict):
-            continue
-        plat = e.get("platform") or {}
-        if plat.get("os") == "unknown" or "vnd.docker.reference.type" in (e.get("annotations")
-                                                                           or {}):
-            odd.append(str(Descriptor.from_json(e).digest)[:19])
+        entries, _ = parse_index(body, "index")
+    except MalformedManifest as exc:
+        return Check("index holds images only", False, str(exc))
+    odd = [
+        e.digest[:19]
+        for e in entries
+        if (e.platform or {}).get("os") == "unknown"
+        or "vnd.docker.reference.type" in (e.annotations or {})
+    ]
     return Check("index holds images only", not odd, ", ".join(odd))
