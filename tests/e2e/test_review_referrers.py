@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from cannery.attest.attach import PROVENANCE_TYPE
-from cannery.attest.sign import ENVELOPE_MEDIA_TYPE
+from cannery.attest.attach import PROVENANCE_TYPE, SBOM_TYPE, SPDX_PREDICATE
+from cannery.attest.sign import ENVELOPE_MEDIA_TYPE, envelope
 from cannery.errors import NetworkError
 from cannery.oci import OCI_INDEX, Descriptor, OCIClient, Reference, push_image_dir
 from cannery.oci.manifest import OCI_MANIFEST
@@ -23,6 +23,9 @@ from cannery.oci.referrers import (
     referrers_index,
 )
 from cannery.tls import ssl_context
+from cannery.verify.attestations import attestation_checks
+from cannery.verify.registry import PlatformImage
+from tests.e2e.test_attest_referrers import _image, _job
 from tests.services.hostile import HostileRegistry
 from tests.services.registry import LocalRegistry, write_dir_layout
 from tests.services.tlsca import LocalCA
@@ -74,5 +77,54 @@ def test_copy_referrers_names_an_artifact_without_config(
         with OCIClient(ssl_context(test_ca.ca_cert), retry_budget=2, backoff=0.01) as hc, \
                 pytest.raises(NetworkError, match=r"malformed answer: .*\.config: "):
             copy_referrers(hc, src, client, dst, digest)
+    finally:
+        reg.stop()
+
+
+@pytest.mark.parametrize(
+    ("kind", "statement", "check", "detail"),
+    [
+        # The subject's digest as a string, not an object: AttributeError before.
+        (PROVENANCE_TYPE, lambda d: {"subject": [{"digest": d}]},
+         "provenance subject", "the statement's subject is not"),
+        # Nested deeper than the JSON parser goes: RecursionError before.
+        (PROVENANCE_TYPE, lambda d: "[" * 100_000, "provenance subject", "payload is not JSON"),
+        # SBOM packages / externalRefs of the wrong type: TypeError before. (This spec locks no
+        # Python pins, so the check passes: it lists none as found.)
+        (SBOM_TYPE, lambda d: {"subject": [{"digest": {"sha256": d[7:]}}],
+                               "predicateType": SPDX_PREDICATE, "predicate": {"packages": 5}},
+         "sbom python pins", None),
+        (SBOM_TYPE, lambda d: {"subject": [{"digest": {"sha256": d[7:]}}],
+                               "predicateType": SPDX_PREDICATE,
+                               "predicate": {"packages": [{"externalRefs": 7}]}},
+         "sbom python pins", None),
+    ],
+)
+def test_a_malformed_attestation_is_a_failed_check_not_a_crash(
+    tmp_path: Path, registry: LocalRegistry, client: OCIClient, kind: str,
+    statement: Callable[[str], object], check: str, detail: str | None,
+) -> None:
+    repo, children = _image(tmp_path, client, registry.host)
+    spec, _ = _job(repo)
+    amd = children[0]
+    stmt = statement(amd.digest)
+    payload = stmt.encode() if isinstance(stmt, str) else json.dumps(stmt).encode()
+    attach(client, repo, amd, kind, envelope(payload, None), ENVELOPE_MEDIA_TYPE)
+    images = [PlatformImage("linux/amd64", amd, {})]
+    checks = {f"{c.platform} {c.name}": c for c in attestation_checks(
+        client, repo, spec, images, [], False)}
+    got = checks[f"linux/amd64 {check}"]
+    assert (got.ok, detail in got.detail) == (False, True) if detail else got.ok
+
+
+def test_a_manifest_nested_too_deep_is_a_malformed_answer(
+    tmp_path: Path, test_ca: LocalCA
+) -> None:
+    reg = HostileRegistry(tmp_path / "reg", test_ca)
+    try:
+        reg.store_manifest("team/app", b"[" * 100_000, OCI_MANIFEST, "deep")
+        with OCIClient(ssl_context(test_ca.ca_cert), retry_budget=2, backoff=0.01) as hc, \
+                pytest.raises(NetworkError, match=r"malformed answer: .* not a JSON object"):
+            hc.get_manifest(Reference.parse(f"{reg.host}/team/app:deep"))
     finally:
         reg.stop()

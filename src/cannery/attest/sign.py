@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from cannery.errors import InputError
+from cannery.oci.manifest import load_json
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 ENVELOPE_MEDIA_TYPE = "application/vnd.dsse.envelope.v1+json"
@@ -149,7 +150,7 @@ def open_envelope(data: bytes) -> tuple[str, bytes, list[tuple[str, bytes]]]:
     """(payloadType, payload, [(keyid, signature)]) of an envelope, read strictly; the
     signatures are not checked here."""
     try:
-        env = json.loads(data)
+        env = load_json(data)
         payload_type = env["payloadType"]
         payload = base64.b64decode(env["payload"], validate=True)
         sigs = [(str(s.get("keyid", "")), base64.b64decode(s["sig"], validate=True))

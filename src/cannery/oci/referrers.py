@@ -36,6 +36,7 @@ from cannery.oci.manifest import (
     Descriptor,
     MalformedManifest,
     digest_of,
+    load_json,
 )
 from cannery.oci.reference import Reference, valid_digest
 
@@ -93,7 +94,7 @@ def parse_artifact(
 ) -> tuple[str, Descriptor, list[Descriptor], dict[str, str]]:
     """(artifactType, subject, layers, annotations) of an artifact manifest, read strictly."""
     try:
-        data = json.loads(body)
+        data = load_json(body)
     except ValueError:
         raise MalformedManifest(f"{where}: not JSON") from None
     if not isinstance(data, dict):
@@ -171,7 +172,7 @@ def referrers_index(entries: list[Referrer]) -> bytes:
 
 def _parse_list(body: bytes, where: str) -> list[Referrer]:
     try:
-        data = json.loads(body)
+        data = load_json(body)
     except ValueError:
         raise NetworkError(f"{where}: not JSON") from None
     if not isinstance(data, dict) or data.get("mediaType", OCI_INDEX) != OCI_INDEX:
@@ -256,7 +257,7 @@ def copy_referrers(
         body, _ = src.get_manifest(src_repo.with_digest(r.descriptor.digest))
         try:
             _, _, layers, _ = parse_artifact(body, where)
-            config = Descriptor.from_json(json.loads(body).get("config"), f"{where}.config")
+            config = Descriptor.from_json(load_json(body).get("config"), f"{where}.config")
         except MalformedManifest as exc:
             raise NetworkError(f"{src_repo.host}: malformed answer: {exc}") from None
         for d in [config, *layers]:

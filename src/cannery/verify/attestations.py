@@ -30,7 +30,7 @@ from cannery.attest.sbom import lock_mismatches
 from cannery.attest.sign import BadSignature, PublicKey, keyid, open_envelope, verify_envelope
 from cannery.errors import NetworkError
 from cannery.oci.client import OCIClient
-from cannery.oci.manifest import MalformedManifest, parse_index
+from cannery.oci.manifest import MalformedManifest, load_json, parse_index
 from cannery.oci.reference import Reference
 from cannery.oci.referrers import Referrer, list_referrers, parse_artifact
 from cannery.plan import ImageSpec
@@ -73,7 +73,7 @@ def _read(
         except BadSignature as exc2:
             raise _Bad(f"{where}: {exc2}") from None
     try:
-        stmt = json.loads(payload)
+        stmt = load_json(payload)
     except ValueError:
         raise _Bad(f"{where}: payload is not JSON") from None
     if not isinstance(stmt, dict):
@@ -81,7 +81,8 @@ def _read(
     algo, _, hexd = subject.partition(":")
     subjects = stmt.get("subject") or []
     if not isinstance(subjects, list) or not any(
-        isinstance(s, dict) and (s.get("digest") or {}).get(algo) == hexd for s in subjects
+        isinstance(s, dict) and isinstance(s.get("digest"), dict) and s["digest"].get(algo) == hexd
+        for s in subjects
     ):
         raise _Bad(f"{where}: the statement's subject is not {subject}")
     return stmt, bad_sig
