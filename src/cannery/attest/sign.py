@@ -83,8 +83,9 @@ def _check_curve(key: object, where: str) -> None:
 
 
 def load_signer(source: str) -> Signer:
-    """``FILE`` or ``env:NAME`` (PEM in the variable). The variable is removed from this
-    process's environment once read, so no build step or tool cannery runs inherits it."""
+    """``FILE`` or ``env:NAME`` (PEM in the variable). The variable, and the password's, are
+    removed from this process's environment once read, so no build step or tool cannery runs
+    inherits them."""
     if source.startswith("env:"):
         name = source[4:]
         where = f"--sign-key env:{name}"
@@ -98,7 +99,7 @@ def load_signer(source: str) -> Signer:
             data = Path(source).read_bytes()
         except OSError as exc:
             raise InputError(f"{where}: cannot read: {exc.strerror}") from None
-    password = os.environ.get(PASSWORD_ENV)
+    password = os.environ.pop(PASSWORD_ENV, None)
     try:
         key = serialization.load_pem_private_key(
             data, password.encode() if password else None
