@@ -128,3 +128,29 @@ def test_a_manifest_nested_too_deep_is_a_malformed_answer(
             hc.get_manifest(Reference.parse(f"{reg.host}/team/app:deep"))
     finally:
         reg.stop()
+
+
+def test_verify_reads_each_listed_artifact_once_and_a_bounded_number(
+    tmp_path: Path, registry: LocalRegistry, client: OCIClient
+) -> None:
+    from cannery.verify.attestations import MAX_PER_TYPE
+
+    repo, children = _image(tmp_path, client, registry.host)
+    spec, _ = _job(repo)
+    amd = children[0]
+    images = [PlatformImage("linux/amd64", amd, {})]
+    one = attach(client, repo, amd, PROVENANCE_TYPE, envelope(b"{}", None), ENVELOPE_MEDIA_TYPE)
+    tag = repo.with_tag(fallback_tag(amd.digest))
+    # The same artifact listed 50 times is read (and reported) once.
+    client.put_manifest(tag, referrers_index([one] * 50), OCI_INDEX)
+    checks = attestation_checks(client, repo, spec, images, [], False)
+    assert [c.name for c in checks].count("provenance subject") == 1
+    # More distinct artifacts of one type than verify reads: a failed check says so, and only
+    # MAX_PER_TYPE are read.
+    many = [attach(client, repo, amd, PROVENANCE_TYPE, envelope(b'{"n":%d}' % n, None),
+                   ENVELOPE_MEDIA_TYPE) for n in range(MAX_PER_TYPE + 1)]
+    assert len({m.descriptor.digest for m in many}) == MAX_PER_TYPE + 1
+    checks = attestation_checks(client, repo, spec, images, [], False)
+    assert [c.name for c in checks].count("provenance subject") == MAX_PER_TYPE
+    (bounded,) = [c for c in checks if c.name == "attestations readable"]
+    assert not bounded.ok and f"verify reads at most {MAX_PER_TYPE}" in bounded.detail

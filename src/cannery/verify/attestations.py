@@ -8,7 +8,8 @@ referrers, read through the referrers API or the tag-schema fallback.
 - signature (with ``--key``): at least one, by that key, of this manifest; and of the index.
 
 With ``require`` (``--require-attestations``), a platform with no provenance or no SBOM fails;
-with keys, a missing signature fails. Otherwise absence is not reported.
+with keys, a missing signature fails. Otherwise absence is not reported. Each listed artifact is
+read once, and at most ``MAX_PER_TYPE`` of a type per subject (more is a failed check).
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ from cannery.verify.model import Check
 from cannery.verify.registry import PlatformImage
 
 MAX_ENVELOPE = 256 << 20  # read into memory to verify: an SBOM of a large image fits
+# Artifacts of one type read per subject: a build attaches one (a signature per key); a list
+# naming thousands (4 MiB of entries) would otherwise mean thousands of envelope downloads.
+MAX_PER_TYPE = 32
 
 
 class _Bad(Exception):
@@ -198,6 +202,26 @@ def _signed(
     return Check(name, False, problems[0], platform)
 
 
+def _by_type(
+    found: list[Referrer], subject: str, platform: str | None, checks: list[Check]
+) -> dict[str, list[Referrer]]:
+    """The referrers of each artifact type, each artifact once, at most MAX_PER_TYPE of a type
+    (more is a failed check: those past the limit are not read)."""
+    by_type: dict[str, list[Referrer]] = {}
+    seen: set[str] = set()
+    for r in found:
+        if r.descriptor.digest not in seen:
+            seen.add(r.descriptor.digest)
+            by_type.setdefault(r.artifact_type, []).append(r)
+    for kind, entries in by_type.items():
+        if len(entries) > MAX_PER_TYPE:
+            checks.append(Check("attestations readable", False,
+                                f"{len(entries)} {kind[:60]} artifacts attached to "
+                                f"{subject[:19]}; verify reads at most {MAX_PER_TYPE}", platform))
+            del entries[MAX_PER_TYPE:]
+    return by_type
+
+
 def attestation_checks(
     client: OCIClient,
     ref: Reference,
@@ -212,9 +236,7 @@ def attestation_checks(
         for img in images:
             p, digest = img.platform, img.descriptor.digest
             found, source = list_referrers(client, repo, digest)
-            by_type: dict[str, list[Referrer]] = {}
-            for r in found:
-                by_type.setdefault(r.artifact_type, []).append(r)
+            by_type = _by_type(found, digest, p, checks)
             provs, sboms = by_type.get(PROVENANCE_TYPE, []), by_type.get(SBOM_TYPE, [])
             if require or provs:
                 via = "referrers API" if source == "api" else "fallback tag"
@@ -232,7 +254,8 @@ def attestation_checks(
         if keys:
             index = client.head_manifest(ref)
             if index is not None:
-                sigs, _ = list_referrers(client, repo, index.digest, SIGNATURE_TYPE)
+                found, _ = list_referrers(client, repo, index.digest, SIGNATURE_TYPE)
+                sigs = _by_type(found, index.digest, None, checks).get(SIGNATURE_TYPE, [])
                 checks.append(_signed(client, repo, index.digest, sigs, keys, "index signature",
                                       None))
     except (NetworkError, MalformedManifest) as exc:
