@@ -176,9 +176,11 @@ def origin(url: str) -> tuple[str, str, int]:
 
 
 def shown(url: str) -> str:
-    """``url`` for a message: without its query (a signed URL carries credentials there)."""
+    """``url`` for a message: without its query (a signed URL carries credentials there) and
+    without a ``user:password@`` (a ``Location`` may carry one)."""
     parts = urllib.parse.urlsplit(url)
-    return urllib.parse.urlunsplit(parts._replace(query="", fragment=""))
+    netloc = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
 
 
 def _loopback(url: str) -> bool:
