@@ -154,3 +154,35 @@ def test_verify_reads_each_listed_artifact_once_and_a_bounded_number(
     assert [c.name for c in checks].count("provenance subject") == MAX_PER_TYPE
     (bounded,) = [c for c in checks if c.name == "attestations readable"]
     assert not bounded.ok and f"verify reads at most {MAX_PER_TYPE}" in bounded.detail
+
+
+def test_build_attaches_what_a_lying_list_entry_claims_is_there(
+    tmp_path: Path, registry: LocalRegistry, client: OCIClient
+) -> None:
+    """amd64's fallback list names arm64's provenance and signature (their manifests' subject
+    is arm64): the build still attaches amd64's own, instead of skipping them as present."""
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    from cannery.attest.attach import SIGNATURE_TYPE, Attester
+    from cannery.attest.provenance import build_context
+    from cannery.attest.sign import Signer
+    from cannery.oci import merge_index
+    from cannery.oci.referrers import list_referrers, parse_artifact
+
+    repo, children = _image(tmp_path, client, registry.host)
+    amd, arm = children
+    _, job = _job(repo)
+    index = merge_index(client, repo, children, {})
+    attester = Attester(client, build_context("catalog.toml", "a" * 64, "buildah", None),
+                        Signer(ed25519.Ed25519PrivateKey.generate(), "test"))
+    attester.platform(job, repo, arm, "linux/arm64", "")
+    arm_list = client.get_manifest(repo.with_tag(fallback_tag(arm.digest)))[0]
+    client.put_manifest(repo.with_tag(fallback_tag(amd.digest)), arm_list, OCI_INDEX)
+    attester(job, index, children)
+    about = {}
+    for r in list_referrers(client, repo, amd.digest)[0]:
+        body = client.get_manifest(repo.with_digest(r.descriptor.digest))[0]
+        kind, subject, _, _ = parse_artifact(body, "artifact")
+        about.setdefault(kind, set()).add(subject.digest)
+    assert about[PROVENANCE_TYPE] == {arm.digest, amd.digest}
+    assert about[SIGNATURE_TYPE] == {arm.digest, amd.digest}
