@@ -186,3 +186,47 @@ def test_build_attaches_what_a_lying_list_entry_claims_is_there(
         about.setdefault(kind, set()).add(subject.digest)
     assert about[PROVENANCE_TYPE] == {arm.digest, amd.digest}
     assert about[SIGNATURE_TYPE] == {arm.digest, amd.digest}
+
+
+def test_verify_checks_the_signature_of_the_index_it_checked(
+    tmp_path: Path, registry: LocalRegistry, client: OCIClient,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The tag names an unsigned index A when verify reads it; then it moves to a signed index
+    B (signed platforms, same images). The index signature checked must be A's."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    import cannery.commands.verify as verify_mod
+    from cannery.attest.attach import Attester
+    from cannery.attest.provenance import build_context
+    from cannery.attest.sign import Signer
+    from cannery.oci import merge_index
+
+    repo, children = _image(tmp_path, client, registry.host)
+    _, job = _job(repo)
+    key = ed25519.Ed25519PrivateKey.generate()
+    signed = merge_index(client, repo, children, {})
+    Attester(client, build_context("catalog.toml", "a" * 64, "buildah", None),
+             Signer(key, "test"))(job, signed, children)
+    unsigned = merge_index(client, repo, children, {"org.example.note": "unsigned"})
+    ref = repo.with_tag("latest")
+    client.put_manifest(ref, client.get_manifest(repo.with_digest(unsigned.digest))[0],
+                        OCI_INDEX)
+    real = verify_mod.registry_checks
+
+    def then_move(*args, **kwargs):  # type: ignore[no-untyped-def]
+        result = real(*args, **kwargs)
+        client.put_manifest(ref, client.get_manifest(repo.with_digest(signed.digest))[0],
+                            OCI_INDEX)
+        return result
+
+    monkeypatch.setattr(verify_mod, "registry_checks", then_move)
+    pub = tmp_path / "key.pub"
+    pub.write_bytes(key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    lock = Path(__file__).resolve().parents[1] / "golden" / "cannery.lock"
+    verify_mod.verify_cmd(str(ref), None, lock, "qwen3-5-a2", True, None, False, pub)
+    report = json.loads(capsys.readouterr().out)
+    (index_sig,) = [c for c in report["checks"] if c["name"] == "index signature"]
+    assert not index_sig["ok"] and "no signature attached" in index_sig["detail"]

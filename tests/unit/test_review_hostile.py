@@ -25,7 +25,7 @@ DIGEST = "sha256:" + "a" * 64
 def test_index_entries_check_reads_a_malformed_index_as_a_failed_check(
     index: object, field: str
 ) -> None:
-    # verify reads the tag a second time for this check: a registry may answer anything.
+    # Bytes from a registry: whatever they hold, a failed check, not a crash.
     check = index_entries_check(json.dumps(index).encode())
     assert not check.ok and field in check.detail
 
