@@ -230,3 +230,32 @@ def test_verify_checks_the_signature_of_the_index_it_checked(
     report = json.loads(capsys.readouterr().out)
     (index_sig,) = [c for c in report["checks"] if c["name"] == "index signature"]
     assert not index_sig["ok"] and "no signature attached" in index_sig["detail"]
+
+
+def test_a_signature_made_for_another_payload_type_does_not_count(
+    tmp_path: Path, registry: LocalRegistry, client: OCIClient
+) -> None:
+    """The key signed these bytes as some other kind of payload (DSSE binds the type into
+    what is signed): valid signature, but not of an in-toto statement."""
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    from cannery.attest.attach import (
+        KEYID_ANNOTATION,
+        SIGNATURE_PREDICATE,
+        SIGNATURE_TYPE,
+        statement,
+    )
+    from cannery.attest.sign import Signer
+
+    repo, children = _image(tmp_path, client, registry.host)
+    spec, _ = _job(repo)
+    amd = children[0]
+    key = ed25519.Ed25519PrivateKey.generate()
+    stmt = statement(repo.name, amd, SIGNATURE_PREDICATE, {})
+    attach(client, repo, amd, SIGNATURE_TYPE,
+           envelope(stmt, Signer(key, "test"), "application/vnd.example.other+json"),
+           ENVELOPE_MEDIA_TYPE, {KEYID_ANNOTATION: Signer(key, "test").keyid})
+    images = [PlatformImage("linux/amd64", amd, {})]
+    checks = attestation_checks(client, repo, spec, images, [key.public_key()], False)
+    (sig,) = [c for c in checks if c.name == "signature"]
+    assert not sig.ok and "payloadType 'application/vnd.example.other+json'" in sig.detail

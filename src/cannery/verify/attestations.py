@@ -28,7 +28,14 @@ from cannery.attest.attach import (
 )
 from cannery.attest.provenance import SLSA_PROVENANCE, resolved_dependencies
 from cannery.attest.sbom import lock_mismatches
-from cannery.attest.sign import BadSignature, PublicKey, keyid, open_envelope, verify_envelope
+from cannery.attest.sign import (
+    PAYLOAD_TYPE,
+    BadSignature,
+    PublicKey,
+    keyid,
+    open_envelope,
+    verify_envelope,
+)
 from cannery.errors import NetworkError
 from cannery.oci.client import OCIClient
 from cannery.oci.manifest import MalformedManifest, load_json, parse_index
@@ -67,15 +74,20 @@ def _read(
     with tempfile.TemporaryDirectory() as tmp:  # an SBOM can be larger than a config
         client.fetch_blob(repo, layers[0].digest, Path(tmp) / "blob", layers[0].size)
         data = (Path(tmp) / "blob").read_bytes()
+    try:
+        payload_type, payload, _ = open_envelope(data)
+    except BadSignature as exc:
+        raise _Bad(f"{where}: {exc}") from None
+    # The signature covers the payload type too (DSSE's PAE): one made for another type of
+    # payload is not a signature of an in-toto statement, whatever the payload says.
+    if payload_type != PAYLOAD_TYPE:
+        raise _Bad(f"{where}: envelope payloadType {payload_type[:60]!r}, not {PAYLOAD_TYPE}")
     bad_sig = None
     try:
-        payload = verify_envelope(data, keys) if keys else open_envelope(data)[1]
+        if keys:
+            verify_envelope(data, keys)
     except BadSignature as exc:
         bad_sig = f"{where}: {exc}"
-        try:
-            payload = open_envelope(data)[1]
-        except BadSignature as exc2:
-            raise _Bad(f"{where}: {exc2}") from None
     try:
         stmt = load_json(payload)
     except ValueError:
@@ -195,10 +207,10 @@ def _signed(
         problems.append(bad_sig or "not a signature statement")
     if not found:
         return Check(name, False, "no signature attached", platform)
-    others = {(r.descriptor.annotations or {}).get(KEYID_ANNOTATION, "?")[:12] for r in found}
-    if not ids & others:
-        return Check(name, False, f"signed only by other keys ({', '.join(sorted(others))})",
-                     platform)
+    others = {(r.descriptor.annotations or {}).get(KEYID_ANNOTATION, "?") for r in found}
+    if not ids & others:  # full key ids compared; shortened only for the message
+        shown = ", ".join(sorted(k[:12] for k in others))
+        return Check(name, False, f"signed only by other keys ({shown})", platform)
     return Check(name, False, problems[0], platform)
 
 
