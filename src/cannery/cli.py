@@ -55,7 +55,7 @@ ImagesArg = Annotated[
 CatalogPathArg = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Argument(
-        help="Catalog TOML (default: the embedded catalog)", metavar="[PATH]", show_default=False
+        help="Same as --catalog (kept for older scripts)", metavar="[PATH]", show_default=False
     ),
 ]
 CatalogOpt = Annotated[
@@ -123,11 +123,11 @@ def _root(
 
 
 @catalog_app.command("validate")
-def catalog_validate(catalog: CatalogPathArg = None) -> None:
+def catalog_validate(path: CatalogPathArg = None, catalog: CatalogOpt = None) -> None:
     """Validate a catalog: schema, references, compatibility table."""
     from cannery.commands.validate import validate
 
-    raise typer.Exit(validate(catalog))
+    raise typer.Exit(validate(catalog, path))
 
 
 @app.command("plan")

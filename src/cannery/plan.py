@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cannery.catalog.inputs import fill_url, render_tag, toolkit_downloads
-from cannery.catalog.models import Catalog, Component
+from cannery.catalog.models import OS_FAMILIES, Catalog, Component
 from cannery.catalog.platforms import UNAME_ARCH, arches_of, platform_arch
 from cannery.lock import Lock, git_key
 from cannery.pydeps import python_requests
@@ -69,7 +69,8 @@ class ComponentSpec:
     jobs_limit: int | None
     jobs_reason: str | None
     pin: bool
-    extra_index: tuple[tuple[str, str], ...]
+    # TARGETARCH → extra package indexes for this component's pip calls, in the order written
+    extra_index: tuple[tuple[str, tuple[str, ...]], ...]
 
     @property
     def label_version(self) -> str:
@@ -107,7 +108,8 @@ class ImageSpec:
     soc: str
     platforms: tuple[str, ...]
     toolkit: ToolkitSpec
-    apt: tuple[str, ...]
+    packages: tuple[str, ...]
+    package_manager: str  # apt | dnf: what the base's os installs packages with
     pip_tools: tuple[str, ...]
     components: tuple[ComponentSpec, ...]
     smoke_imports: tuple[str, ...]
@@ -200,7 +202,7 @@ def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) 
         jobs_limit=comp.jobs.limit if comp.jobs else None,
         jobs_reason=comp.jobs.reason if comp.jobs else None,
         pin=comp.pin,
-        extra_index=tuple(sorted(comp.extra_index.items())),
+        extra_index=tuple((a, tuple(comp.indexes(a))) for a in sorted(comp.extra_index)),
     )
 
 
@@ -245,8 +247,8 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
             locked.append((req.arch, tuple(entry.requirements)))
     extra: dict[str, list[str]] = {}
     for comp in components:
-        for arch, url in comp.extra_index:
-            extra.setdefault(arch, []).append(url)
+        for arch, urls in comp.extra_index:
+            extra.setdefault(arch, []).extend(urls)
     target = img.registry or cat.catalog.registry or ""
     revision = None
     if img.revision_from:
@@ -266,7 +268,8 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         soc=img.soc,
         platforms=tuple(img.platforms),
         toolkit=toolkit,
-        apt=tuple(img.apt),
+        packages=tuple(img.packages),
+        package_manager=OS_FAMILIES[base.os],
         pip_tools=tuple(img.pip_tools),
         components=components,
         smoke_imports=tuple(img.smoke_imports),

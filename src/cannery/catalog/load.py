@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -70,12 +71,58 @@ class _Collector:
         self.lines = lines
         self.errors: list[Problem] = []
         self.warnings: list[Problem] = []
+        # (table, entry) → (key → the entry of the extends chain where that key is written;
+        # "" for a key nobody wrote): a mistake is reported where it is written, once.
+        self.origins: dict[tuple[str, str], dict[str, str]] = {}
+        self.label_origins: dict[str, dict[str, str]] = {}
+        self.parents: dict[tuple[str, str], str] = {}
+        self._pending: list[tuple[tuple[str, str], tuple[str, str], str]] = []
+
+    def written(self, fpath: tuple[str | int, ...]) -> tuple[str | int, ...]:
+        """``fpath`` moved to the entry that wrote the key it names (extends resolved)."""
+        if len(fpath) < 2 or (str(fpath[0]), str(fpath[1])) not in self.origins:
+            return fpath
+        table, entry = str(fpath[0]), str(fpath[1])
+        if len(fpath) == 2:
+            return fpath
+        key = str(fpath[2])
+        owner = self.origins[(table, entry)].get(key)
+        if owner is None:  # nobody in the chain wrote it: the chain's first entry lacks it
+            owner = self.chain(table, entry)[-1]
+        if table == "images" and key == "labels" and len(fpath) > 3:
+            owner = self.label_origins.get(entry, {}).get(str(fpath[3]), owner)
+        return (table, owner, *fpath[2:])
+
+    def chain(self, table: str, entry: str) -> list[str]:
+        """``entry``, its parent, …, up to the entry that extends nothing."""
+        out = [entry]
+        while (table, out[-1]) in self.parents and len(out) <= len(self.parents):
+            out.append(self.parents[(table, out[-1])])
+        return out
 
     def at(self, fpath: tuple[str | int, ...]) -> Location:
         return Location(self.path, self.lines.line_of(fpath), _fmt_path(fpath))
 
     def error(self, fpath: tuple[str | int, ...], message: str) -> None:
-        self.errors.append(Problem(self.at(fpath), message))
+        fpath = self.written(fpath)
+        if len(fpath) == 2 and (str(fpath[0]), str(fpath[1])) in self.parents:
+            # A whole-entry mistake of an entry that extends another: if an ancestor has the
+            # same one, it is the ancestor's mistake, inherited (already reported there).
+            table, entry = str(fpath[0]), str(fpath[1])
+            for ancestor in self.chain(table, entry)[1:]:
+                self._pending.append(((table, ancestor), (table, entry), message))
+        problem = Problem(self.at(fpath), message)
+        if problem not in self.errors:
+            self.errors.append(problem)
+
+    def problems(self) -> list[str]:
+        """Every error once, in the order found."""
+        inherited = {
+            Problem(self.at(child), message)
+            for ancestor, child, message in self._pending
+            if Problem(self.at(ancestor), message) in self.errors
+        }
+        return [str(p) for p in self.errors if p not in inherited]
 
     def warn(self, fpath: tuple[str | int, ...], code: str, message: str) -> None:
         self.warnings.append(Problem(self.at(fpath), f"warning[{code}]: {message}", code))
@@ -103,6 +150,9 @@ def _resolve_table_extends(raw: dict[str, Any], table: str, what: str, col: _Col
         if not isinstance(body, dict):
             return None
         parent_name = body.get("extends")
+        col.origins[(table, name)] = {str(k): name for k in body}
+        if table == "images" and isinstance(body.get("labels"), dict):
+            col.label_origins[name] = {str(k): name for k in body["labels"]}
         if parent_name is None:
             done[name] = body
             return body
@@ -120,6 +170,14 @@ def _resolve_table_extends(raw: dict[str, Any], table: str, what: str, col: _Col
         parent = resolve(parent_name, [*chain, parent_name])
         if parent is None:
             return None
+        col.parents[(table, name)] = parent_name
+        col.origins[(table, name)] = {
+            **col.origins[(table, parent_name)], **col.origins[(table, name)]
+        }
+        if table == "images":
+            col.label_origins[name] = {
+                **col.label_origins.get(parent_name, {}), **col.label_origins.get(name, {})
+            }
         merged = copy.deepcopy(parent)
         merged.pop("extends", None)
         for key, value in body.items():
@@ -174,7 +232,7 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
     _merge_knowledge(raw)
     _resolve_extends(raw, col)
     if col.errors:
-        raise CatalogError([str(p) for p in col.errors])
+        raise CatalogError(col.problems())
     try:
         catalog = Catalog.model_validate(raw)
     except ValidationError as exc:
@@ -185,19 +243,45 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
                 parent = _get(raw, loc[:-1])
                 allowed = _allowed_keys(loc[:-1])
                 msg = f"unknown key {loc[-1]!r}"
-                if allowed:
+                if RENAMED.get(str(loc[-1])) in allowed:
+                    msg += f" (renamed to {RENAMED[str(loc[-1])]!r})"
+                elif allowed:
                     msg += f" ({did_you_mean(str(loc[-1]), allowed)})"
                 del parent
             elif err["type"] == "missing":
                 msg = f"missing required key {loc[-1]!r}"
+            elif err["type"] == "literal_error":
+                choices = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
+                got = err["input"]
+                msg = f"{_shown(got)} is not one of {', '.join(choices)}"
+                if isinstance(got, str):
+                    msg += f" ({did_you_mean(got, choices)})"
+            elif err["type"].endswith("_type"):
+                msg = f"{msg}, got {_toml_type(err['input'])} {_shown(err['input'])}"
             col.error(loc, msg)
-        raise CatalogError([str(p) for p in col.errors]) from None
+        raise CatalogError(col.problems()) from None
 
     _cross_check(catalog, col)
     if col.errors:
-        raise CatalogError([str(p) for p in col.errors])
+        raise CatalogError(col.problems())
     digest = hashlib.sha256(text.encode()).hexdigest()
     return LoadedCatalog(catalog, shown, digest, col.warnings)
+
+
+# Keys of earlier versions → their names now.
+RENAMED = {"apt": "packages"}
+
+
+def _toml_type(value: Any) -> str:
+    """The TOML word for a value's type, for messages such as 'a boolean, got string "no"'."""
+    kinds = ((bool, "boolean"), (int, "integer"), (float, "float"), (str, "string"),
+             (list, "array"), (dict, "table"))
+    return next((word for t, word in kinds if isinstance(value, t)), type(value).__name__)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _get(raw: Any, loc: tuple[Any, ...]) -> Any:
@@ -270,20 +354,11 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                     ("toolkits", tname, "packages", i, "family"),
                     f"unknown SoC family {pkg.family!r} ({did_you_mean(pkg.family, cat.families)})",
                 )
-    for ename, env in cat.envs.items():
-        for var in env:
-            if not var.replace("_", "a").isalnum() or var[0].isdigit():
-                col.error(("envs", ename, var), f"{var!r} is not a valid environment variable name")
     for iname, img in cat.images.items():
         for i, platform in enumerate(img.platforms):
             if platform not in cat.ci.runners:
                 col.error(("images", iname, "platforms", i),
                           f"no CI runner for {platform} (add it to ci.runners)")
-    for cname, comp in cat.components.items():
-        if comp.jobs and not comp.git:
-            col.error(
-                ("components", cname, "jobs"), "a job limit applies to a built (git) component"
-            )
     socs = [soc for f in cat.families.values() for soc in f.socs]
     tags: dict[str, str] = {}
     for iname, img in cat.images.items():
@@ -350,7 +425,9 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         if tag in tags:
             col.error((*where, "tag"), f"tag {tag!r} is also produced by image {tags[tag]!r}")
         tags[tag] = iname
+        fired: set[str] = set()
         for level, code, fieldname, message in check_image(cat, iname):
+            fired.add(code)
             if level == "error":
                 col.error((*where, fieldname), message)
             elif code not in img.acknowledge:
@@ -358,4 +435,12 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                     (*where, fieldname),
                     code,
                     message + f" (add {code!r} to images.{iname}.acknowledge to accept)",
+                )
+        for i, code in enumerate(img.acknowledge):
+            if code not in fired:
+                # Accepting a warning that does not occur has no effect: say so, or it hides
+                # the next real one.
+                col.error(
+                    (*where, "acknowledge", i),
+                    f"{code!r} is acknowledged but image {iname!r} has no such warning: remove it",
                 )

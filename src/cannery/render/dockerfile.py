@@ -13,7 +13,8 @@ What the output guarantees (each a defect found in review of hand-written images
 - git sources are fetched at their locked commit with depth 1, and leave no ``.git`` behind;
 - torch pins are installed first and constrain every later pip call;
 - no mirror, index or trusted-host config is left in the image;
-- apt installs only what the base lacks and leaves no lists, caches or logs;
+- apt or dnf (from the base's os) installs only what the base lacks and leaves no lists,
+  caches or logs;
 - layers run from least to most often changed, so bumping the framework rebuilds the tail only.
 """
 
@@ -149,6 +150,18 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         extra += [a for a in ("--no-deps", "--no-build-isolation") if a not in extra]
         if comp.wheels:
             extra = [a for a in extra if a != "--no-build-isolation"]
+    # The component's extra indexes, for its pip calls only ("$@": POSIX, no bash arrays);
+    # with a lock nothing is resolved here, so none is needed.
+    index: list[str] = []
+    if comp.extra_index and not spec.python_pinned:
+        urls = dict(comp.extra_index)
+        branches = {
+            a: [" ".join(["set --", *(_q(f"--extra-index-url={u}") for u in urls.get(a, ()))])
+                + ";"]
+            for a in spec.arches
+        }
+        index = _arch_case(spec, f"package index choice for {comp.name}", branches)
+        pip += ' "$@"'
     if comp.pin:
         reqs = " ".join(_q(r) for r in comp.pip)
         out.append(
@@ -158,30 +171,22 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
                 "constrained to these versions, so nothing re-pins them."
             )
         )
-        lines = ["set -eu;"]
-        if comp.extra_index:
-            index = dict(comp.extra_index)
-            branches = {
-                a: [f"index={_q('--extra-index-url=' + index[a])};"]
-                if a in index
-                else ["index='';"]
-                for a in spec.arches
-            }
-            lines += _arch_case(spec, f"package index choice for {comp.name}", branches)
+        lines = ["set -eu;", *index]
         lines.append("mkdir -p /opt/cannery;")
         lines.append(f"printf '%s\\n' {reqs} >> {CONSTRAINTS};")
-        idx = ' ${index:+"${index}"}' if comp.extra_index else ""
+        idx = ' "$@"' if index else ""
         lines.append(f"{PIP}{idx} -c {CONSTRAINTS} {' '.join([*extra, reqs])}".rstrip() + ";")
         out.append(Run(_finish(lines)))
         return out
     if comp.pip:
         out.append(Comment(f"{comp.name}: {' '.join(comp.pip)}"))
         args = " ".join([*extra, *(_q(r) for r in comp.pip)])
-        out.append(Run([f"{pip} {args}"]))
+        lines = ["set -eu;", *index, f"{pip} {args}"] if index else [f"{pip} {args}"]
+        out.append(Run(lines))
         return out
     if comp.wheels:
         out.append(Comment(f"{comp.name}: wheel, checked against its sha256 from cannery.lock"))
-        lines = ["set -eu;", *_downloads_run(spec, comp.wheels, f"{comp.name} wheel")]
+        lines = ["set -eu;", *index, *_downloads_run(spec, comp.wheels, f"{comp.name} wheel")]
         v = _var(comp.name)
         if all(w.url.endswith(".zip") for w in comp.wheels):
             # A release bundle of wheels: every wheel in it is installed, in one pip call.
@@ -228,7 +233,7 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         )
     out.append(Comment("\n".join(notes)))
     dest = f"{SRC}/{comp.name}"
-    lines = ["set -eu;"]
+    lines = ["set -eu;", *index]
     if not git.commit:
         lines.append(_refuse(f"git ref {git.ref} of {comp.name} has no commit"))
     lines += [
@@ -298,23 +303,38 @@ def _refuse_base(spec: ImageSpec) -> list[Instruction]:
     return [Run([_refuse(f"base image {spec.base_image} has no digest")[:-1]])]
 
 
-def _apt_lines(spec: ImageSpec) -> list[str]:
-    """Install only the packages the base lacks, then drop apt's lists, caches and logs.
+def _package_lines(spec: ImageSpec) -> list[str]:
+    """Install only the packages the base lacks, with the base's package manager, then drop
+    its lists, caches and logs in the same step.
 
     curl is added only when the image downloads something, git only when it has a git
-    component. The lists, binary caches and logs differ on every run, so leaving them would
-    make the layer irreproducible.
+    component. The lists, caches and logs differ on every run, so leaving them would make the
+    layer irreproducible. Signature checks stay as the base configures them; no repository or
+    mirror configuration is written.
     """
-    apt = list(spec.apt)
+    packages = list(spec.packages)
     needs = ["ca-certificates"]
     if (spec.toolkit.install and spec.toolkit.downloads) or any(c.wheels for c in spec.components):
         needs.append("curl")
     if any(c.git for c in spec.components):
         needs.append("git")
-    apt += [n for n in needs if n not in apt]
+    packages += [n for n in needs if n not in packages]
+    names = " ".join(packages)
+    if spec.package_manager == "dnf":
+        return [
+            "set -eu;",
+            f'missing=$(for p in {names}; do rpm -q --quiet "$p" || echo "$p"; done);',
+            'if [ -n "${missing}" ]; then',
+            # unquoted on purpose: one word per missing package
+            "  dnf install -y --setopt=install_weak_deps=False ${missing};",
+            "fi;",
+            "dnf clean all;",
+            "rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log"
+            " /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache",
+        ]
     return [
         "set -eu;",
-        f"missing=$(for p in {' '.join(apt)}; do",
+        f"missing=$(for p in {names}; do",
         "  dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null | grep -q 'ok installed'"
         ' || echo "$p";',
         "done);",
@@ -368,7 +388,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
         Blank(),
     ]
 
-    body += [Comment("System packages (change least often)."), Run(_apt_lines(spec))]
+    body += [Comment("System packages (change least often)."), Run(_package_lines(spec))]
     if spec.pip_tools and not spec.python_pinned:
         body.append(Run([f"{PIP} --upgrade {' '.join(_q(t) for t in spec.pip_tools)}"]))
     body.append(Blank())
