@@ -122,7 +122,8 @@ class _Collector:
             for ancestor, child, message in self._pending
             if Problem(self.at(ancestor), message) in self.errors
         }
-        return [str(p) for p in self.errors if p not in inherited]
+        kept = [p for p in self.errors if p not in inherited]
+        return [str(p) for p in sorted(kept, key=lambda p: p.where.line or 0)]
 
     def warn(self, fpath: tuple[str | int, ...], code: str, message: str) -> None:
         self.warnings.append(Problem(self.at(fpath), f"warning[{code}]: {message}", code))
@@ -361,6 +362,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                           f"no CI runner for {platform} (add it to ci.runners)")
     socs = [soc for f in cat.families.values() for soc in f.socs]
     tags: dict[str, str] = {}
+    acknowledged: dict[tuple[str | int, ...], bool] = {}
     for iname, img in cat.images.items():
         where = ("images", iname)
         refs_ok = True
@@ -437,10 +439,12 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                     message + f" (add {code!r} to images.{iname}.acknowledge to accept)",
                 )
         for i, code in enumerate(img.acknowledge):
-            if code not in fired:
-                # Accepting a warning that does not occur has no effect: say so, or it hides
-                # the next real one.
-                col.error(
-                    (*where, "acknowledge", i),
-                    f"{code!r} is acknowledged but image {iname!r} has no such warning: remove it",
-                )
+            written = col.written((*where, "acknowledge", i))
+            acknowledged[written] = acknowledged.get(written, False) or code in fired
+    for written, used in acknowledged.items():
+        if not used:
+            # Accepting a warning that does not occur has no effect: say so, or it hides the
+            # next real one. Written once and inherited: an error only if no image needs it.
+            code = cat.images[str(written[1])].acknowledge[int(written[3])]
+            col.error(written, f"{code!r} is acknowledged but no image that inherits it has that "
+                      "warning: remove it")

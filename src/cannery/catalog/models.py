@@ -16,7 +16,7 @@ from pydantic import (
 from pydantic.config import JsonDict, JsonValue
 
 from cannery.catalog.platforms import ARCHES, PLATFORM, platform_arch
-from cannery.util.patterns import COMMIT, SHORT_COMMIT
+from cannery.util.patterns import SHORT_COMMIT
 from cannery.util.text import did_you_mean
 
 NAME = r"^[a-z0-9][a-z0-9_.-]*$"
@@ -57,6 +57,8 @@ ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 EXTRA_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 # https, ssh, git or file URLs without user:password@, or scp-style user@host:path.
 GIT_URL = r"^((https|ssh|git|file)://[^/@]*(/.*)?|[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:.*)$"
+# A value that can appear in an image tag (os_version, chip, recipe, the toolkit version).
+TAG_VALUE = r"^[A-Za-z0-9_.-]*$"
 CRON = r"^ *[^ \t\n]+([ \t]+[^ \t\n]+){4} *$"
 OS_FAMILIES = {"ubuntu": "apt", "debian": "apt", "openeuler": "dnf"}
 
@@ -163,8 +165,10 @@ class Base(Strict):
     os: Literal["ubuntu", "debian", "openeuler"] = Field(
         description="Decides the package manager: apt (ubuntu, debian) or dnf (openeuler)"
     )
-    os_version: str
-    chip: str = Field(description="Chip token of the base image tag: 910b, a3, 310p, 950")
+    os_version: str = Field(pattern=TAG_VALUE)
+    chip: str = Field(
+        description="Chip token of the base image tag: 910b, a3, 310p, 950", pattern=TAG_VALUE
+    )
     toolkit_version: str | None = Field(None, description="CANN version the base already ships")
 
     @field_validator("image")
@@ -202,7 +206,7 @@ def _url_template(v: str) -> str:
 
 
 class Toolkit(Strict):
-    version: str
+    version: str = Field(pattern=TAG_VALUE)
     layout: Literal["cann", "ascend-toolkit"] = "cann"
     env: str = Field(description="Name of the env table (an envs key) set_env.sh corresponds to")
     devlib: str | None = Field(None, description="Build-only stub library dir; never in image ENV")
@@ -271,7 +275,10 @@ class Component(Strict):
                     "({uname_arch}, {arch})",
         json_schema_extra=_schema(URL_TEMPLATE),
     )
-    ref: str | None = Field(None, description="Tag, branch or full commit; `cannery lock` pins it")
+    ref: str | None = Field(
+        None, description="Tag, branch or full commit; `cannery lock` pins it", min_length=1,
+        json_schema_extra={"not": {"pattern": SHORT_COMMIT.pattern}},
+    )
     package: str | None = Field(None, description="Distribution name, if not the component name")
     version: str | None = Field(None, description="Release this source corresponds to (for compat)")
     install: Literal["pip", "editable", "none"] = Field(
@@ -335,7 +342,7 @@ class Component(Strict):
     @field_validator("ref")
     @classmethod
     def _ref(cls, v: str | None) -> str | None:
-        if v is not None and not COMMIT.match(v) and SHORT_COMMIT.match(v):
+        if v is not None and SHORT_COMMIT.fullmatch(v):
             raise ValueError(f"ref {v!r} looks like a short SHA: give the full 40-hex commit")
         return v
 
@@ -418,7 +425,7 @@ class Image(Strict):
     base: str
     toolkit: str
     soc: str = Field(description="SOC_VERSION, e.g. ascend910b1")
-    recipe: str = ""
+    recipe: str = Field("", pattern=TAG_VALUE)
     platforms: list[str] = Field(
         min_length=1,
         json_schema_extra={"items": {"type": "string", "enum": PLATFORMS}, "uniqueItems": True},

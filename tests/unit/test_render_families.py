@@ -1,0 +1,121 @@
+"""OS families and Python inputs as written: an openEuler base gets dnf steps (no apt), and a
+component's extra indexes reach its pip calls and the lock's resolution whatever `pin` says.
+
+The package managers and pip are stand-ins on PATH (a real dnf or pip install needs a root file
+system and the network); the steps themselves are the rendered text, run by bash.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dockerfile
+
+from cannery.catalog.load import load_catalog
+from cannery.lock import Lock
+from cannery.plan import ImageSpec, plan
+from cannery.pydeps import python_requests
+from cannery.render.dockerfile import render_dockerfile
+from tests.catalogs import minimal
+from tests.unit.test_render_steps import _bash, _tool
+
+OPENEULER = minimal().replace('os = "ubuntu"\nos_version = "22.04"',
+                              'os = "openeuler"\nos_version = "24.03"')
+INDEXES = minimal().replace(
+    'components = ["torch", "vllm", "vllm-ascend"]',
+    'components = ["torch", "extras", "vllm", "vllm-ascend"]',
+) + """
+[components.extras]
+pip = ["accelerate==1.13.0"]
+extra_index.amd64 = ["https://a.example.com/simple", "https://b.example.com/simple"]
+extra_index.arm64 = "https://c.example.com/simple"
+"""
+
+
+def _load(tmp_path: Path, text: str) -> ImageSpec:
+    path = tmp_path / "catalog.toml"
+    path.write_text(text)
+    return plan(load_catalog(path).catalog, Lock(), ["one"])[0]
+
+
+def _runs(spec: ImageSpec) -> list[str]:
+    return [c.value[0] for c in dockerfile.parse_string(render_dockerfile(spec)) if c.cmd == "RUN"]
+
+
+def test_openeuler_renders_dnf_and_no_apt(tmp_path: Path) -> None:
+    spec = _load(tmp_path, OPENEULER)
+    assert spec.package_manager == "dnf"
+    text = render_dockerfile(spec)
+    assert "apt" not in text and "dpkg" not in text
+    step = next(r for r in _runs(spec) if "rpm -q" in r)
+    assert "dnf install -y --setopt=install_weak_deps=False ${missing}" in step
+    # Signature checks are left as the base configures them; no repository config is written.
+    assert "gpgcheck" not in step and "/etc/yum.repos.d" not in step
+
+
+def test_dnf_step_installs_only_missing_and_leaves_no_cache_or_logs(tmp_path: Path) -> None:
+    spec = _load(tmp_path, OPENEULER)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "log"
+    _tool(bin_dir, "rpm", 'p="${@: -1}"; [ "$p" = ca-certificates ]')
+    _tool(bin_dir, "dnf", f'echo "dnf $*" >> {log}')
+    root = tmp_path / "root"
+    for d in ("var/cache/dnf", "var/log"):
+        (root / d).mkdir(parents=True)
+    (root / "var/cache/dnf/repo.solv").write_text("x")
+    (root / "var/log/dnf.log").write_text("x")
+    (root / "var/log/hawkey.log").write_text("x")
+    step = next(r for r in _runs(spec) if "rpm -q" in r).replace(" /var/", f" {root}/var/")
+    proc = _bash(step, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    calls = log.read_text().splitlines()
+    assert calls[0].split("install_weak_deps=False ")[1].split() == ["curl", "git"]
+    assert calls[1] == "dnf clean all"
+    assert not any((root / "var/cache/dnf").iterdir())
+    assert not (root / "var/log/dnf.log").exists() and not (root / "var/log/hawkey.log").exists()
+
+
+def test_ubuntu_renders_apt_and_no_dnf(tmp_path: Path) -> None:
+    text = render_dockerfile(_load(tmp_path, minimal()))
+    assert "apt-get install" in text and "dnf" not in text and "rpm -q" not in text
+
+
+def test_extra_indexes_of_an_unpinned_component_reach_its_pip_call(tmp_path: Path) -> None:
+    """The silent case of the issue: the index was dropped unless the component had pin."""
+    spec = _load(tmp_path, INDEXES)
+    step = next(r for r in _runs(spec) if "accelerate==1.13.0" in r)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "log"
+    _tool(bin_dir, "python3", f'echo "$*" >> {log}')
+    for arch in ("amd64", "arm64"):
+        log.unlink(missing_ok=True)
+        proc = _bash(step, tmp_path, {"TARGETARCH": arch})
+        assert proc.returncode == 0, proc.stderr
+        args = log.read_text().split()
+        indexes = [a.split("=", 1)[1] for a in args if a.startswith("--extra-index-url=")]
+        assert indexes == (
+            ["https://a.example.com/simple", "https://b.example.com/simple"]
+            if arch == "amd64"
+            else ["https://c.example.com/simple"]
+        )
+        assert args[-1] == "accelerate==1.13.0"
+
+
+def test_extra_indexes_reach_the_lock_whatever_pin_says(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.toml"
+    path.write_text(INDEXES)
+    cat = load_catalog(path).catalog
+    commits = {(c.git, c.ref): "0" * 40 for c in cat.components.values() if c.git and c.ref}
+    reqs = {r.arch: r for r in python_requests(cat, "one", commits) or []}
+    assert reqs["amd64"].extra_index_urls == (
+        "https://a.example.com/simple", "https://b.example.com/simple"
+    )
+    assert reqs["arm64"].extra_index_urls == ("https://c.example.com/simple",)
+
+
+def test_no_index_config_is_left_in_the_image(tmp_path: Path) -> None:
+    text = render_dockerfile(_load(tmp_path, INDEXES))
+    assert "pip.conf" not in text and "PIP_EXTRA_INDEX_URL" not in text
+    assert "pip config" not in text
