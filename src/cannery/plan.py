@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cannery.catalog.inputs import fill_url, render_tag, toolkit_downloads
-from cannery.catalog.models import OS_FAMILIES, Catalog, Component
+from cannery.catalog.models import OS_FAMILIES, Catalog, Component, Step
 from cannery.catalog.platforms import UNAME_ARCH, arches_of, platform_arch
 from cannery.lock import Lock, git_key
 from cannery.pydeps import python_requests
@@ -94,6 +94,25 @@ class ToolkitSpec:
 
 
 @dataclass(frozen=True)
+class StepSpec:
+    """A step after the installs: ``kind`` is uninstall | alternatives | symlink | ldconfig |
+    run; ``args`` its values in the order the renderer prints them."""
+
+    kind: str
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """A runtime variable: ``mode`` is set (one value), or append | prepend | replace (a path
+    list relative to what the toolkit or the base already set)."""
+
+    name: str
+    mode: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ImageSpec:
     name: str
     tag: str
@@ -124,6 +143,19 @@ class ImageSpec:
     # TARGETARCH → locked "name==version --hash=sha256:…" lines, for arches whose lock entry
     # matches the catalog and the locked commits (a stale entry is not used)
     python_locked: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Image settings for the running container, and steps after the installs.
+    runtime_env: tuple[EnvSpec, ...] = ()
+    workdir: str | None = None
+    user: str | None = None
+    entrypoint: tuple[str, ...] | None = None
+    cmd: tuple[str, ...] = ("/bin/bash",)
+    aliases: tuple[str, ...] = ()  # more tags of the same index
+    steps: tuple[StepSpec, ...] = ()
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """Every tag that names this image's index: the tag, then its aliases."""
+        return (self.tag, *self.aliases)
 
     @property
     def python_pinned(self) -> bool:
@@ -281,7 +313,33 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         python_index=cat.catalog.python_index,
         python_extra_index=tuple((a, tuple(dict.fromkeys(u))) for a, u in sorted(extra.items())),
         python_locked=tuple(locked),
+        runtime_env=tuple(
+            EnvSpec(var, "set", (v,))
+            if isinstance(v, str)
+            else EnvSpec(var, v.mode, tuple(v.items))
+            for var, v in img.env.items()
+        ),
+        workdir=img.workdir,
+        user=img.user,
+        entrypoint=tuple(img.entrypoint) if img.entrypoint else None,
+        cmd=tuple(img.cmd) if img.cmd else ("/bin/bash",),
+        aliases=tuple(render_tag(cat, image, a) for a in img.aliases),
+        steps=tuple(_step(s) for s in img.steps),
     )
+
+
+def _step(step: Step) -> StepSpec:
+    if step.uninstall is not None:
+        return StepSpec("uninstall", tuple(step.uninstall))
+    if step.alternatives is not None:
+        a = step.alternatives
+        return StepSpec("alternatives", (a.link, a.name, a.path, str(a.priority)))
+    if step.symlink is not None:
+        return StepSpec("symlink", (step.symlink.target, step.symlink.link))
+    if step.ldconfig is not None:
+        return StepSpec("ldconfig", ())
+    assert step.run is not None
+    return StepSpec("run", (step.run,))
 
 
 def plan(cat: Catalog, lock: Lock, names: list[str] | None = None) -> list[ImageSpec]:

@@ -134,7 +134,7 @@ def plan_build(
         spec=spec,
         dockerfile=dockerfile,
         repository=spec.repository,
-        tags=(spec.tag + tag_suffix,),
+        tags=tuple(t + tag_suffix for t in spec.tags),
         epoch=source_date_epoch(entries),
         platforms=tuple(jobs),
     )

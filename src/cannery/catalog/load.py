@@ -74,7 +74,8 @@ class _Collector:
         # (table, entry) → (key → the entry of the extends chain where that key is written;
         # "" for a key nobody wrote): a mistake is reported where it is written, once.
         self.origins: dict[tuple[str, str], dict[str, str]] = {}
-        self.label_origins: dict[str, dict[str, str]] = {}
+        # (image, labels|env) → (key → the image that wrote it): those tables merge
+        self.label_origins: dict[tuple[str, str], dict[str, str]] = {}
         self.parents: dict[tuple[str, str], str] = {}
         self._pending: list[tuple[tuple[str, str], tuple[str, str], str]] = []
 
@@ -89,8 +90,8 @@ class _Collector:
         owner = self.origins[(table, entry)].get(key)
         if owner is None:  # nobody in the chain wrote it: the chain's first entry lacks it
             owner = self.chain(table, entry)[-1]
-        if table == "images" and key == "labels" and len(fpath) > 3:
-            owner = self.label_origins.get(entry, {}).get(str(fpath[3]), owner)
+        if table == "images" and key in MERGED and len(fpath) > 3:
+            owner = self.label_origins.get((entry, key), {}).get(str(fpath[3]), owner)
         return (table, owner, *fpath[2:])
 
     def chain(self, table: str, entry: str) -> list[str]:
@@ -129,6 +130,8 @@ class _Collector:
         self.warnings.append(Problem(self.at(fpath), f"warning[{code}]: {message}", code))
 
 
+# An image's tables that an `extends` child adds to, key by key, rather than replaces.
+MERGED = ("labels", "env")
 # Tables whose entries may say `extends = "<sibling>"`: the sibling's keys, then their own.
 EXTENDABLE = {"images": "image", "components": "component", "bases": "base", "envs": "env table"}
 
@@ -152,8 +155,9 @@ def _resolve_table_extends(raw: dict[str, Any], table: str, what: str, col: _Col
             return None
         parent_name = body.get("extends")
         col.origins[(table, name)] = {str(k): name for k in body}
-        if table == "images" and isinstance(body.get("labels"), dict):
-            col.label_origins[name] = {str(k): name for k in body["labels"]}
+        for sub in MERGED if table == "images" else ():
+            if isinstance(body.get(sub), dict):
+                col.label_origins[(name, sub)] = {str(k): name for k in body[sub]}
         if parent_name is None:
             done[name] = body
             return body
@@ -175,15 +179,16 @@ def _resolve_table_extends(raw: dict[str, Any], table: str, what: str, col: _Col
         col.origins[(table, name)] = {
             **col.origins[(table, parent_name)], **col.origins[(table, name)]
         }
-        if table == "images":
-            col.label_origins[name] = {
-                **col.label_origins.get(parent_name, {}), **col.label_origins.get(name, {})
+        for sub in MERGED if table == "images" else ():
+            col.label_origins[(name, sub)] = {
+                **col.label_origins.get((parent_name, sub), {}),
+                **col.label_origins.get((name, sub), {}),
             }
         merged = copy.deepcopy(parent)
         merged.pop("extends", None)
         for key, value in body.items():
-            if table == "images" and key == "labels" and isinstance(value, dict):
-                merged["labels"] = {**merged.get("labels", {}), **value}
+            if table == "images" and key in MERGED and isinstance(value, dict):
+                merged[key] = {**merged.get(key, {}), **value}
             elif key != "extends":
                 merged[key] = value
         done[name] = merged
@@ -263,6 +268,8 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
         raise CatalogError(col.problems()) from None
 
     _cross_check(catalog, col)
+    if not col.errors:
+        _lint_run_steps(catalog, col)
     if col.errors:
         raise CatalogError(col.problems())
     digest = hashlib.sha256(text.encode()).hexdigest()
@@ -330,6 +337,47 @@ def _model_in(ann: Any) -> Any:
         if found is not None:
             return found
     return None
+
+
+# Lint rules whose finding on a `run` step refuses the catalog (the review defects cannery's
+# own output never has), besides any error-level finding.
+REVIEW_RULES = (
+    "tls-verification-disabled",
+    "unverified-download",
+    "env-not-persisted",
+    "ineffective-source",
+    "global-build-throttle",
+)
+
+
+def _lint_run_steps(cat: Catalog, col: _Collector) -> None:
+    """Each `run` step, linted in the Dockerfile it renders into (so the rules see the base's
+    shell and the toolkit's ENV): a review defect is an error at the step's line."""
+    from cannery.lint.config import LintConfig
+    from cannery.lint.engine import Engine
+    from cannery.lint.model import Severity
+    from cannery.lock import Lock
+    from cannery.plan import plan_image
+    from cannery.render.dockerfile import render_dockerfile, run_step_text
+
+    engine: Engine | None = None
+    for iname, img in cat.images.items():
+        runs = [(i, s.run) for i, s in enumerate(img.steps) if s.run is not None]
+        if not runs:
+            continue
+        engine = engine or Engine(LintConfig())
+        text = render_dockerfile(plan_image(cat, iname, Lock()))
+        lines = text.split("\n")
+        findings = engine.lint_text(f"{iname}.Dockerfile", text, "dockerfile")
+        for i, run in runs:
+            rendered = run_step_text(run).render().split("\n")
+            start = lines.index(rendered[0]) + 1
+            end = start + len(rendered) - 1
+            for f in findings:
+                if start <= f.span.line <= end and (
+                    f.severity >= Severity.ERROR or f.rule in REVIEW_RULES
+                ):
+                    col.error(("images", iname, "steps", i, "run"), f"{f.rule}: {f.message}")
 
 
 def _cross_check(cat: Catalog, col: _Collector) -> None:
@@ -417,16 +465,34 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                 f"toolkit {img.toolkit!r} has no package for family {family} "
                 f"(it has: {', '.join(sorted(fams))})",
             )
-        tag = render_tag(cat, iname)
-        if not IMAGE_TAG.match(tag):
-            col.error(
-                (*where, "tag"),
-                f"renders to {tag!r}, not a valid image tag (letters, digits, '_', '.', '-'; "
-                "at most 128; not starting with '.' or '-')",
-            )
-        if tag in tags:
-            col.error((*where, "tag"), f"tag {tag!r} is also produced by image {tags[tag]!r}")
-        tags[tag] = iname
+        repository = cat.registries[registry].repository if registry in cat.registries else ""
+        named = [("tag", render_tag(cat, iname))]
+        named += [(f"aliases[{i}]", render_tag(cat, iname, a)) for i, a in enumerate(img.aliases)]
+        for fieldname, tag in named:
+            at = (*where, "aliases", int(fieldname[8:-1])) if "[" in fieldname else (*where, "tag")
+            if not IMAGE_TAG.fullmatch(tag):
+                col.error(
+                    at,
+                    f"renders to {tag!r}, not a valid image tag (letters, digits, '_', '.', '-'; "
+                    "at most 128; not starting with '.' or '-')",
+                )
+            # A tag has one owner: two images moving it would each undo the other's push.
+            owner = tags.get(f"{repository}:{tag}")
+            if owner is not None and owner != iname:
+                col.error(at, f"tag {tag!r} in {repository} is claimed by images {owner!r} and "
+                          f"{iname!r}: a tag has one owner")
+            elif owner == iname:
+                col.error(at, f"tag {tag!r} is given twice for this image")
+            tags[f"{repository}:{tag}"] = iname
+        tk_env = cat.envs.get(tk.env, {})
+        for var, value in img.env.items():
+            if isinstance(value, str) and isinstance(tk_env.get(var), list):
+                col.error(
+                    (*where, "env", var),
+                    f"{var} is a search path the toolkit sets; a plain value would drop the "
+                    f"toolkit's entries: write {var} = {{ append = [...] }}, prepend, or "
+                    "replace to say so",
+                )
         fired: set[str] = set()
         for level, code, fieldname, message in check_image(cat, iname):
             fired.add(code)

@@ -415,6 +415,95 @@ class Component(Strict):
         return [urls] if isinstance(urls, str) else list(urls)
 
 
+# ---------------------------------------------------------------- image settings and steps
+ABS_PATH = r"^/[A-Za-z0-9_.+/-]*$"
+USER_NAME = r"^[a-z_][a-z0-9_-]{0,31}$"
+
+
+def _one_of(*keys: str) -> JsonDict:
+    return {"oneOf": [{"required": [k]} for k in keys]}
+
+
+class PathEdit(Strict):
+    """A search-path variable changed relative to what is already set (the toolkit's list, or
+    the base image's): exactly one of the three."""
+
+    model_config = ConfigDict(json_schema_extra=_one_of("append", "prepend", "replace"))
+
+    append: list[str] | None = Field(None, description="Added after the current value")
+    prepend: list[str] | None = Field(None, description="Added before the current value")
+    replace: list[str] | None = Field(None, description="The whole value, the current one dropped")
+
+    @model_validator(mode="after")
+    def _one(self) -> PathEdit:
+        if sum(x is not None for x in (self.append, self.prepend, self.replace)) != 1:
+            raise ValueError("give exactly one of append, prepend, replace")
+        return self
+
+    @property
+    def mode(self) -> str:
+        return next(k for k in ("append", "prepend", "replace") if getattr(self, k) is not None)
+
+    @property
+    def items(self) -> list[str]:
+        return list(getattr(self, self.mode))
+
+
+class Alternative(Strict):
+    """`update-alternatives --install LINK NAME PATH PRIORITY` (Debian and openEuler alike)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.+-]+$")
+    link: str = Field(pattern=ABS_PATH)
+    path: str = Field(pattern=ABS_PATH)
+    priority: int = Field(ge=0)
+
+
+class Symlink(Strict):
+    target: str = Field(pattern=ABS_PATH, description="What the link points to")
+    link: str = Field(pattern=ABS_PATH, description="The link created (its directory too)")
+
+
+class Step(Strict):
+    """One step after the installs: a typed one, or `run` (shell, linted at render time)."""
+
+    model_config = ConfigDict(
+        json_schema_extra=_one_of("uninstall", "alternatives", "symlink", "ldconfig", "run")
+    )
+
+    uninstall: list[str] | None = Field(
+        None, min_length=1, description="Python distributions to remove (pip uninstall -y)",
+        json_schema_extra={"items": {"type": "string", "pattern": EXTRA_NAME}},
+    )
+    alternatives: Alternative | None = None
+    symlink: Symlink | None = None
+    ldconfig: Literal[True] | None = Field(None, description="Refresh the dynamic linker cache")
+    run: str | None = Field(
+        None, min_length=1, pattern=r"^[^\n]+$",
+        description="Shell for what no typed step says; linted with cannery's Dockerfile rules",
+    )
+
+    @field_validator("uninstall")
+    @classmethod
+    def _names(cls, v: list[str] | None) -> list[str] | None:
+        for name in v or ():
+            if not _full(EXTRA_NAME, name):
+                raise ValueError(f"bad distribution name {name!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _one(self) -> Step:
+        given = [k for k in Step.model_fields if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "a step is exactly one of uninstall, alternatives, symlink, ldconfig, run"
+            )
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in Step.model_fields if getattr(self, k) is not None)
+
+
 PLATFORMS: list[JsonValue] = [*(f"linux/{a}" for a in ARCHES), "linux/arm64/v8"]
 # A distribution package name (Debian and RPM naming both fit; nothing the shell expands).
 OS_PACKAGE = r"^[A-Za-z0-9][A-Za-z0-9+._-]*$"
@@ -448,6 +537,41 @@ class Image(Strict):
         json_schema_extra={"items": {"type": "string", "enum": list(COMPAT_CODES)}},
     )
     labels: dict[str, str] = {}
+    # Image settings for the running container; set after every build step.
+    env: dict[str, str | PathEdit] = Field(
+        {}, description="Runtime env: a value, or {append|prepend|replace = [...]} for a path list",
+        json_schema_extra={"propertyNames": {"pattern": ENV_NAME}},
+    )
+    workdir: str | None = Field(None, pattern=ABS_PATH)
+    user: str | None = Field(
+        None, pattern=USER_NAME, description="Runs as this user, created if the base lacks it"
+    )
+    entrypoint: list[str] | None = Field(None, min_length=1)
+    cmd: list[str] | None = Field(None, min_length=1, description="Default: [\"/bin/bash\"]")
+    aliases: list[str] = Field(
+        [], description="More tags (templates) for the same index: rolling, latest-style",
+        json_schema_extra={
+            "items": {"type": "string", "pattern": TAG_TEMPLATE}, "uniqueItems": True
+        },
+    )
+    steps: list[Step] = Field([], description="Steps after the installs, in order")
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str | PathEdit]) -> dict[str, str | PathEdit]:
+        for var in v:
+            if not _full(ENV_NAME, var):
+                raise ValueError(f"{var!r} is not a valid environment variable name")
+        return v
+
+    @field_validator("aliases")
+    @classmethod
+    def _aliases(cls, v: list[str]) -> list[str]:
+        for alias in v:
+            cls._tag(alias)
+        if len(set(v)) != len(v):
+            raise ValueError("an alias is listed twice")
+        return v
 
     @field_validator("packages")
     @classmethod
@@ -488,7 +612,7 @@ class Image(Strict):
 
     @field_validator("tag")
     @classmethod
-    def _tag(cls, v: str) -> str:
+    def _tag(cls, v: str) -> str:  # also checks each alias
         for name in re.findall(r"\{([^}]*)\}", v):
             if name not in TAG_FIELDS:
                 raise ValueError(

@@ -157,9 +157,10 @@ def _jobs(req: BuildRequest) -> tuple[list[ImageJob], Lock]:
                 f"{spec.name}: --platform {', '.join(unknown)} is not one of its platforms "
                 f"({', '.join(spec.platforms)})"
             )
-        if not IMAGE_TAG.match(spec.tag + req.tag_suffix):
-            usage.append(f"--tag-suffix {req.tag_suffix!r}: {spec.tag + req.tag_suffix!r} is "
-                         "not a valid image tag")
+        for tag in spec.tags:
+            if not IMAGE_TAG.match(tag + req.tag_suffix):
+                usage.append(f"--tag-suffix {req.tag_suffix!r}: {tag + req.tag_suffix!r} is "
+                             "not a valid image tag")
     if usage:
         raise InputError("\n".join(dict.fromkeys(usage)))
     lk = ensure_locked(loaded.catalog, lk, path, req, names)

@@ -30,12 +30,15 @@ from cannery.render.instructions import (
     Blank,
     Cmd,
     Comment,
+    Entrypoint,
     Env,
     From,
     Instruction,
     Label,
     Run,
     Shell,
+    User,
+    Workdir,
     render_all,
 )
 
@@ -434,6 +437,9 @@ def render_dockerfile(spec: ImageSpec) -> str:
         body += _component(spec, comp, constrained and not comp.pin)
         body.append(Blank())
 
+    body += _steps(spec)
+    body += _settings_head(spec)
+
     labels: list[tuple[str, str]] = [
         ("org.opencontainers.image.source", spec.source),
         ("org.opencontainers.image.version", spec.tag),
@@ -449,5 +455,80 @@ def render_dockerfile(spec: ImageSpec) -> str:
     ]
     labels += [(f"io.cannery.component.{c.name}", c.label_version) for c in spec.components]
     labels += list(spec.labels)
-    body += [Label(tuple(labels)), Cmd(("/bin/bash",))]
+    body.append(Label(tuple(labels)))
+    if spec.user:
+        body.append(User(spec.user))
+    if spec.entrypoint:
+        body.append(Entrypoint(spec.entrypoint))
+    body.append(Cmd(spec.cmd))
     return render_all(body)
+
+
+def run_step_text(text: str) -> Run:
+    """A catalog `run` step as the RUN it renders to (the render-time lint looks for it)."""
+    return Run([text])
+
+
+def _steps(spec: ImageSpec) -> list[Instruction]:
+    """Steps after the installs, in catalog order: typed ones print their own command."""
+    out: list[Instruction] = []
+    for step in spec.steps:
+        a = step.args
+        if step.kind == "uninstall":
+            out += [Comment(f"Removed after the installs: {', '.join(a)}."),
+                    Run([f"python3 -m pip uninstall -y {' '.join(_q(n) for n in a)}"])]
+        elif step.kind == "alternatives":
+            out += [Comment(f"{a[0]} -> {a[2]} (update-alternatives, priority {a[3]})."),
+                    Run([f"update-alternatives --install {_q(a[0])} {_q(a[1])} {_q(a[2])} {a[3]}"])]
+        elif step.kind == "symlink":
+            out += [Comment(f"{a[1]} -> {a[0]}."),
+                    Run([f'mkdir -p "$(dirname {_q(a[1])})";', f"ln -sfn {_q(a[0])} {_q(a[1])}"])]
+        elif step.kind == "ldconfig":
+            out += [Comment("The dynamic linker cache, refreshed after the installs."),
+                    Run(["ldconfig"])]
+        else:
+            out += [Comment("A catalog `run` step (linted with cannery's Dockerfile rules)."),
+                    run_step_text(a[0])]
+        out.append(Blank())
+    return out
+
+
+def runtime_env(spec: ImageSpec) -> tuple[tuple[str, str], ...]:
+    """The image's own runtime ENV pairs: a value, or a path list appended to, prepended to or
+    replacing what is already set (the toolkit's ENV, or the base's)."""
+    # Earlier ENV instructions (the toolkit's) expand by themselves; within this one, a
+    # reference to a variable it sets would see the old value, so those are substituted.
+    known: dict[str, str] = {}
+    pairs: list[tuple[str, str]] = []
+    for e in spec.runtime_env:
+        joined = ":".join(_expand(v, known) for v in e.values)
+        var = e.name
+        if e.mode == "append":
+            text = f"${{{var}:+${{{var}}}:}}{joined}"
+        elif e.mode == "prepend":
+            text = f"{joined}${{{var}:+:${{{var}}}}}"
+        else:  # set, replace
+            text = joined
+            known[var] = text
+        pairs.append((var, text))
+    return tuple(pairs)
+
+
+def _settings_head(spec: ImageSpec) -> list[Instruction]:
+    """The running container's settings: set after every build step, so changing one rebuilds
+    nothing before it and no build step runs with them."""
+    out: list[Instruction] = []
+    if spec.user:
+        # Created only if the base lacks it; the same useradd on Debian and openEuler.
+        out += [Comment(f"The user the container runs as ({spec.user}), created if missing."),
+                Run([f"id -u {spec.user} >/dev/null 2>&1 || useradd --create-home "
+                     f"--user-group {spec.user}"])]
+    pairs = runtime_env(spec)
+    if pairs:
+        out += [Comment("Runtime environment of the image (catalog env), for the running "
+                        "container."), Env(pairs)]
+    if spec.workdir:
+        out.append(Workdir(spec.workdir))
+    if out:
+        out.append(Blank())
+    return out

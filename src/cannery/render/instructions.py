@@ -94,6 +94,30 @@ class Cmd:
 
 
 @dataclass(frozen=True)
+class Entrypoint:
+    argv: tuple[str, ...]
+
+    def render(self) -> str:
+        return "ENTRYPOINT " + json.dumps(list(self.argv))
+
+
+@dataclass(frozen=True)
+class Workdir:
+    path: str
+
+    def render(self) -> str:
+        return f"WORKDIR {self.path}"
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+
+    def render(self) -> str:
+        return f"USER {self.name}"
+
+
+@dataclass(frozen=True)
 class Run:
     """A shell-form RUN. Each line is a complete shell fragment, including its own ``;``."""
 
@@ -106,7 +130,9 @@ class Run:
         return "RUN " + " \\\n    ".join(self.lines)
 
 
-Instruction = Comment | Blank | From | Arg | Env | Label | Shell | Cmd | Run
+Instruction = (
+    Comment | Blank | From | Arg | Env | Label | Shell | Cmd | Run | Entrypoint | Workdir | User
+)
 
 
 def render_all(instructions: Sequence[Instruction]) -> str:
