@@ -187,3 +187,78 @@ def test_catalog_option_and_positional_alias(tmp_path: Path, cli) -> None:  # ty
     res = cli("catalog", "validate", str(other), "--catalog", str(path))
     assert res.code == 2
     assert "two catalogs given" in res.err
+
+
+def test_plain_value_over_a_toolkit_path_list_is_refused(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """The silent case: LD_LIBRARY_PATH in an image's env replaced every CANN library path."""
+    text = GOOD.replace('recipe = "r"', 'recipe = "r"\nenv.LD_LIBRARY_PATH = "/usr/local/lib"')
+    path, res = _validate(cli, tmp_path, text)
+    assert res.code == 2
+    assert _errors(res.err) == [
+        f"cannery: error: {path}:{line_of(text, 'env.LD_LIBRARY_PATH')}: "
+        "images.one.env.LD_LIBRARY_PATH: LD_LIBRARY_PATH is a search path the toolkit sets; a "
+        "plain value would drop the toolkit's entries: write LD_LIBRARY_PATH = { append = "
+        "[...] }, prepend, or replace to say so"
+    ]
+
+
+X_LATEST = 'aliases = ["x", "latest"]'
+
+
+def test_a_tag_has_one_owner(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace('recipe = "s"', 'recipe = "s"\naliases = ["latest"]')
+    text += '\n[images.three]\nextends = "one"\nrecipe = "q"\naliases = ["x", "latest"]\n'
+    path, res = _validate(cli, tmp_path, text)
+    assert _errors(res.err) == [
+        f"cannery: error: {path}:{line_of(text, X_LATEST)}: images.three.aliases[1]: "
+        "tag 'latest' in registry.example.com/test/images is claimed by images 'two' and "
+        "'three': a tag has one owner"
+    ]
+
+
+def test_same_tag_in_another_repository_is_fine(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace('recipe = "s"', 'recipe = "s"\naliases = ["latest"]\nregistry = "other"')
+    text = text.replace('[bases.b910]', '[registries.other]\nrepository = "r.example.com/x"\n\n'
+                        '[bases.b910]')
+    text = text.replace('recipe = "r"', 'recipe = "r"\naliases = ["latest"]')
+    _, res = _validate(cli, tmp_path, text)
+    assert res.code == 0, res.err
+
+
+RUN_DEFECTS = [
+    ("tls", "wget --no-check-certificate -O /a https://x.example.com/a",
+     "tls-verification-disabled: wget --no-check-certificate downloads without verifying"),
+    ("unverified", "curl -fsSL -o /i.sh https://x.example.com/i.sh && bash /i.sh",
+     "unverified-download:"),
+    ("source", "source /usr/local/Ascend/ascend-toolkit/set_env.sh && echo ok",
+     "env-not-persisted: /usr/local/Ascend/ascend-toolkit/set_env.sh sets"),
+]
+
+
+@pytest.mark.parametrize(("run", "words"), [c[1:] for c in RUN_DEFECTS],
+                         ids=[c[0] for c in RUN_DEFECTS])
+def test_a_run_step_with_a_review_defect_refuses_to_render(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli, run: str, words: str
+) -> None:
+    text = GOOD.replace("[images.two]", f'[[images.one.steps]]\nrun = "{run}"\n\n[images.two]')
+    path = tmp_path / "catalog.toml"
+    path.write_text(text)
+    res = cli("render", "dockerfile", "--catalog", str(path), "--out", str(tmp_path / "out"))
+    assert res.code == 2, res.err
+    errors = _errors(res.err)
+    assert len(errors) >= 1
+    want = f"cannery: error: {path}:{line_of(text, run)}: images.one.steps[0].run: "
+    assert all(e.startswith(want) for e in errors), res.err
+    assert any(words in e for e in errors), res.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_clean_run_step_renders(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace(
+        "[images.two]", '[[images.one.steps]]\nrun = "python3 -m pip uninstall -y triton"\n\n'
+        "[images.two]"
+    )
+    path = tmp_path / "catalog.toml"
+    path.write_text(text)
+    res = cli("render", "dockerfile", "--catalog", str(path), "--out", str(tmp_path / "out"))
+    assert res.code == 0, res.err

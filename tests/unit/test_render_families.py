@@ -119,3 +119,105 @@ def test_no_index_config_is_left_in_the_image(tmp_path: Path) -> None:
     text = render_dockerfile(_load(tmp_path, INDEXES))
     assert "pip.conf" not in text and "PIP_EXTRA_INDEX_URL" not in text
     assert "pip config" not in text
+
+
+# --------------------------------------------------------------- image settings, steps, tags
+
+SETTINGS = minimal().replace('[images.two]', '''env.SOC_VERSION = "ascend910b1"
+env.LD_LIBRARY_PATH = { append = ["/usr/local/lib"] }
+env.LD_PRELOAD = { prepend = ["/usr/lib/{uname_arch}-linux-gnu/libjemalloc.so.2"] }
+workdir = "/workspace"
+user = "vllm"
+entrypoint = ["/bin/bash", "-lc"]
+cmd = ["vllm", "serve"]
+aliases = ["main-{chip}", "latest"]
+
+[[images.one.steps]]
+uninstall = ["triton"]
+
+[[images.one.steps]]
+alternatives = { name = "clang", link = "/usr/bin/clang", path = "/usr/bin/clang-15", \
+priority = 20 }
+
+[[images.one.steps]]
+symlink = { target = "/usr/bin/python3", link = "/usr/local/bin/python" }
+
+[[images.one.steps]]
+ldconfig = true
+
+[[images.one.steps]]
+run = "python3 -m pip uninstall -y triton-ascend"
+
+[images.two]
+aliases = []''')
+
+
+def test_image_settings_render_after_every_build_step(tmp_path: Path) -> None:
+    spec = _load(tmp_path, SETTINGS)
+    text = render_dockerfile(spec)
+    tail = text[text.index("# Removed after the installs"):]
+    order = [
+        "RUN python3 -m pip uninstall -y triton\n",
+        "RUN update-alternatives --install /usr/bin/clang clang /usr/bin/clang-15 20\n",
+        'RUN mkdir -p "$(dirname /usr/local/bin/python)"; \\\n    ln -sfn /usr/bin/python3 '
+        "/usr/local/bin/python\n",
+        "RUN ldconfig\n",
+        "RUN python3 -m pip uninstall -y triton-ascend\n",
+        "RUN id -u vllm >/dev/null 2>&1 || useradd --create-home --user-group vllm\n",
+        "ENV SOC_VERSION=ascend910b1 \\\n"
+        "    LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+${LD_LIBRARY_PATH}:}/usr/local/lib \\\n"
+        "    LD_PRELOAD=/usr/lib/${CANN_ARCH}-linux-gnu/libjemalloc.so.2"
+        "${LD_PRELOAD:+:${LD_PRELOAD}}\n",
+        "WORKDIR /workspace\n",
+        "LABEL ",
+        "USER vllm\n",
+        'ENTRYPOINT ["/bin/bash", "-lc"]\n',
+        'CMD ["vllm", "serve"]',
+    ]
+    at = [tail.index(part) for part in order]
+    assert at == sorted(at)
+    # The toolkit's LD_LIBRARY_PATH is set before, and the image's appends to it.
+    assert text.index("LD_LIBRARY_PATH=/usr/local/Ascend") < text.index("# Removed after")
+
+
+def test_runtime_env_seen_by_a_shell(tmp_path: Path) -> None:
+    """Docker expands ENV like the shell's ${X:+…}: run the rendered values through bash."""
+    from cannery.render.dockerfile import runtime_env
+
+    spec = _load(tmp_path, SETTINGS)
+    pairs = dict(runtime_env(spec))
+    script = "; ".join(f'{k}="{v}"' for k, v in pairs.items()) + (
+        '; echo "$LD_LIBRARY_PATH|$LD_PRELOAD|$SOC_VERSION"'
+    )
+    proc = _bash(script, tmp_path, {"LD_LIBRARY_PATH": "/tk/lib64", "LD_PRELOAD": "",
+                                    "CANN_ARCH": "aarch64"})
+    assert proc.stdout.strip() == (
+        "/tk/lib64:/usr/local/lib|/usr/lib/aarch64-linux-gnu/libjemalloc.so.2|ascend910b1"
+    )
+
+
+def test_verify_expects_the_image_env(tmp_path: Path) -> None:
+    from cannery.verify.expect import expected_env
+
+    env = expected_env(_load(tmp_path, SETTINGS), "arm64")
+    assert env["SOC_VERSION"] == ("ascend910b1", False)
+    assert env["LD_PRELOAD"] == ("/usr/lib/aarch64-linux-gnu/libjemalloc.so.2", True)
+    assert env["LD_LIBRARY_PATH"][0].startswith("/usr/local/Ascend/cann-8.5.2")
+
+
+def test_every_tag_reaches_build_bake_and_docs(tmp_path: Path) -> None:
+    from cannery.builder.plan import plan_build
+    from cannery.render.bake import render_bake
+    from cannery.render.docs import render_docs
+
+    spec = _load(tmp_path, SETTINGS)
+    assert spec.tags == ("t-8.5.2-910b-py3.11-r", "main-910b", "latest")
+    job = plan_build(spec, render_dockerfile(spec), Lock())
+    assert job.tags == spec.tags
+    assert plan_build(spec, render_dockerfile(spec), Lock(), tag_suffix="-rc").tags[-1] == (
+        "latest-rc"
+    )
+    bake = render_bake([spec], {"one": "d/one.Dockerfile"})
+    assert "registry.example.com/test/images:latest" in bake
+    docs = render_docs([spec], {"one": "d/one.Dockerfile"}, "TAGS.md", "t")
+    assert "`registry.example.com/test/images:main-910b`" in docs
