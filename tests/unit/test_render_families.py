@@ -221,3 +221,34 @@ def test_every_tag_reaches_build_bake_and_docs(tmp_path: Path) -> None:
     assert "registry.example.com/test/images:latest" in bake
     docs = render_docs([spec], {"one": "d/one.Dockerfile"}, "TAGS.md", "t")
     assert "`registry.example.com/test/images:main-910b`" in docs
+
+
+def test_tar_gz_bundle_of_wheels_installs_every_wheel(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    text = minimal().replace('"torch", "vllm"', '"torch", "bundle", "vllm"') + (
+        '\n[components.bundle]\nwheel = "https://w.example.com/torch_npu-{arch}.tar.gz"\n'
+    )
+    spec = _load(tmp_path, text)
+    step = next(r for r in _runs(spec) if "torch_npu-" in r)
+    assert "tar -xzf /tmp/bundle.run -C /tmp/bundle;" in step
+    # Run the part after the (verified) download against a real .tar.gz of two "wheels".
+    work = tmp_path / "tmp"
+    work.mkdir()
+    with tarfile.open(work / "bundle.run", "w:gz") as tar:
+        for name in ("dist/a-1-py3-none-any.whl", "dist/b-1-py3-none-any.whl"):
+            data = b"x"
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    after = step[step.index("mkdir -p /tmp/bundle"):].replace("/tmp/", f"{work}/")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "log"
+    _tool(bin_dir, "python3", f'for a in "$@"; do echo "$a"; done >> {log}')
+    proc = _bash("set -eu; " + after, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    installed = sorted(Path(a).name for a in log.read_text().split() if a.endswith(".whl"))
+    assert installed == ["a-1-py3-none-any.whl", "b-1-py3-none-any.whl"]
+    assert not (work / "bundle").exists() and not (work / "bundle.run").exists()

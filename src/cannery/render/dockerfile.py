@@ -49,6 +49,8 @@ SRC = "/opt/src"
 ARCH_VAR = "CANN_ARCH"  # x86_64 | aarch64, set per platform in the arch-* stages
 UNLOCKED = "UNLOCKED"
 PIP = "python3 -m pip install --no-cache-dir"
+# Wheel bundles by file name ending (torch_npu ships a .tar.gz, sgl-kernel-npu a .zip).
+BUNDLES = {".zip": "zip", ".tar.gz": "tar.gz", ".tgz": "tar.gz"}
 
 
 def _q(text: str) -> str:
@@ -191,11 +193,17 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         out.append(Comment(f"{comp.name}: wheel, checked against its sha256 from cannery.lock"))
         lines = ["set -eu;", *index, *_downloads_run(spec, comp.wheels, f"{comp.name} wheel")]
         v = _var(comp.name)
-        if all(w.url.endswith(".zip") for w in comp.wheels):
+        bundle = next(
+            (k for k in BUNDLES if all(w.url.endswith(k) for w in comp.wheels)), None
+        )
+        if bundle is not None:
             # A release bundle of wheels: every wheel in it is installed, in one pip call.
-            out[-1] = Comment(f"{comp.name}: a zip of wheels, checked against its sha256 from "
-                              "cannery.lock")
-            lines.append(f"python3 -m zipfile -e /tmp/{v}.run /tmp/{v}/;")
+            out[-1] = Comment(f"{comp.name}: a {BUNDLES[bundle]} of wheels, checked against its "
+                              "sha256 from cannery.lock")
+            lines.append(
+                f"python3 -m zipfile -e /tmp/{v}.run /tmp/{v}/;" if bundle == ".zip"
+                else f"mkdir -p /tmp/{v}; tar -xzf /tmp/{v}.run -C /tmp/{v};"
+            )
             lines.append(" ".join(
                 [f"find /tmp/{v} -name '*.whl' -print0 | xargs -0 {pip}", *extra]) + ";")
             lines.append(f"rm -rf /tmp/{v} /tmp/{v}.run;")
