@@ -352,6 +352,15 @@ def build(
             "buildx: a registry cache per image and platform (REPO:cache-IMAGE-ARCH)",
         ),
     ] = False,
+    context: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--context",
+            help="The checkout images with a `path` component copy (default: the catalog's "
+                 "directory); its commit is read from git",
+            metavar="DIR",
+        ),
+    ] = None,
 ) -> None:
     """Build each platform, push it by digest, merge one index, then move the tag."""
     from cannery.commands.build import BuildRequest, build_cmd
@@ -378,6 +387,7 @@ def build(
                 network=network,
                 log_dir=log_dir,
                 registry_cache=registry_cache,
+                context=context,
             )
         )
     )

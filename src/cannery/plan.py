@@ -71,10 +71,16 @@ class ComponentSpec:
     pin: bool
     # TARGETARCH → extra package indexes for this component's pip calls, in the order written
     extra_index: tuple[tuple[str, tuple[str, ...]], ...]
+    # A directory of the checkout being built (the build context), and where a source tree goes
+    path: str | None = None
+    dest: str | None = None
 
     @property
     def label_version(self) -> str:
-        """What the image label says: version@commit, the pins, or the wheel URLs' digests."""
+        """What the image label says: version@commit, the pins, or the wheel URLs' digests; for
+        a checkout, the build argument that carries its commit (read from git at build time)."""
+        if self.path is not None:
+            return "${" + CHECKOUT_ARG + "}"
         if self.git:
             return f"{self.version}@{self.git.pinned}" if self.version else self.git.pinned
         if self.pip:
@@ -91,6 +97,10 @@ class ToolkitSpec:
     env: tuple[tuple[str, str | tuple[str, ...]], ...]
     devlib: str | None
     env_scripts: tuple[str, ...]
+
+
+# The build argument carrying the checkout's commit (``+dirty…`` when the tree had changes).
+CHECKOUT_ARG = "CANNERY_CHECKOUT"
 
 
 @dataclass(frozen=True)
@@ -164,9 +174,16 @@ class ImageSpec:
 
     def unpinned(self) -> list[str]:
         """Python requirements that would be resolved at build time (not from the lock)."""
+        # The checkout's own dependencies change with the checkout: pip resolves them at build
+        # time, under the lock's constraints.
+        checkout = [
+            f"component {c.name}: dependencies of the checkout ({c.path})"
+            for c in self.components
+            if c.path is not None and c.install != "none" and "--no-deps" not in c.pip_args
+        ]
         if self.python_pinned:
-            return []
-        out = [f"Python tool {t}" for t in self.pip_tools]
+            return checkout
+        out = [f"Python tool {t}" for t in self.pip_tools] + checkout
         for c in self.components:
             out += [f"component {c.name}: {r}" for r in c.pip]
             if c.git and c.install != "none":
@@ -235,6 +252,8 @@ def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) 
         jobs_reason=comp.jobs.reason if comp.jobs else None,
         pin=comp.pin,
         extra_index=tuple((a, tuple(comp.indexes(a))) for a in sorted(comp.extra_index)),
+        path=comp.path,
+        dest=comp.dest,
     )
 
 

@@ -174,7 +174,7 @@ def test_an_inherited_whole_entry_mistake_is_said_once(tmp_path: Path, cli) -> N
     path, res = _validate(cli, tmp_path, text)
     assert _errors(res.err) == [
         f"cannery: error: {path}:{line_of(text, '[components.both]')}: components.both: give "
-        "exactly one of git, pip, wheel"
+        "exactly one of git, pip, wheel, path"
     ], res.err
 
 

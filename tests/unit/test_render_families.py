@@ -252,3 +252,105 @@ def test_tar_gz_bundle_of_wheels_installs_every_wheel(tmp_path: Path) -> None:
     installed = sorted(Path(a).name for a in log.read_text().split() if a.endswith(".whl"))
     assert installed == ["a-1-py3-none-any.whl", "b-1-py3-none-any.whl"]
     assert not (work / "bundle").exists() and not (work / "bundle.run").exists()
+
+
+# --------------------------------------------------------------- build from the checkout
+
+CHECKOUT = minimal().replace('"torch", "vllm", "vllm-ascend"]', '"torch", "vllm", "here"]') + """
+[components.here]
+path = "."
+dest = "/vllm-workspace/vllm-ascend"
+install = "editable"
+version = "v0.18.0"
+package = "vllm-ascend"
+toolkit_build = true
+"""
+
+
+def _git_repo(root: Path) -> str:
+    import subprocess
+
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (root / "setup.py").write_text("print('x')\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_checkout_component_is_copied_and_labelled_from_a_build_argument(tmp_path: Path) -> None:
+    spec = _load(tmp_path, CHECKOUT)
+    text = render_dockerfile(spec)
+    assert "\nCOPY . /vllm-workspace/vllm-ascend\n" in text
+    assert "python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e " \
+           "/vllm-workspace/vllm-ascend" in text
+    assert "git init" not in text.split("COPY . ")[1].split("LABEL")[0]
+    assert 'ARG CANNERY_CHECKOUT="unknown"' in text or "ARG CANNERY_CHECKOUT=unknown" in text
+    assert 'io.cannery.component.here="${CANNERY_CHECKOUT}"' in text
+    # its dependencies change with the checkout: said, not hidden
+    assert "component here: dependencies of the checkout (.)" in spec.unpinned()
+
+
+def test_render_writes_a_dockerignore_only_for_checkout_images(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "cannery.toml").write_text(CHECKOUT)
+    assert cli("render", "dockerfile", "--catalog", str(tmp_path / "a" / "cannery.toml")).code == 0
+    ignore = (tmp_path / "a" / ".dockerignore").read_text()
+    assert ".git\n" in ignore.splitlines(True)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "cannery.toml").write_text(minimal())
+    assert cli("render", "dockerfile", "--catalog", str(tmp_path / "b" / "cannery.toml")).code == 0
+    assert not (tmp_path / "b" / ".dockerignore").exists()
+
+
+def test_commit_is_read_from_git_and_decides_the_input_digest(tmp_path: Path) -> None:
+    from cannery.builder.checkout import read_checkout
+    from cannery.builder.plan import plan_build
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    head = _git_repo(repo)
+    spec = _load(tmp_path, CHECKOUT)
+    text = render_dockerfile(spec)
+    clean = read_checkout(repo)
+    assert clean.commit == head and not clean.dirty
+    job = plan_build(spec, text, Lock(), checkout=clean)
+    assert job.context == repo
+    assert job.build_args == (("CANNERY_CHECKOUT", head),)
+    (repo / "setup.py").write_text("print('changed')\n")
+    dirty = read_checkout(repo)
+    assert dirty.dirty and dirty.commit.startswith(head + "+dirty.")
+    other = plan_build(spec, text, Lock(), checkout=dirty)
+    assert other.build_args == (("CANNERY_CHECKOUT", dirty.commit),)
+    assert {p.input_digest for p in job.platforms}.isdisjoint(
+        p.input_digest for p in other.platforms
+    )
+    (repo / "new.txt").write_text("untracked\n")
+    assert read_checkout(repo).commit != dirty.commit  # untracked files count too
+
+
+def test_build_from_a_directory_that_is_not_a_checkout_exits_2(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "cannery.toml").write_text(CHECKOUT)
+    res = cli("build", "--catalog", str(tmp_path / "cannery.toml"), "--frozen",
+              "--context", str(tmp_path))
+    assert res.code == 2
+    assert f"--context {tmp_path}: not a git checkout" in res.err
+
+
+def test_buildah_gets_the_checkout_as_context_and_the_commit(tmp_path: Path) -> None:
+    from cannery.builder.buildah import BuildahEngine
+    from cannery.builder.checkout import read_checkout
+    from cannery.builder.engine import BuildOptions
+    from cannery.builder.plan import plan_build
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    head = _git_repo(repo)
+    spec = _load(tmp_path, CHECKOUT)
+    job = plan_build(spec, render_dockerfile(spec), Lock(), checkout=read_checkout(repo))
+    opts = BuildOptions(context=job.context or tmp_path, dockerfile=tmp_path / "Dockerfile",
+                        work=tmp_path, push_repository=None, oci_output=True)
+    build = BuildahEngine().steps(job, job.platforms[0], opts)[0]
+    assert build[-1] == str(repo)
+    assert f"CANNERY_CHECKOUT={head}" in build

@@ -57,6 +57,7 @@ ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 EXTRA_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 # https, ssh, git or file URLs without user:password@, or scp-style user@host:path.
 GIT_URL = r"^((https|ssh|git|file)://[^/@]*(/.*)?|[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:.*)$"
+ABS_PATH = r"^/[A-Za-z0-9_.+/-]*$"
 # A value that can appear in an image tag (os_version, chip, recipe, the toolkit version).
 TAG_VALUE = r"^[A-Za-z0-9_.-]*$"
 CRON = r"^ *[^ \t\n]+([ \t]+[^ \t\n]+){4} *$"
@@ -222,12 +223,13 @@ class Jobs(Strict):
     reason: str = Field(min_length=3)
 
 
-# Fields that only a git component (built from source) uses: on a pip or wheel component
-# they would have no effect, so they are errors there.
-GIT_ONLY = (
-    "ref", "subdir", "extras", "pyproject", "requirements", "build_env", "toolkit_build", "jobs"
+# Fields that only a component built from source (git, or a path of the checkout) uses: on a
+# pip or wheel component they would have no effect, so they are errors there.
+BUILT = (
+    "subdir", "extras", "pyproject", "requirements", "build_env", "toolkit_build", "jobs", "dest"
 )
-SOURCES = ("git", "pip", "wheel")
+GIT_ONLY = ("ref", *BUILT)
+SOURCES = ("git", "pip", "wheel", "path")
 
 
 def _component_rules() -> JsonDict:
@@ -239,7 +241,9 @@ def _component_rules() -> JsonDict:
 
     return {
         "allOf": [
-            {"not": {"anyOf": [has("git", "pip"), has("git", "wheel"), has("pip", "wheel")]}},
+            {"not": {"anyOf": [
+                has(a, b) for i, a in enumerate(SOURCES) for b in SOURCES[i + 1:]
+            ]}},
             {
                 "if": {"anyOf": [has("pip"), has("wheel")]},
                 "then": {
@@ -247,12 +251,13 @@ def _component_rules() -> JsonDict:
                     "properties": {"install": {"const": "pip"}},
                 },
             },
-            {"if": {"anyOf": [has("git"), has("wheel")]},
+            {"if": has("path"), "then": {"not": has("ref")}},
+            {"if": {"anyOf": [has("git"), has("wheel"), has("path")]},
              "then": {"properties": {"pin": {"const": False}}}},
             {
                 "if": {"not": has("extends")},
                 "then": {
-                    "anyOf": [has("git"), has("pip"), has("wheel")],
+                    "anyOf": [has(k) for k in SOURCES],
                     "if": has("git"),
                     "then": has("ref"),
                 },
@@ -274,6 +279,16 @@ class Component(Strict):
         description="https URL template of a wheel, or a .zip/.tar.gz of wheels "
                     "({uname_arch}, {arch})",
         json_schema_extra=_schema(URL_TEMPLATE),
+    )
+    path: str | None = Field(
+        None,
+        description="A directory of the repository being built (the build context, e.g. \".\"),"
+                    " copied in; its commit is read from git at build time",
+        json_schema_extra=_inside_repo(REL_PATH.pattern),
+    )
+    dest: str | None = Field(
+        None, pattern=ABS_PATH,
+        description="Where the source tree goes in the image (default /opt/src/NAME)",
     )
     ref: str | None = Field(
         None, description="Tag, branch or full commit; `cannery lock` pins it", min_length=1,
@@ -326,15 +341,29 @@ class Component(Strict):
         other = next((k for k in ("pip", "wheel") if info.data.get(k) is not None), None)
         if other is not None and (info.field_name != "install" or v != "pip"):
             raise ValueError(
-                f"{info.field_name} has no effect on a {other} component (only git components "
-                "are built from source)"
+                f"{info.field_name} has no effect on a {other} component (only git and path "
+                "components are built from source)"
             )
+        if info.field_name == "ref" and info.data.get("path") is not None:
+            raise ValueError(
+                "ref has no effect on a path component: its commit is read from git at build time"
+            )
+        return v
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, v: str | None) -> str | None:
+        if v is not None and (
+            not REL_PATH.fullmatch(v) or ".." in v.split("/") or v.endswith("/")
+        ):
+            raise ValueError(f"{v!r}: give a relative path inside the repository")
         return v
 
     @field_validator("pin")
     @classmethod
     def _pin(cls, v: bool, info: ValidationInfo) -> bool:
         other = next((k for k in ("git", "wheel") if info.data.get(k) is not None), None)
+        other = other or ("path" if info.data.get("path") is not None else None)
         if v and other is not None:
             raise ValueError(f"pin is only for pip components (this one is {other})")
         return v
@@ -404,7 +433,7 @@ class Component(Strict):
     def _one_source(self) -> Component:
         kinds = [k for k in SOURCES if getattr(self, k) is not None]
         if len(kinds) != 1:
-            raise ValueError("give exactly one of git, pip, wheel")
+            raise ValueError("give exactly one of git, pip, wheel, path")
         if self.git is not None and not self.ref:
             raise ValueError("a git component needs a ref")
         return self
@@ -416,7 +445,6 @@ class Component(Strict):
 
 
 # ---------------------------------------------------------------- image settings and steps
-ABS_PATH = r"^/[A-Za-z0-9_.+/-]*$"
 USER_NAME = r"^[a-z_][a-z0-9_-]{0,31}$"
 
 

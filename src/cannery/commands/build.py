@@ -24,7 +24,7 @@ from cannery.builder.execute import (
 from cannery.builder.plan import ImageJob, plan_build
 from cannery.builder.progress import reporter_for
 from cannery.catalog.models import IMAGE_TAG, Catalog
-from cannery.commands.common import err, load_with_lock, out, select
+from cannery.commands.common import checkout_for, err, load_with_lock, out, select
 from cannery.errors import InputError
 from cannery.lock import (
     Input,
@@ -71,6 +71,7 @@ class BuildRequest:
     network: str | None
     log_dir: Path
     registry_cache: bool = False
+    context: Path | None = None  # the checkout images with a `path` component copy
 
 
 def _entries(lock: Lock) -> set[tuple[str, str]]:
@@ -166,12 +167,16 @@ def _jobs(req: BuildRequest) -> tuple[list[ImageJob], Lock]:
     lk = ensure_locked(loaded.catalog, lk, path, req, names)
     jobs = []
     problems = []
-    for spec in plan(loaded.catalog, lk, names):
+    specs = plan(loaded.catalog, lk, names)
+    checkout = checkout_for(specs, req.context, req.catalog, quiet=req.as_json)
+    for spec in specs:
         for item in spec.unlocked():
             problems.append(f"{spec.name}: {item} is not in {path}")
         if spec.unpinned():
             problems.append(f"{spec.name}: Python dependencies are not in {path}")
-        jobs.append(plan_build(spec, render_dockerfile(spec), lk, req.platforms, req.tag_suffix))
+        jobs.append(
+            plan_build(spec, render_dockerfile(spec), lk, req.platforms, req.tag_suffix, checkout)
+        )
     if problems:
         hint = "" if not req.frozen else " (--frozen never resolves: run `cannery lock`)"
         raise InputError("\n".join(problems) + hint)

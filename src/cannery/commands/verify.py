@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cannery.builder.plan import plan_build
 from cannery.commands.build import _cert_dir
-from cannery.commands.common import load_with_lock, out, select
+from cannery.commands.common import checkout_for, load_with_lock, out, select
 from cannery.errors import InputError
 from cannery.oci import Credentials, OCIClient, Reference
 from cannery.plan import ImageSpec, plan
@@ -64,7 +64,8 @@ def verify_cmd(
     spec = specs[0] if image else _spec_for(ref, specs)
     checks: list[Check] = []
     with OCIClient(ssl_context(ca_cert), credentials=Credentials(env_host=ref.host)) as client:
-        job = plan_build(spec, render_dockerfile(spec), lk)
+        checkout = checkout_for([spec], None, catalog, quiet=as_json)
+        job = plan_build(spec, render_dockerfile(spec), lk, checkout=checkout)
         inputs = {p.platform: p.input_digest for p in job.platforms}
         found, images = registry_checks(client, ref, spec, inputs)
         checks += found

@@ -24,12 +24,13 @@ import re
 import shlex
 
 from cannery import __version__
-from cannery.plan import UNAME_ARCH, ComponentSpec, Download, ImageSpec
+from cannery.plan import CHECKOUT_ARG, UNAME_ARCH, ComponentSpec, Download, ImageSpec
 from cannery.render.instructions import (
     Arg,
     Blank,
     Cmd,
     Comment,
+    Copy,
     Entrypoint,
     Env,
     From,
@@ -148,7 +149,7 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
     out: list[Instruction] = []
     pip = PIP + (f" -c {CONSTRAINTS}" if constrained else "")
     extra = [*comp.pip_args]
-    if spec.python_pinned:
+    if spec.python_pinned and comp.path is None:
         if comp.pip:
             return []  # installed, with hashes, by the locked Python step
         # dependencies and build requirements come from the lock: pip fetches nothing more
@@ -215,14 +216,16 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         )
         out.append(Run(_finish(lines)))
         return out
-    assert comp.git is not None
     git = comp.git
     head = f"{comp.name}"
     if comp.version:
         head += f" {comp.version}"
-    head += f" at {git.commit[:12]}" if git.commit else f" at ref {git.ref}"
+    if git is not None:
+        head += f" at {git.commit[:12]}" if git.commit else f" at ref {git.ref}"
+    else:
+        head += f": this repository's checkout ({comp.path})"
     notes = [head + (f" ({comp.install})" if comp.install != "pip" else "")]
-    if not git.commit:
+    if git is not None and not git.commit:
         notes.append(f"cannery: UNLOCKED git ref {git.ref!r}: run `cannery lock` to pin a commit.")
     env_names = [k for k, _ in comp.build_env] + (["SOC_VERSION"] if comp.toolkit_build else [])
     if comp.toolkit_build and spec.toolkit.devlib:
@@ -232,7 +235,14 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         notes.append(f"Build env for this step only: {what}.")
     if comp.jobs_limit is not None:
         notes.append(f"Job limit {comp.jobs_limit}, for this step only: {comp.jobs_reason}.")
-    if comp.install == "pip":
+    dest = comp.dest or f"{SRC}/{comp.name}"
+    if git is None:
+        notes.append(
+            "Copied from the build context (.git left out by the rendered .dockerignore); the\n"
+            "commit, read from git at build time, is in the label\n"
+            f"io.cannery.component.{comp.name}."
+        )
+    elif comp.install == "pip":
         notes.append(
             "The source tree is removed once installed; the commit is in the label\n"
             f"io.cannery.component.{comp.name}."
@@ -243,15 +253,18 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             f"the commit is in the label io.cannery.component.{comp.name}."
         )
     out.append(Comment("\n".join(notes)))
-    dest = f"{SRC}/{comp.name}"
     lines = ["set -eu;", *index]
-    if not git.commit:
-        lines.append(_refuse(f"git ref {git.ref} of {comp.name} has no commit"))
-    lines += [
-        f"git init -q {dest};",
-        f"git -C {dest} fetch -q --depth 1 {_q(git.url)} {_q(git.pinned)};",
-        f"git -C {dest} checkout -q FETCH_HEAD;",
-    ]
+    if git is None:
+        assert comp.path is not None
+        out.append(Copy(comp.path, dest))
+    else:
+        if not git.commit:
+            lines.append(_refuse(f"git ref {git.ref} of {comp.name} has no commit"))
+        lines += [
+            f"git init -q {dest};",
+            f"git -C {dest} fetch -q --depth 1 {_q(git.url)} {_q(git.pinned)};",
+            f"git -C {dest} checkout -q FETCH_HEAD;",
+        ]
     if comp.install != "none":
         lines += _jobs_lines(comp)
         for key, value in comp.build_env:
@@ -263,7 +276,7 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             lines.append(
                 f'export LD_LIBRARY_PATH="{devlib}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}";'
             )
-        for req in comp.requirements if not spec.python_pinned else ():
+        for req in comp.requirements if not spec.python_pinned or git is None else ():
             lines.append(f"{pip} -r {_q(dest + '/' + req)};")
         project = f"{dest}/{comp.subdir}" if comp.subdir else dest
         if comp.pyproject:
@@ -271,8 +284,10 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         spec_ = project + (f"[{','.join(comp.extras)}]" if comp.extras else "")
         target = f"-e {_q(spec_)}" if comp.install == "editable" else _q(spec_)
         lines.append(f"{pip} {' '.join([*extra, target])};")
-    lines.append(f"rm -rf {dest};" if comp.install == "pip" else f"rm -rf {dest}/.git;")
-    out.append(Run(_finish(lines)))
+    if git is not None:
+        lines.append(f"rm -rf {dest};" if comp.install == "pip" else f"rm -rf {dest}/.git;")
+    if len(lines) > 1:
+        out.append(Run(_finish(lines)))
     return out
 
 
@@ -463,6 +478,12 @@ def render_dockerfile(spec: ImageSpec) -> str:
     ]
     labels += [(f"io.cannery.component.{c.name}", c.label_version) for c in spec.components]
     labels += list(spec.labels)
+    if any(c.path is not None for c in spec.components):
+        body += [
+            Comment("The checkout's commit, read from git by `cannery build` (+dirty… when the "
+                    "tree had changes)."),
+            Arg(CHECKOUT_ARG, "unknown"),
+        ]
     body.append(Label(tuple(labels)))
     if spec.user:
         body.append(User(spec.user))
@@ -470,6 +491,24 @@ def render_dockerfile(spec: ImageSpec) -> str:
         body.append(Entrypoint(spec.entrypoint))
     body.append(Cmd(spec.cmd))
     return render_all(body)
+
+
+def render_dockerignore(specs: list[ImageSpec], catalog_name: str) -> str | None:
+    """The build context's ``.dockerignore`` when an image copies the checkout (a component
+    with ``path``); None when no image does (the context is then the Dockerfile alone)."""
+    paths = sorted({c.path for s in specs for c in s.components if c.path is not None})
+    if not paths:
+        return None
+    return "\n".join([
+        f"# Generated by cannery {__version__.split('+')[0]} from catalog {catalog_name!r}. "
+        "Do not edit: change the catalog, then run `cannery render`.",
+        f"# The build context of images that copy this checkout ({', '.join(paths)}).",
+        "# Version-control data stays out of the image: `cannery build` reads the commit from",
+        "# git and puts it in the image's labels and input digest.",
+        ".git",
+        "**/.git",
+        "",
+    ])
 
 
 def run_step_text(text: str) -> Run:

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_./:@%+=,${}-]*$")
+# The one build argument a label may carry: the checkout's commit (cannery.plan.CHECKOUT_ARG).
+_ARG_REF = re.compile(r"\$\{CANNERY_CHECKOUT\}")
 
 
 def _quote_value(value: str) -> str:
@@ -21,7 +23,10 @@ def _quote_value(value: str) -> str:
 
 
 def _quote_label(value: str) -> str:
-    """A LABEL value: always quoted, ``$`` escaped so the text is taken literally."""
+    """A LABEL value: always quoted, ``$`` escaped so the text is taken literally, except a
+    value that is exactly ``${CANNERY_CHECKOUT}``, which the build fills in."""
+    if _ARG_REF.fullmatch(value):
+        return f'"{value}"'
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
 
 
@@ -94,6 +99,17 @@ class Cmd:
 
 
 @dataclass(frozen=True)
+class Copy:
+    """COPY from the build context (a path of the checkout being built)."""
+
+    source: str
+    dest: str
+
+    def render(self) -> str:
+        return f"COPY {self.source} {self.dest}"
+
+
+@dataclass(frozen=True)
 class Entrypoint:
     argv: tuple[str, ...]
 
@@ -131,7 +147,8 @@ class Run:
 
 
 Instruction = (
-    Comment | Blank | From | Arg | Env | Label | Shell | Cmd | Run | Entrypoint | Workdir | User
+    Comment | Blank | From | Arg | Env | Label | Shell | Cmd | Run | Copy | Entrypoint | Workdir
+    | User
 )
 
 
