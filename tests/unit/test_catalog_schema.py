@@ -100,7 +100,8 @@ GOOD = toml.loads(minimal())
 # catalog registry, extends), base chip (against the SoC family), toolkit version and layout
 # (against the env table and the compatibility table), component pip/version/package (the
 # compatibility table), image platforms beyond amd64/arm64 and ci.runners (a runner per
-# platform), image tag and recipe (two images rendering one tag).
+# platform), image tag and recipe, and aliases of an image others extend (two images
+# rendering one tag).
 FIELDS: list[tuple[tuple[str, ...], str, list[Any]]] = [
     (("catalog",), "name", ["x", ""]),
     (("catalog",), "source", ["https://example.com/x"]),
@@ -147,6 +148,24 @@ FIELDS: list[tuple[tuple[str, ...], str, list[Any]]] = [
                                              {"limit": 2, "reason": "r"}, {"limit": 2}]),
     (("components", "vllm-ascend"), "pin", [True, False]),
     (("components", "vllm-ascend"), "pip", [["x"]]),
+    (("components", "torch"), "path", [".", "../x", "src/"]),
+    (("components", "vllm-ascend"), "path", ["."]),
+    (("components", "vllm-ascend"), "dest", ["/vllm-workspace/x", "rel", "/a b"]),
+    (("images", "one"), "env", [{"A": "1"}, {"LD_PRELOAD": {"prepend": ["/x"]}},
+                                {"P": {"append": ["/a"], "replace": ["/b"]}}, {"P": {}},
+                                {"1A": "x"}, {"A": 1}]),
+    (("images", "one"), "workdir", ["/workspace", "workspace"]),
+    (("images", "one"), "user", ["vllm", "Root", "a b"]),
+    (("images", "one"), "entrypoint", [["/bin/bash"], []]),
+    (("images", "one"), "cmd", [["bash"], "bash"]),
+    (("images", "two"), "aliases", [["latest", "main-{chip}"], ["a b"], ["x", "x"]]),
+    (("images", "one"), "steps", [
+        [{"uninstall": ["triton"]}], [{"ldconfig": True}], [{"ldconfig": False}],
+        [{"symlink": {"target": "/a", "link": "/b"}}], [{"run": "echo ok"}],
+        [{"uninstall": ["x"], "ldconfig": True}], [{}], [{"run": "a\nb"}],
+        [{"alternatives": {"name": "clang", "link": "/usr/bin/clang",
+                           "path": "/usr/bin/clang-15", "priority": 20}}],
+    ]),
     (("images", "one"), "platforms", [["linux/amd64"], ["linux/arm64", "linux/arm64"],
                                       ["linux/aarch64"], []]),
     (("images", "one"), "packages", [["jq", "g++"], ["a b"], ["-x"]]),
