@@ -74,13 +74,14 @@ class ComponentSpec:
     # A directory of the checkout being built (the build context), and where a source tree goes
     path: str | None = None
     dest: str | None = None
+    checkout: str | None = None  # the checkout's commit, once read (verify compares labels)
 
     @property
     def label_version(self) -> str:
         """What the image label says: version@commit, the pins, or the wheel URLs' digests; for
         a checkout, the build argument that carries its commit (read from git at build time)."""
         if self.path is not None:
-            return "${" + CHECKOUT_ARG + "}"
+            return self.checkout or "${" + CHECKOUT_ARG + "}"
         if self.git:
             return f"{self.version}@{self.git.pinned}" if self.version else self.git.pinned
         if self.pip:
@@ -172,18 +173,29 @@ class ImageSpec:
         """Every platform's Python dependencies come from the lock, with hashes."""
         return bool(self.arches) and {a for a, _ in self.python_locked} == set(self.arches)
 
-    def unpinned(self) -> list[str]:
-        """Python requirements that would be resolved at build time (not from the lock)."""
-        # The checkout's own dependencies change with the checkout: pip resolves them at build
-        # time, under the lock's constraints.
-        checkout = [
+    def with_checkout(self, commit: str) -> ImageSpec:
+        """This image with the checkout's commit known: what its labels say once built."""
+        from dataclasses import replace
+
+        comps = tuple(replace(c, checkout=commit) if c.path is not None else c
+                      for c in self.components)
+        revision = commit if self.revision == "${" + CHECKOUT_ARG + "}" else self.revision
+        return replace(self, components=comps, revision=revision)
+
+    def checkout_resolved(self) -> list[str]:
+        """Components whose dependencies pip resolves at build time by design: a checkout's
+        change with the checkout, so the lock cannot hold them (its constraints still apply)."""
+        return [
             f"component {c.name}: dependencies of the checkout ({c.path})"
             for c in self.components
             if c.path is not None and c.install != "none" and "--no-deps" not in c.pip_args
         ]
+
+    def unpinned(self) -> list[str]:
+        """Python requirements that would be resolved at build time (not from the lock)."""
         if self.python_pinned:
-            return checkout
-        out = [f"Python tool {t}" for t in self.pip_tools] + checkout
+            return []
+        out = [f"Python tool {t}" for t in self.pip_tools]
         for c in self.components:
             out += [f"component {c.name}: {r}" for r in c.pip]
             if c.git and c.install != "none":

@@ -289,7 +289,8 @@ def test_checkout_component_is_copied_and_labelled_from_a_build_argument(tmp_pat
     assert 'ARG CANNERY_CHECKOUT="unknown"' in text or "ARG CANNERY_CHECKOUT=unknown" in text
     assert 'io.cannery.component.here="${CANNERY_CHECKOUT}"' in text
     # its dependencies change with the checkout: said, not hidden
-    assert "component here: dependencies of the checkout (.)" in spec.unpinned()
+    assert spec.checkout_resolved() == ["component here: dependencies of the checkout (.)"]
+    assert "cannery: component here: dependencies of the checkout (.) are resolved by pip" in text
 
 
 def test_render_writes_a_dockerignore_only_for_checkout_images(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]

@@ -66,6 +66,8 @@ def verify_cmd(
     with OCIClient(ssl_context(ca_cert), credentials=Credentials(env_host=ref.host)) as client:
         checkout = checkout_for([spec], None, catalog, quiet=as_json)
         job = plan_build(spec, render_dockerfile(spec), lk, checkout=checkout)
+        if checkout is not None:
+            spec = spec.with_checkout(checkout.commit)
         inputs = {p.platform: p.input_digest for p in job.platforms}
         found, images = registry_checks(client, ref, spec, inputs)
         checks += found

@@ -385,6 +385,9 @@ def render_dockerfile(spec: ImageSpec) -> str:
     ]
     for item in spec.unlocked():
         header.append(f"cannery: UNLOCKED {item}; run `cannery lock`.")
+    for item in spec.checkout_resolved():
+        header.append(f"cannery: {item} are resolved by pip at build time, under the lock's "
+                      "constraints.")
     if spec.unpinned():
         header.append(
             "cannery: UNPINNED Python dependencies: pip resolves them at build time, so this\n"
