@@ -101,6 +101,8 @@ def test_extra_indexes_of_an_unpinned_component_reach_its_pip_call(tmp_path: Pat
             else ["https://c.example.com/simple"]
         )
         assert args[-1] == "accelerate==1.13.0"
+        # resolved at build time, so against the catalog's own index (not pip's default)
+        assert args[args.index("--index-url") + 1] == "https://127.0.0.1:9/simple"
 
 
 def test_extra_indexes_reach_the_lock_whatever_pin_says(tmp_path: Path) -> None:
@@ -283,8 +285,9 @@ def test_checkout_component_is_copied_and_labelled_from_a_build_argument(tmp_pat
     spec = _load(tmp_path, CHECKOUT)
     text = render_dockerfile(spec)
     assert "\nCOPY . /vllm-workspace/vllm-ascend\n" in text
-    assert "python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e " \
-           "/vllm-workspace/vllm-ascend" in text
+    # resolved at build time: against the catalog's index, under the constraints
+    assert "python3 -m pip install --no-cache-dir --index-url https://127.0.0.1:9/simple -c " \
+           "/opt/cannery/constraints.txt -e /vllm-workspace/vllm-ascend" in text
     assert "git init" not in text.split("COPY . ")[1].split("LABEL")[0]
     assert 'ARG CANNERY_CHECKOUT="unknown"' in text or "ARG CANNERY_CHECKOUT=unknown" in text
     assert 'io.cannery.component.here="${CANNERY_CHECKOUT}"' in text

@@ -50,6 +50,7 @@ SRC = "/opt/src"
 ARCH_VAR = "CANN_ARCH"  # x86_64 | aarch64, set per platform in the arch-* stages
 UNLOCKED = "UNLOCKED"
 PIP = "python3 -m pip install --no-cache-dir"
+DEFAULT_INDEX = "https://pypi.org/simple"
 # Wheel bundles by file name ending (torch_npu ships a .tar.gz, sgl-kernel-npu a .zip).
 BUNDLES = {".zip": "zip", ".tar.gz": "tar.gz", ".tgz": "tar.gz"}
 
@@ -135,6 +136,14 @@ def _finish(lines: list[str]) -> list[str]:
     return lines
 
 
+def _index_url(spec: ImageSpec, resolves: bool) -> str:
+    """The catalog's python_index for a pip call that resolves at build time (PyPI, pip's own
+    default, needs no option); a call that only installs locked files needs none."""
+    if not resolves or spec.python_index.rstrip("/") == DEFAULT_INDEX:
+        return ""
+    return f" --index-url {_q(spec.python_index)}"
+
+
 def _jobs_lines(comp: ComponentSpec) -> list[str]:
     if comp.jobs_limit is not None:
         n = str(comp.jobs_limit)
@@ -147,7 +156,8 @@ def _jobs_lines(comp: ComponentSpec) -> list[str]:
 
 def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[Instruction]:
     out: list[Instruction] = []
-    pip = PIP + (f" -c {CONSTRAINTS}" if constrained else "")
+    pip = PIP + _index_url(spec, resolves=comp.path is not None or not spec.python_pinned)
+    pip += f" -c {CONSTRAINTS}" if constrained else ""
     extra = [*comp.pip_args]
     if spec.python_pinned and comp.path is None:
         if comp.pip:
@@ -419,7 +429,8 @@ def render_dockerfile(spec: ImageSpec) -> str:
 
     body += [Comment("System packages (change least often)."), Run(_package_lines(spec))]
     if spec.pip_tools and not spec.python_pinned:
-        body.append(Run([f"{PIP} --upgrade {' '.join(_q(t) for t in spec.pip_tools)}"]))
+        body.append(Run([f"{PIP}{_index_url(spec, True)} --upgrade "
+                         f"{' '.join(_q(t) for t in spec.pip_tools)}"]))
     body.append(Blank())
 
     tk = spec.toolkit
