@@ -34,6 +34,7 @@ IMAGE = """
 path = "."
 dest = "/workspace/here"
 install = "editable"
+pip_args = ["--no-build-isolation"]  # setuptools from the base, as the world's fastops
 
 [images.checkout]
 base = "standin"

@@ -168,7 +168,8 @@ def _jobs(req: BuildRequest) -> tuple[list[ImageJob], Lock]:
     jobs = []
     problems = []
     specs = plan(loaded.catalog, lk, names)
-    checkout = checkout_for(specs, req.context, req.catalog, quiet=req.as_json)
+    # said on stderr with the progress lines, JSON or not
+    checkout = checkout_for(specs, req.context, req.catalog)
     for spec in specs:
         for item in spec.unlocked():
             problems.append(f"{spec.name}: {item} is not in {path}")
