@@ -20,6 +20,7 @@ FILES = (
     ("npm", re.compile(r"(^|/)\.?npmrc$")),
     ("conda", re.compile(r"(^|/)\.?condarc$")),
     ("apt", re.compile(r"^/etc/apt/(sources\.list(\.d/.*)?|apt\.conf(\.d/.*)?)$")),
+    ("yum", re.compile(r"^/etc/(yum\.repos\.d/.*|yum\.conf|dnf/dnf\.conf)$")),
 )
 
 # tool → settings that turn certificate or signature checks off
@@ -30,12 +31,14 @@ INSECURE = {
     "conda": re.compile(r"^\s*ssl_verify\s*:\s*(false|no|off)\b", re.I),
     "apt": re.compile(r"\[[^\]]*trusted=yes|allow-?(unauthenticated|insecure-?repositories)"
                       r"\s*\"?\s*(true|yes|1)", re.I),
+    "yum": re.compile(r"^\s*(gpgcheck|repo_gpgcheck|sslverify)\s*=\s*(0|false|no|off)\b", re.I),
 }
 # tool → settings that keep a package index in the image
 INDEX = {
     "pip": re.compile(r"^\s*(extra-)?index[-_]url\s*[=:]|^\s*find[-_]links\s*[=:]", re.I),
     "npm": re.compile(r"^\s*(@[\w-]+:)?registry\s*=", re.I),
     "conda": re.compile(r"^\s*channel_alias\s*:|^\s*default_channels\s*:", re.I),
+    "yum": re.compile(r"^\s*(baseurl|mirrorlist|metalink)\s*=", re.I),
 }
 
 

@@ -10,9 +10,14 @@ from cannery.lint.rules._shell import basename, downloaded_file
 
 CACHES = (
     (re.compile(r"^/var/lib/apt/lists"), ("apt-get", "apt"), "update", "the apt lists"),
+    (re.compile(r"^/var/cache/(dnf|yum)"), ("dnf", "yum", "microdnf"), "install",
+     "the dnf/yum cache"),
     (re.compile(r"^/root/\.cache/pip|^~/\.cache/pip|^\$HOME/\.cache/pip"), ("pip",), "install",
      "the pip cache"),
 )
+
+
+RPM_TOOLS = ("dnf", "yum", "microdnf")
 
 
 def absolute(path: str, workdir: str) -> str:
@@ -46,7 +51,8 @@ class CleanupInLaterLayer(Rule):
     """## What it does
     Finds clean-up that runs in a later `RUN` than the one that made the files: `rm` of a
     file downloaded, cloned or copied by an earlier instruction, `apt-get clean` or
-    `rm -rf /var/lib/apt/lists/*` in a step that ran no apt, `pip cache purge` in a step
+    `rm -rf /var/lib/apt/lists/*` in a step that ran no apt, `dnf`/`yum clean` or
+    `rm -rf /var/cache/dnf` in a step that installed nothing, `pip cache purge` in a step
     that installed nothing. Only the stages that ship are checked (the last stage, or the
     configured `target`, and the stages it is built `FROM`): a builder stage's size does not
     reach the image through `COPY --from`.
@@ -99,6 +105,11 @@ class CleanupInLaterLayer(Rule):
                                 {("apt-get", "install"), ("apt", "install")} & subs):
                             yield self.at(facts.path, c.pos, "apt-get clean in a step that "
                                           "installed nothing: the earlier layer keeps its cache")
+                        elif c.name in RPM_TOOLS and c.subcommand() == "clean" and not (
+                                {(t, "install") for t in RPM_TOOLS} & subs):
+                            yield self.at(facts.path, c.pos, f"{c.name} clean in a step that "
+                                          "installed nothing: the earlier layer keeps its cache",
+                                          hint="clean up in the same RUN")
                         elif (c.name == "pip" and c.argv[:2] == ["cache", "purge"]
                               and ("pip", "install") not in subs):
                             yield self.at(facts.path, c.pos, "pip cache purge in a step that "

@@ -14,16 +14,20 @@ INDEX_ENV = {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "UV_INDEX
              "CONDA_CHANNELS", "GOPROXY"}
 URL = re.compile(r"(?<![a-z])[a-z]{1,15}://[^\s'\"]+")  # bounded scheme: linear on long words
 HOSTISH = re.compile(r"://|\w\.\w")  # a sed expression that rewrites a host
-CONFIG_FILES = re.compile(r"(pip\.conf|pip\.ini|\.npmrc|\.condarc|sources\.list|\.pypirc)$")
+CONFIG_FILES = re.compile(
+    r"(pip\.conf|pip\.ini|\.npmrc|\.condarc|sources\.list|\.pypirc|\.repo|yum\.conf|dnf\.conf)$"
+)
 
 
 class PersistedPackageIndex(Rule):
     """## What it does
     Finds build-time package index or mirror configuration saved into the image: `ENV
     PIP_INDEX_URL`/`PIP_EXTRA_INDEX_URL`, `pip config set …index-url`, `npm config set
-    registry`, index settings written into `pip.conf`, `.npmrc` or `.condarc` (by `echo`,
-    `printf`, `tee`, a heredoc or `COPY <<EOF`), and `sed` edits that put a host into a
-    package source file. Hosts in `trusted-registries` are allowed.
+    registry`, index settings written into `pip.conf`, `.npmrc`, `.condarc` or a yum/dnf
+    `.repo` file (`baseurl`, `mirrorlist`, `metalink`; by `echo`, `printf`, `tee`, a heredoc
+    or `COPY <<EOF`), and `sed` edits that put a host into a package source file
+    (`sources.list`, a `.repo` file, `yum.conf`, `dnf.conf`). Hosts in
+    `trusted-registries` are allowed.
 
     ## Why is this bad?
     A mirror that was fast from the build farm is slow, unreachable or untrusted where the

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
@@ -35,11 +36,13 @@ class TlsVerificationDisabled(Rule):
     Finds downloads and package tools told not to verify TLS certificates: `wget
     --no-check-certificate`, `curl -k`/`--insecure`, `git -c http.sslVerify=false` or
     `GIT_SSL_NO_VERIFY`, pip `--trusted-host`/`PIP_TRUSTED_HOST`/`pip config set
-    …trusted-host`, npm `strict-ssl=false`, apt `[trusted=yes]`/`AllowUnauthenticated`;
+    …trusted-host`, npm `strict-ssl=false`, apt `[trusted=yes]`/`AllowUnauthenticated`,
+    dnf/yum `--nogpgcheck` or `--setopt=…gpgcheck=0`/`sslverify=0`;
     and the same settings written into the tool's config file (by `echo`, `printf`, `tee`,
     a heredoc, `sed -i` or `COPY <<EOF`): pip.conf `trusted-host`, gitconfig
     `sslVerify = false`, .npmrc `strict-ssl=false`, .condarc `ssl_verify: false`, apt
-    sources `[trusted=yes]`. A bypass persisted by `ENV` or a config file is reported as
+    sources `[trusted=yes]`, a yum/dnf `.repo` or dnf.conf `gpgcheck=0`/`sslverify=0`. A
+    bypass persisted by `ENV` or a config file is reported as
     critical: every later step and every user of the image inherits it.
 
     ## Why is this bad?
@@ -154,3 +157,11 @@ class TlsVerificationDisabled(Rule):
                         "allowunauthenticated" in low or "allowinsecurerepositories" in low):
                     yield self.at(p, w.pos, f"apt {w.value} installs packages whose signatures "
                                   "were not checked", hint="remove it; add the repository's key")
+        elif cmd.name in ("dnf", "yum", "microdnf"):
+            for w in cmd.args:
+                low = w.value.lower().replace("-", "_")
+                if low == "__nogpgcheck" or re.search(
+                        r"(gpgcheck|sslverify)=(0|false|no|off)$", low):
+                    yield self.at(p, w.pos, f"{cmd.name} {w.value} installs packages whose "
+                                  "signatures or certificates were not checked",
+                                  hint="remove it; import the repository's key")
