@@ -30,6 +30,8 @@ def readme_commands() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for block in re.findall(r"^```[a-z]*\n(.*?)^```", README, flags=re.S | re.M):
         current: list[str] | None = None
+        # a command continued with a trailing backslash is one command
+        block = re.sub(r"\s*\\\n\s+", " ", block)
         for line in block.splitlines():
             if line.startswith("$ "):
                 command = line[2:].split("   #")[0].strip()
@@ -212,9 +214,14 @@ def _baseline(tmp: Path, cli, shown: list[str]) -> None:  # type: ignore[no-unty
     assert (res.out + res.err).splitlines() == shown
 
 
-# Needs the internet (the embedded catalog's registry, GitHub, the CANN server): parsed only.
-# The e2e test that runs the same shape against local services is named beside each.
+# Needs the internet (the embedded catalog's registry, GitHub, the CANN server), or shows a
+# run against an e2e test's own registry on a free port: parsed only. The e2e test that runs
+# the same shape against local services is named beside each.
 NETWORK = {
+    "cannery verify 127.0.0.1:44479/e2e/attested:e2e-8.5.2-910b-py3.11 --catalog catalog.toml "
+    "--no-runtime --key key.pub": "tests/e2e/test_attest.py",
+    "cannery verify 127.0.0.1:41377/e2e/attested:e2e-8.5.2-910b-py3.11 --catalog catalog.toml "
+    "--no-runtime --rebuild --platform linux/amd64 --network host": "tests/e2e/test_attest.py",
     "cannery lock": "tests/e2e/test_lock.py",
     "cannery build qwen3-5-a2 --locked --push": "tests/e2e/test_build.py",
     "cannery build qwen3-5-a2 --locked --output oci:images": "tests/e2e/test_build.py",

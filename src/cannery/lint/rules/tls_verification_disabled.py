@@ -37,13 +37,16 @@ class TlsVerificationDisabled(Rule):
     --no-check-certificate`, `curl -k`/`--insecure`, `git -c http.sslVerify=false` or
     `GIT_SSL_NO_VERIFY`, pip `--trusted-host`/`PIP_TRUSTED_HOST`/`pip config set
     …trusted-host`, npm `strict-ssl=false`, apt `[trusted=yes]`/`AllowUnauthenticated`,
-    dnf/yum `--nogpgcheck` or `--setopt=…gpgcheck=0`/`sslverify=0`;
+    yum/dnf `--nogpgcheck`/`--setopt=sslverify=0` (and `dnf config-manager --setopt`);
     and the same settings written into the tool's config file (by `echo`, `printf`, `tee`,
     a heredoc, `sed -i` or `COPY <<EOF`): pip.conf `trusted-host`, gitconfig
     `sslVerify = false`, .npmrc `strict-ssl=false`, .condarc `ssl_verify: false`, apt
-    sources `[trusted=yes]`, a yum/dnf `.repo` or dnf.conf `gpgcheck=0`/`sslverify=0`. A
-    bypass persisted by `ENV` or a config file is reported as
-    critical: every later step and every user of the image inherits it.
+    sources `[trusted=yes]` and `apt.conf.d` `Acquire::AllowInsecureRepositories`,
+    `AllowDowngradeToInsecureRepositories`, `AllowUnauthenticated` or
+    `Acquire::https::Verify-Peer`/`Verify-Host "false"`, yum/dnf repo files and
+    `yum.conf`/`dnf.conf` `sslverify=0`/`gpgcheck=0`. A bypass persisted by `ENV` or a
+    config file is reported as critical: every later step and every user of the image
+    inherits it.
 
     ## Why is this bad?
     Without certificate checks anyone on the network path can substitute what is downloaded.
@@ -150,6 +153,18 @@ class TlsVerificationDisabled(Rule):
                     yield self.at(p, w.pos, "npm strict-ssl=false skips certificate checks"
                                   + (" for every later npm call in the image" if saved else ""),
                                   hint=hint, severity=Severity.CRITICAL if saved else None)
+        elif cmd.name in ("yum", "dnf", "microdnf", "tdnf", "yum-config-manager"):
+            for w in cmd.args:
+                low = w.value.lower()
+                if low == "--nogpgcheck" or re.search(
+                        r"(sslverify|gpgcheck)=(0|false|no|off)\b", low):
+                    saved = cmd.subcommand() == "config-manager" or (
+                        cmd.name == "yum-config-manager") or "--save" in argv
+                    yield self.at(p, w.pos, f"{cmd.name} {w.value} skips certificate or "
+                                  "signature checks" + (" for every later install in the image"
+                                                        if saved else ""),
+                                  hint="remove it; import the repository's key (rpm --import)",
+                                  severity=Severity.CRITICAL if saved else None)
         elif cmd.name in ("apt-get", "apt", "aptitude"):
             for w in cmd.args:
                 low = w.value.lower()
@@ -157,11 +172,3 @@ class TlsVerificationDisabled(Rule):
                         "allowunauthenticated" in low or "allowinsecurerepositories" in low):
                     yield self.at(p, w.pos, f"apt {w.value} installs packages whose signatures "
                                   "were not checked", hint="remove it; add the repository's key")
-        elif cmd.name in ("dnf", "yum", "microdnf"):
-            for w in cmd.args:
-                low = w.value.lower().replace("-", "_")
-                if low == "__nogpgcheck" or re.search(
-                        r"(gpgcheck|sslverify)=(0|false|no|off)$", low):
-                    yield self.at(p, w.pos, f"{cmd.name} {w.value} installs packages whose "
-                                  "signatures or certificates were not checked",
-                                  hint="remove it; import the repository's key")
