@@ -259,3 +259,22 @@ def test_a_signature_made_for_another_payload_type_does_not_count(
     checks = attestation_checks(client, repo, spec, images, [key.public_key()], False)
     (sig,) = [c for c in checks if c.name == "signature"]
     assert not sig.ok and "payloadType 'application/vnd.example.other+json'" in sig.detail
+
+
+@pytest.mark.parametrize("output", [b"syft: warning\n{}", b"[]", b"[" * 100_000])
+def test_scanner_output_that_is_not_a_json_object_is_a_command_error(
+    tmp_path: Path, registry: LocalRegistry, client: OCIClient, output: bytes
+) -> None:
+    """The scanner (syft) is a program cannery runs: output that is not an SPDX JSON object
+    is one error line (exit 2, before any tag moves), not a crash."""
+    from cannery.attest.attach import Attester
+    from cannery.attest.provenance import build_context
+    from cannery.errors import CommandError
+
+    repo, children = _image(tmp_path, client, registry.host)
+    _, job = _job(repo)
+    attester = Attester(client, build_context("catalog.toml", "a" * 64, "buildah", None), None,
+                        lambda *_: output)
+    with pytest.raises(CommandError, match="the scanner's output is not a JSON object") as exc:
+        attester.platform(job, repo, children[0], "linux/amd64", "")
+    assert exc.value.exit_code == 2

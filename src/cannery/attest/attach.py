@@ -19,8 +19,9 @@ from pathlib import Path
 from cannery.attest.provenance import BuildContext, provenance
 from cannery.attest.sign import ENVELOPE_MEDIA_TYPE, Signer, envelope
 from cannery.builder.plan import INPUTS_LABEL, ImageJob
+from cannery.errors import CommandError
 from cannery.oci.client import NotFound, OCIClient
-from cannery.oci.manifest import Descriptor, MalformedManifest, platform_string
+from cannery.oci.manifest import Descriptor, MalformedManifest, load_json, platform_string
 from cannery.oci.reference import Reference
 from cannery.oci.referrers import Referrer, attach, list_referrers, parse_artifact
 from cannery.util.fs import atomic_write
@@ -91,7 +92,13 @@ class Attester:
             attach(self.client, repo, subject, PROVENANCE_TYPE,
                    envelope(stmt, self.signer), ENVELOPE_MEDIA_TYPE, self._annotations())
         if self.scanner is not None and not self._attached(repo, subject.digest, have, SBOM_TYPE):
-            sbom = json.loads(self.scanner(repo, subject, platform))
+            try:
+                sbom = load_json(self.scanner(repo, subject, platform))
+            except ValueError:
+                sbom = None
+            if not isinstance(sbom, dict):
+                raise CommandError(f"SBOM scan of {repo.name}@{child.digest} ({platform}): the "
+                                   "scanner's output is not a JSON object")
             stmt = statement(repo.name, subject, SPDX_PREDICATE, sbom)
             attach(self.client, repo, subject, SBOM_TYPE,
                    envelope(stmt, self.signer), ENVELOPE_MEDIA_TYPE, self._annotations())
