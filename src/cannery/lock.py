@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import os
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -295,11 +294,11 @@ def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
     """
     from cannery.util.cmd import CommandError, run
 
-    env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
+    env = {"GIT_TERMINAL_PROMPT": "0"}
     if ca_file:
         env["GIT_SSL_CAINFO"] = ca_file
     try:
-        out = run(["git", "ls-remote", "--", url, ref, f"{ref}^{{}}"], env=env, timeout=120)
+        out = run(["git", "ls-remote", "--", url, ref, f"{ref}^{{}}"], extra_env=env, timeout=120)
     except CommandError as exc:
         raise LockError(f"{url}: cannot list refs: {exc.message}") from None
     refs = {}

@@ -188,18 +188,11 @@ def _build_platform(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text("")
     for argv in steps:
-        rc, tail = stream(
-            argv, log_path, lambda line: reporter.line(image.name, job, line), env=engine_env()
-        )
+        # stream() gives the engine child_env(): no credential of cannery's reaches it.
+        rc, tail = stream(argv, log_path, lambda line: reporter.line(image.name, job, line))
         if rc != 0:
             raise _PlatformFailed(f"{argv[0]} {argv[1]} exited {rc}", tail, log_path)
     return settings.engine.collect(image, job, opts), [str(log_path)]
-
-
-def engine_env() -> dict[str, str]:
-    """The environment engines run in: cannery's registry credentials are for its own client
-    only, so no engine process (nor anything it starts) inherits them."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("CANNERY_REGISTRY_")}
 
 
 class _PlatformFailed(Exception):

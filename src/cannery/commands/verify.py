@@ -68,11 +68,14 @@ def verify_cmd(
         inputs = {p.platform: p.input_digest for p in job.platforms}
         found, images = registry_checks(client, ref, spec, inputs)
         checks += found
+        plain_http = client.plain_http(ref.host)  # what the client learnt, not re-derived
     if runtime:
         with _cert_dir(ca_cert) as cert_dir:
             for img in images:
                 pinned = f"{ref.host}/{ref.repository}@{img.descriptor.digest}"
-                checks += runtime_checks(pinned, img.platform, spec, cert_dir, ref.host)
+                checks += runtime_checks(
+                    pinned, img.platform, spec, cert_dir, ref.host, plain_http
+                )
     failed = [c for c in checks if not c.ok]
     if as_json:
         out.print_json(
