@@ -1,8 +1,9 @@
 """cannery.lock: every moving reference resolved once, so builds use only immutable inputs.
 
 base image tag → manifest digest, git tag/branch → full commit, download URL → sha256.
-The file is TOML, sorted, and only entries that were (re)resolved get a new timestamp, so
-re-running ``cannery lock`` with nothing new leaves it byte-identical.
+The file is TOML, sorted, and only entries whose value changed get a new timestamp (an entry
+re-resolved to the same value keeps its time), so re-running ``cannery lock``, even with
+``--update``, leaves it byte-identical when nothing moved.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import tomli_w
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -191,6 +192,20 @@ def now() -> str:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
+E = TypeVar("E", BaseEntry, GitEntry, UrlEntry, PythonEntry)
+
+
+def _kept_time(old: E | None, new: E) -> E:
+    """``new``, or ``old`` when only the time differs: an entry re-resolved to the same value
+    keeps its time, so the build's clock (SOURCE_DATE_EPOCH, part of every input digest) and
+    the lock file do not move when nothing changed."""
+    if old is not None and old.model_dump(exclude={"resolved_at"}) == new.model_dump(
+        exclude={"resolved_at"}
+    ):
+        return old
+    return new
+
+
 def update_lock(
     cat: Catalog,
     old: Lock,
@@ -225,7 +240,10 @@ def update_lock(
             elif chosen:
                 if progress:
                     progress(inp)
-                bases[inp.key] = BaseEntry(digest=resolvers.base(inp.key), resolved_at=now())
+                bases[inp.key] = _kept_time(
+                    old.bases.get(inp.key),
+                    BaseEntry(digest=resolvers.base(inp.key), resolved_at=now()),
+                )
         elif inp.kind == "git":
             if not fresh and inp.key in old.git:
                 gits[inp.key] = old.git[inp.key]
@@ -233,14 +251,19 @@ def update_lock(
                 if progress:
                     progress(inp)
                 commit = resolvers.git(inp.url, inp.ref)
-                gits[inp.key] = GitEntry(url=inp.url, ref=inp.ref, commit=commit, resolved_at=now())
+                gits[inp.key] = _kept_time(
+                    old.git.get(inp.key),
+                    GitEntry(url=inp.url, ref=inp.ref, commit=commit, resolved_at=now()),
+                )
         elif not fresh and inp.key in old.urls:
             urls[inp.key] = old.urls[inp.key]
         elif chosen:
             if progress:
                 progress(inp)
             digest, size = resolvers.url(inp.url)
-            urls[inp.key] = UrlEntry(sha256=digest, size=size, resolved_at=now())
+            urls[inp.key] = _kept_time(
+                old.urls.get(inp.key), UrlEntry(sha256=digest, size=size, resolved_at=now())
+            )
     pythons = _update_python(cat, old, gits, resolvers, update, images, progress)
     return Lock(bases=bases, git=gits, urls=urls, python=pythons)
 
@@ -278,8 +301,11 @@ def _update_python(
             else:
                 if progress:
                     progress(Input("python", req.key, name))
-                out[req.key] = PythonEntry(
-                    inputs=req.digest(), requirements=resolvers.python(req), resolved_at=now()
+                out[req.key] = _kept_time(
+                    kept,
+                    PythonEntry(
+                        inputs=req.digest(), requirements=resolvers.python(req), resolved_at=now()
+                    ),
                 )
     return out
 

@@ -52,17 +52,22 @@ def _instructions(dockerfile: str) -> str:
     return "\n".join(line for line in dockerfile.splitlines() if not line.lstrip().startswith("#"))
 
 
-def input_digest(dockerfile: str, platform: str, entries: dict[str, tuple[str, str]]) -> str:
-    """sha256 over what decides a platform's image: the rendered Dockerfile's instructions
-    (comments left out), the pinned values of the lock entries it uses, the platform and
-    cannery's major version. The image's name, its repository and the entries' resolution
-    times are left out: they do not change what is built."""
+def input_digest(
+    dockerfile: str, platform: str, entries: dict[str, tuple[str, str]], epoch: int
+) -> str:
+    """sha256 over everything that decides a platform's image bytes: the rendered Dockerfile's
+    instructions (comments left out), the pinned values of the lock entries it uses, the
+    platform, the build's clock ``epoch`` (``--timestamp`` and ``SOURCE_DATE_EPOCH``: every
+    file and history time in the image) and cannery's major version. The image's name, its
+    repository and the entries' own resolution times are left out (only ``epoch``, which is
+    drawn from them, reaches the bytes)."""
     blob = json.dumps(
         {
             "cannery": MAJOR,
             "platform": platform,
             "dockerfile": _instructions(dockerfile),
             "lock": {k: v[0] for k, v in entries.items()},
+            "epoch": epoch,
         },
         sort_keys=True,
         separators=(",", ":"),
@@ -78,6 +83,14 @@ def source_date_epoch(entries: dict[str, tuple[str, str]]) -> int:
     base = [v[1] for k, v in entries.items() if k.startswith("base:")]
     times = [parse_time(t) for t in (base or [v[1] for v in entries.values()])]
     return int(min(times).timestamp()) if times else 0
+
+
+def lock_epoch(entries: dict[str, tuple[str, str]]) -> int:
+    """The newest resolution time among ``entries`` (Unix seconds; 0 with none): how new the
+    lock an image was built from is. A lock only gets a newer time where a value changed
+    (``lock._kept_time``), so a later lock of the same image never has a smaller one."""
+    times = [parse_time(v[1]) for v in entries.values()]
+    return int(max(times).timestamp()) if times else 0
 
 
 @dataclass(frozen=True)
@@ -107,8 +120,9 @@ class ImageJob:
     dockerfile: str
     repository: str  # host/path, where platforms, the index and the tags go
     tags: tuple[str, ...]
-    epoch: int
+    epoch: int  # SOURCE_DATE_EPOCH and --timestamp of every platform
     platforms: tuple[PlatformJob, ...]
+    lock_epoch: int = 0  # see lock_epoch(); annotated on the index, guards the tag move
 
     @property
     def name(self) -> str:
@@ -124,10 +138,11 @@ def plan_build(
 ) -> ImageJob:
     """One image's build: which platforms, their input digests, the tags to move at the end."""
     entries = lock_entries(spec, lock)
+    epoch = source_date_epoch(entries)
     chosen = [p for p in spec.platforms if not platforms or p in platforms]
     jobs = []
     for p in chosen:
-        digest = input_digest(dockerfile, p, lock_entries(spec, lock, platform_arch(p)))
+        digest = input_digest(dockerfile, p, lock_entries(spec, lock, platform_arch(p)), epoch)
         local = f"localhost/cannery-build/{spec.name}:{p.replace('/', '-')}-{digest[7:19]}"
         jobs.append(PlatformJob(spec.name, p, digest, local))
     return ImageJob(
@@ -135,6 +150,7 @@ def plan_build(
         dockerfile=dockerfile,
         repository=spec.repository,
         tags=(spec.tag + tag_suffix,),
-        epoch=source_date_epoch(entries),
+        epoch=epoch,
         platforms=tuple(jobs),
+        lock_epoch=lock_epoch(entries),
     )
