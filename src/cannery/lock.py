@@ -11,7 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
@@ -308,6 +309,89 @@ def _update_python(
                     ),
                 )
     return out
+
+
+# ------------------------------------------------------------------ policy: what a build locks
+
+
+def _entries(lock: Lock) -> set[tuple[str, str]]:
+    return (
+        {("base", k) for k in lock.bases}
+        | {("git", k) for k in lock.git}
+        | {("url", k) for k in lock.urls}
+    )
+
+
+def lock_changes(
+    cat: Catalog, lock: Lock, images: list[str] | None = None
+) -> tuple[list[Input], list[str]]:
+    """Inputs of ``images`` missing from the lock, and lock entries no image needs any more."""
+    have = _entries(lock)
+    missing = [i for i in required_inputs(cat, images) if (i.kind, i.key) not in have]
+    wanted = {(i.kind, i.key) for i in required_inputs(cat)}
+    stale = sorted(f"{k} {key}" for k, key in have - wanted)
+    return missing, stale
+
+
+@contextmanager
+def network_resolvers(
+    cat: Catalog, lock: Lock, ca_cert: Path | None, images: list[str] | None = None
+) -> Iterator[Resolvers]:
+    """The real resolvers (registry, git, HTTPS, uv), trusting the system roots plus
+    ``ca_cert``. CANNERY_REGISTRY_USER/_PASSWORD are for the push registry: they go to a base
+    image's registry only when it is that same host."""
+    from cannery.oci import Credentials, OCIClient
+    from cannery.oci.auth import push_host
+    from cannery.plan import plan
+    from cannery.pydeps import resolve_python
+    from cannery.tls import git_ca_bundle, ssl_context
+
+    ctx = ssl_context(ca_cert)
+    creds = Credentials(env_host=push_host([s.repository for s in plan(cat, lock, images)]))
+    with OCIClient(ctx, credentials=creds) as client, git_ca_bundle(ca_cert) as git_ca:
+        yield Resolvers(
+            base=client.resolve,
+            git=lambda url, ref: resolve_git(url, ref, git_ca),
+            url=lambda url: resolve_url(url, ctx),
+            python=lambda request: resolve_python(request, git_ca),
+        )
+
+
+def ensure_locked(
+    cat: Catalog,
+    lock: Lock,
+    path: Path,
+    images: list[str],
+    *,
+    locked: bool = False,
+    frozen: bool = False,
+    ca_cert: Path | None = None,
+) -> tuple[Lock, list[str]]:
+    """What a build does with the lock, uv/cargo semantics: by default resolve what ``images``
+    lack, drop what no image needs, and write the lock (atomically); ``locked`` refuses a lock
+    that would change (LockError listing the changes); ``frozen`` never resolves (unlocked
+    inputs fail when the build is planned). Returns the lock and one line per change."""
+    if frozen:
+        return lock, []
+    from cannery.plan import plan
+    from cannery.util.fs import atomic_write
+
+    missing, stale = lock_changes(cat, lock, images)
+    unpinned = [s.name for s in plan(cat, lock, images) if s.unpinned()]
+    if not missing and not stale and not unpinned:
+        return lock, []
+    changes = [f"added {i.kind} {i.key}" for i in missing]
+    changes += [f"added python dependencies of {name}" for name in unpinned]
+    changes += [f"removed {s}" for s in stale]
+    if locked:
+        lines = [f"{path}: the lock would change (--locked); run `cannery lock`:"]
+        lines += [f"  {c.replace('added', 'add', 1).replace('removed', 'remove', 1)}"
+                  for c in changes]
+        raise LockError("\n".join(lines))
+    with network_resolvers(cat, lock, ca_cert, images) as resolvers:
+        new = update_lock(cat, lock, resolvers, images=images)
+    atomic_write(path, dump_lock(new))
+    return new, changes
 
 
 # ------------------------------------------------------------------ the real resolvers
