@@ -333,6 +333,28 @@ def lock_changes(
     return missing, stale
 
 
+def _python_unpinned(cat: Catalog, lock: Lock, image: str) -> bool:
+    """``image`` installs Python packages, and the lock lacks their pins for some platform
+    (an entry is missing, or was resolved from other inputs): ``plan``'s ``unpinned()``, read
+    from the catalog and the lock alone (the lock does not import the planner)."""
+    img = cat.images[image]
+    comps = [cat.components[c] for c in img.components]
+    installs = bool(img.pip_tools) or any(
+        c.pip or c.wheel or (c.git and c.install != "none") for c in comps
+    )
+    if not installs:
+        return False
+    commits = {(e.url, e.ref): e.commit for e in lock.git.values()}
+    fixed = [c for c in comps if c.git and c.ref and COMMIT.match(c.ref)]
+    commits.update({(str(c.git), str(c.ref)): str(c.ref) for c in fixed})
+    requests = python_requests(cat, image, commits)
+    if not requests:
+        return True
+    return any(
+        (entry := lock.python.get(r.key)) is None or entry.inputs != r.digest() for r in requests
+    )
+
+
 @contextmanager
 def network_resolvers(
     cat: Catalog, lock: Lock, ca_cert: Path | None, images: list[str] | None = None
@@ -342,12 +364,15 @@ def network_resolvers(
     image's registry only when it is that same host."""
     from cannery.oci import Credentials, OCIClient
     from cannery.oci.auth import push_host
-    from cannery.plan import plan
     from cannery.pydeps import resolve_python
     from cannery.tls import git_ca_bundle, ssl_context
 
     ctx = ssl_context(ca_cert)
-    creds = Credentials(env_host=push_host([s.repository for s in plan(cat, lock, images)]))
+    repositories = [
+        cat.registries[cat.images[n].registry or cat.catalog.registry or ""].repository
+        for n in images or list(cat.images)
+    ]
+    creds = Credentials(env_host=push_host(repositories))
     with OCIClient(ctx, credentials=creds) as client, git_ca_bundle(ca_cert) as git_ca:
         yield Resolvers(
             base=client.resolve,
@@ -373,11 +398,10 @@ def ensure_locked(
     inputs fail when the build is planned). Returns the lock and one line per change."""
     if frozen:
         return lock, []
-    from cannery.plan import plan
     from cannery.util.fs import atomic_write
 
     missing, stale = lock_changes(cat, lock, images)
-    unpinned = [s.name for s in plan(cat, lock, images) if s.unpinned()]
+    unpinned = [n for n in images if _python_unpinned(cat, lock, n)]
     if not missing and not stale and not unpinned:
         return lock, []
     changes = [f"added {i.kind} {i.key}" for i in missing]

@@ -269,6 +269,11 @@ def test_merge_only_refuses_a_broken_or_foreign_descriptor(
     proc = _cannery(*base, "--merge-only", env=env)
     assert proc.returncode == 2 and "other inputs" in proc.stdout
     (digests / "one" / "linux-arm64.json").write_text(good)
+    # A subset of the platforms is no image to tag: the guard in _publish refuses it.
+    proc = _cannery(*base, "--merge-only", "--platform", "linux/amd64", env=env)
+    assert proc.returncode == 2, proc.stdout
+    assert "missing: linux/arm64" in proc.stdout and "no tag moved" in proc.stdout
+    assert _tag_status(registry, "bx-bad") == 404
     assert _cannery(*base, "--merge-only", env=env).returncode == 0
     assert _tag_status(registry, "bx-bad") == 200
 

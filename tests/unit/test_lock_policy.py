@@ -51,3 +51,18 @@ def test_a_changed_value_gets_a_new_time_and_only_it() -> None:
         k: v for k, v in old.bases.items() if k != moved
     }
     assert new.git == old.git and new.urls == old.urls and new.python == old.python
+
+
+def test_the_lock_knows_unpinned_python_as_the_planner_does() -> None:
+    """lock.py may not import the planner; its own reading must agree with plan's."""
+    from cannery.lock import _python_unpinned
+    from cannery.plan import plan
+
+    cat = load_catalog(None).catalog
+    golden = read_lock(GOLDEN / "cannery.lock")
+    full = update_lock(cat, golden, _same_values(golden))
+    half = full.model_copy(update={"python": dict(sorted(full.python.items())[::2])})
+    for lock in (golden, full, half, Lock()):
+        want = {s.name for s in plan(cat, lock) if s.unpinned()}
+        assert {n for n in cat.images if _python_unpinned(cat, lock, n)} == want
+    assert {s.name for s in plan(cat, half) if s.unpinned()}  # the comparison is not vacuous

@@ -185,7 +185,7 @@ def _report(results: list[ImageResult], as_json: bool) -> None:
         return
     for r in results:
         if r.error:
-            out.print(f"{r.image}: FAILED: {r.error}; no tag moved", markup=False)
+            out.print(f"{r.image}: FAILED: {r.error}; {tag_summary(r)}", markup=False)
             continue
         where = r.output or r.repository
         if r.index_digest is None:
@@ -199,6 +199,30 @@ def _report(results: list[ImageResult], as_json: bool) -> None:
         for p in r.platforms:
             state = f"skipped: {p.skipped}" if p.skipped else f"built in {p.seconds:.1f}s"
             out.print(f"  {p.platform}: {p.digest} ({state})", markup=False)
-        if r.output is None:
-            moved = ", ".join(r.tags_moved) if r.tags_moved else "none (already there)"
-            out.print(f"  tags moved: {moved}", markup=False)
+        if r.output is None and r.index_digest is not None:
+            out.print(f"  tags: {tag_summary(r)}", markup=False)
+
+
+def tag_summary(r: ImageResult) -> str:
+    """What happened to each tag, from what was checked: "no tag moved" only when no tag was
+    written to, or every tag written to read back on its old index."""
+    m = r.tag_moves
+    if m is None:
+        return "no tag moved"
+    parts = []
+    if m.moved:
+        lost = f" ({', '.join(m.settled)}: the registry's answer was lost; read back on the " \
+            "new index)" if m.settled else ""
+        parts.append(f"moved {', '.join(m.moved)}{lost}")
+    elif not m.uncertain:
+        parts.append("no tag moved")
+    if m.unchanged:
+        parts.append(f"already there: {', '.join(m.unchanged)}")
+    if m.uncertain:
+        parts.append(
+            f"UNCERTAIN {', '.join(m.uncertain)} (the PUT was sent, its answer lost, and the "
+            "tag could not be read back: check it)"
+        )
+    if m.not_moved and (m.moved or m.uncertain or m.unchanged):
+        parts.append(f"not moved: {', '.join(m.not_moved)}")
+    return "; ".join(parts)
