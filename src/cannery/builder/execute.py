@@ -10,6 +10,10 @@ No-op builds: each platform's input digest (see ``builder/plan.py``) is stored a
 platform whose digest matches the entry in the index the tag points at now, and whose manifest
 is still in the registry, is not rebuilt (``force`` rebuilds). When nothing was rebuilt the
 merged index is byte-identical to the current one, and nothing is written at all.
+
+The index also carries ``io.cannery.lock-epoch`` (``plan.lock_epoch``): ``move_tags`` does not
+move a tag back to an index from an older lock (``force`` does). Only the catalog's whole
+platform set is ever merged.
 """
 
 from __future__ import annotations
