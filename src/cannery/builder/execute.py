@@ -121,6 +121,7 @@ class Target:
     oci_dir: Path | None = None
     digest_dir: Path | None = None  # write each pushed platform's descriptor here (CI legs)
     merge: bool = True  # merge and tag (False: push platforms by digest only)
+    force: bool = False  # move tags even off an index built from a newer lock
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,7 @@ def build_image(
     try:
         children = _build_platforms(image, settings, target, reporter, result)
         if target.merge:
-            _publish(image, children, target, result, reporter, force=settings.force)
+            _publish(image, children, target, result, reporter)
     except FatalError as exc:
         result.error, result.exit_code = exc.message, exc.exit_code
     except OSError as exc:  # a log, layout or descriptor file that cannot be written
@@ -340,8 +341,6 @@ def _publish(
     target: Target,
     result: ImageResult,
     reporter: Reporter,
-    *,
-    force: bool = False,
 ) -> None:
     """Merge ``children`` into one index and move the tags, only when the index holds every
     platform the catalog lists for the image (a subset, e.g. ``--merge-only --platform``,
@@ -364,7 +363,7 @@ def _publish(
         result.index_digest = index.digest
         moves = move_tags(
             target.client, repo, index, list(image.tags), lock_epoch=image.lock_epoch,
-            force=force,
+            force=target.force,
         )
         result.tag_moves = moves
         if moves.error:

@@ -122,7 +122,9 @@ def _target(req: BuildRequest, client: OCIClient | None) -> Target:
     merge = not (req.digest_dir and not req.merge_only)
     if req.platforms and not req.digest_dir:
         merge = False  # a subset of platforms is pushed by digest; the tag needs them all
-    target = Target(client=client, oci_dir=oci_dir, digest_dir=req.digest_dir, merge=merge)
+    target = Target(
+        client=client, oci_dir=oci_dir, digest_dir=req.digest_dir, merge=merge, force=req.force
+    )
     check_target(target)
     return target
 
