@@ -353,7 +353,7 @@ def _publish(
         raise InputError(
             f"{image.name}: not merging an index of {', '.join(sorted(have)) or 'nothing'}: "
             f"the catalog lists {', '.join(sorted(want))} (missing: {missing}; not listed: "
-            f"{extra}); no tag moved"
+            f"{extra})"
         )
     # No tag in the index (every tag names one digest); the lock epoch guards the tag move.
     annotations = {LOCK_EPOCH: str(image.lock_epoch)}
