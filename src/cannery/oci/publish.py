@@ -106,8 +106,9 @@ def merge_index(
             raise ValueError(f"two manifests for platform {'/'.join(k for k in key if k)}")
         keyed[key] = child
     for key, child in keyed.items():
+        # head_manifest never guesses a size: without Content-Length it reads the bytes.
         found = client.head_manifest(_at(repo, child.digest))
-        if found is None or found.size != child.size:
+        if found is None or (found.size, found.media_type) != (child.size, child.media_type):
             raise NetworkError(
                 f"{repo.name}@{child.digest} ({'/'.join(k for k in key if k)}) is not in the "
                 "registry as described; not writing an index that lists it"
@@ -168,9 +169,9 @@ def move_tags(
     from a newer lock) no tag moves (exit 2) unless ``force``. A PUT whose answer is lost is
     settled by reading the tag back; the first tag that did not (or may not have) moved stops
     the rest. Failures are in the returned ``TagMoves`` (``error``), never half-reported."""
-    body, found = client.get_manifest(_at(repo, index.digest))
-    if found.digest != index.digest or len(body) != index.size:
-        raise NetworkError(f"{repo.name}@{index.digest}: index did not read back intact")
+    # Read back by digest before any tag: get_manifest hashes the bytes, so an index the
+    # registry lost (NotFound) or altered (DigestMismatch) stops here, with no tag moved.
+    body, _ = client.get_manifest(_at(repo, index.digest))
     moves = TagMoves()
     todo = []
     for tag in dict.fromkeys(tags):  # each once, in the order given
