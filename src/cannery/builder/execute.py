@@ -23,7 +23,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,6 +122,9 @@ class Target:
     digest_dir: Path | None = None  # write each pushed platform's descriptor here (CI legs)
     merge: bool = True  # merge and tag (False: push platforms by digest only)
     force: bool = False  # move tags even off an index built from a newer lock
+    # Attach referrers (provenance, SBOM, signatures) after the merge, before any tag moves:
+    # (image, index, platform manifests) -> None; see cannery.attest.attach.
+    attest: Callable[[ImageJob, Descriptor, list[Descriptor]], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -361,6 +364,8 @@ def _publish(
         repo = Reference.parse(image.repository)
         index = merge_index(target.client, repo, children, annotations)
         result.index_digest = index.digest
+        if target.attest is not None:
+            target.attest(image, index, children)
         moves = move_tags(
             target.client, repo, index, list(image.tags), lock_epoch=image.lock_epoch,
             force=target.force,
