@@ -11,7 +11,7 @@ from pathlib import Path
 from cannery.attest.sign import load_public_key
 from cannery.builder.plan import ImageJob, plan_build
 from cannery.commands.build import _cert_dir
-from cannery.commands.common import err, load_with_lock, out, select
+from cannery.commands.common import checkout_for, err, load_with_lock, out, select
 from cannery.errors import FatalError, InputError
 from cannery.oci import Credentials, OCIClient, Reference
 from cannery.plan import ImageSpec, plan
@@ -108,7 +108,10 @@ def verify_cmd(
     spec = specs[0] if image else _spec_for(ref, specs)
     checks: list[Check] = []
     with OCIClient(ssl_context(ca_cert), credentials=Credentials(env_host=ref.host)) as client:
-        job = plan_build(spec, render_dockerfile(spec), lk)
+        checkout = checkout_for([spec], None, catalog, quiet=as_json)
+        job = plan_build(spec, render_dockerfile(spec), lk, checkout=checkout)
+        if checkout is not None:
+            spec = spec.with_checkout(checkout.commit)
         inputs = {p.platform: p.input_digest for p in job.platforms}
         found, images = registry_checks(client, ref, spec, inputs)
         checks += found
