@@ -156,8 +156,7 @@ class BuildahEngine:
         registry), every layer compressed as buildah pushes it, except those already there."""
         return [
             "buildah",
-            "push",
-            "--quiet",
+            "push",  # not --quiet: the log says which layers were "skipped: already exists"
             "--format",
             self.export_format(opts),
             "--digestfile",
