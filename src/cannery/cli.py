@@ -55,7 +55,7 @@ ImagesArg = Annotated[
 CatalogPathArg = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Argument(
-        help="Catalog TOML (default: the embedded catalog)", metavar="[PATH]", show_default=False
+        help="Same as --catalog (kept for older scripts)", metavar="[PATH]", show_default=False
     ),
 ]
 CatalogOpt = Annotated[
@@ -123,11 +123,11 @@ def _root(
 
 
 @catalog_app.command("validate")
-def catalog_validate(catalog: CatalogPathArg = None) -> None:
+def catalog_validate(path: CatalogPathArg = None, catalog: CatalogOpt = None) -> None:
     """Validate a catalog: schema, references, compatibility table."""
     from cannery.commands.validate import validate
 
-    raise typer.Exit(validate(catalog))
+    raise typer.Exit(validate(catalog, path))
 
 
 @app.command("plan")
@@ -352,6 +352,44 @@ def build(
             "buildx: a registry cache per image and platform (REPO:cache-IMAGE-ARCH)",
         ),
     ] = False,
+    sign_key: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--sign-key",
+            help="Sign provenance and manifests with this PEM private key (ECDSA P-256 or "
+            "Ed25519): a FILE, or env:NAME for a variable holding it (never the key itself)",
+            metavar="FILE|env:NAME",
+        ),
+    ] = None,
+    attest: Annotated[
+        bool,
+        typer.Option(
+            "--attest/--no-attest",
+            help="With --push: attach provenance (and SBOM, signatures) as OCI referrers",
+        ),
+    ] = True,
+    sbom: Annotated[
+        bool,
+        typer.Option("--sbom/--no-sbom", help="With --attest: attach an SPDX SBOM (syft)"),
+    ] = False,
+    provenance_dir: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--provenance-dir",
+            help="With --attest: also write each platform's SLSA predicate to "
+            "DIR/IMAGE/OS-ARCH.json (for a keyless signer such as actions/attest)",
+            metavar="DIR",
+        ),
+    ] = None,
+    context: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--context",
+            help="The checkout images with a `path` component copy (default: the catalog's "
+                 "directory); its commit is read from git",
+            metavar="DIR",
+        ),
+    ] = None,
 ) -> None:
     """Build each platform, push it by digest, merge one index, then move the tag."""
     from cannery.commands.build import BuildRequest, build_cmd
@@ -378,6 +416,11 @@ def build(
                 network=network,
                 log_dir=log_dir,
                 registry_cache=registry_cache,
+                context=context,
+                sign_key=sign_key,
+                attest=attest,
+                sbom=sbom,
+                provenance_dir=provenance_dir,
             )
         )
     )
@@ -409,11 +452,44 @@ def verify(
             help="Also check a running container of each platform (buildah)",
         ),
     ] = True,
+    key: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--key",
+            help="PEM public key: provenance, SBOM and signatures must be signed by it",
+            metavar="PUB",
+        ),
+    ] = None,
+    require_attestations: Annotated[
+        bool,
+        _flag("--require-attestations", "Fail when a platform has no provenance or no SBOM"),
+    ] = False,
+    rebuild: Annotated[
+        bool,
+        _flag("--rebuild", "Rebuild each platform from the lock (buildah, fresh storage) and "
+              "compare digests; name the first differing layer and its files"),
+    ] = False,
+    rebuild_platform: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--platform", help="With --rebuild: only this platform (repeatable)",
+                     metavar="OS/ARCH"),
+    ] = None,
+    network: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--network", help="With --rebuild: network mode for RUN steps",
+                     metavar="MODE"),
+    ] = None,
 ) -> None:
-    """Check a pushed image: platforms, config env, labels; then env and imports at runtime."""
+    """Check a pushed image: platforms, config env, labels, attestations; then env and
+    imports at runtime."""
     from cannery.commands.verify import verify_cmd
 
-    raise typer.Exit(verify_cmd(ref, catalog, lock, image, as_json, ca_cert, runtime))
+    raise typer.Exit(
+        verify_cmd(
+            ref, catalog, lock, image, as_json, ca_cert, runtime, key, require_attestations,
+            rebuild, network, rebuild_platform,
+        )
+    )
 
 
 @app.command(

@@ -139,6 +139,8 @@ class BuildahEngine:
             # framework rebuilds, exports and pushes only its own layers; not used when forced.
             "--layers",
         ]
+        for key, value in image.build_args:
+            build += ["--build-arg", f"{key}={value}"]
         if opts.no_cache:
             build.append("--no-cache")
         if opts.cert_dir:

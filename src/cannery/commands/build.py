@@ -7,9 +7,11 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cannery.attest.attach import Attester
+from cannery.attest.sign import Signer, load_signer
 from cannery.builder.buildah import BuildahEngine
 from cannery.builder.buildx import BuildxEngine
 from cannery.builder.engine import Engine
@@ -24,7 +26,7 @@ from cannery.builder.execute import (
 from cannery.builder.plan import ImageJob, plan_build
 from cannery.builder.progress import reporter_for
 from cannery.catalog.models import IMAGE_TAG, Catalog
-from cannery.commands.common import err, load_with_lock, out, select
+from cannery.commands.common import checkout_for, err, load, load_with_lock, out, select
 from cannery.errors import InputError
 from cannery.lock import (
     Input,
@@ -71,6 +73,11 @@ class BuildRequest:
     network: str | None
     log_dir: Path
     registry_cache: bool = False
+    context: Path | None = None  # the checkout images with a `path` component copy
+    sign_key: str | None = None  # FILE or env:NAME (the key itself never in argv)
+    attest: bool = True
+    sbom: bool = False
+    provenance_dir: Path | None = None
 
 
 def _entries(lock: Lock) -> set[tuple[str, str]]:
@@ -157,20 +164,26 @@ def _jobs(req: BuildRequest) -> tuple[list[ImageJob], Lock]:
                 f"{spec.name}: --platform {', '.join(unknown)} is not one of its platforms "
                 f"({', '.join(spec.platforms)})"
             )
-        if not IMAGE_TAG.match(spec.tag + req.tag_suffix):
-            usage.append(f"--tag-suffix {req.tag_suffix!r}: {spec.tag + req.tag_suffix!r} is "
-                         "not a valid image tag")
+        for tag in spec.tags:
+            if not IMAGE_TAG.match(tag + req.tag_suffix):
+                usage.append(f"--tag-suffix {req.tag_suffix!r}: {tag + req.tag_suffix!r} is "
+                             "not a valid image tag")
     if usage:
         raise InputError("\n".join(dict.fromkeys(usage)))
     lk = ensure_locked(loaded.catalog, lk, path, req, names)
     jobs = []
     problems = []
-    for spec in plan(loaded.catalog, lk, names):
+    specs = plan(loaded.catalog, lk, names)
+    # said on stderr with the progress lines, JSON or not
+    checkout = checkout_for(specs, req.context, req.catalog)
+    for spec in specs:
         for item in spec.unlocked():
             problems.append(f"{spec.name}: {item} is not in {path}")
         if spec.unpinned():
             problems.append(f"{spec.name}: Python dependencies are not in {path}")
-        jobs.append(plan_build(spec, render_dockerfile(spec), lk, req.platforms, req.tag_suffix))
+        jobs.append(
+            plan_build(spec, render_dockerfile(spec), lk, req.platforms, req.tag_suffix, checkout)
+        )
     if problems:
         hint = "" if not req.frozen else " (--frozen never resolves: run `cannery lock`)"
         raise InputError("\n".join(problems) + hint)
@@ -211,6 +224,12 @@ def build_cmd(req: BuildRequest) -> int:
     request = req
     if not req.push and not req.output:
         request = BuildRequest(**{**req.__dict__, "output": "oci:cannery-images"})
+    signer = load_signer(req.sign_key) if req.sign_key else None  # a bad key: exit 2 first
+    if (req.sign_key or req.sbom or req.provenance_dir) and not (req.push and req.attest):
+        raise InputError(
+            "--sign-key, --sbom and --provenance-dir attest pushed images: add --push (and "
+            "--attest)"
+        )
     jobs, _ = _jobs(request)
     engine: Engine = ENGINES[request.backend]()
     results: list[ImageResult] = []
@@ -219,6 +238,8 @@ def build_cmd(req: BuildRequest) -> int:
     reporter = reporter_for(err)
     try:
         target = _target(request, client)
+        if client is not None and request.attest:
+            target = replace(target, attest=attester(request, client, signer))
         with _cert_dir(request.ca_cert) as cert_dir:
             settings = Settings(
                 engine=engine,
@@ -241,6 +262,19 @@ def build_cmd(req: BuildRequest) -> int:
     _report(results, request.as_json)
     failed = [r for r in results if not r.ok]
     return max((r.exit_code for r in failed), default=0)
+
+
+def attester(req: BuildRequest, client: OCIClient, signer: Signer | None) -> Attester:
+    """What attaches provenance, SBOM and signatures after each merge, before the tags move."""
+    from cannery.attest.provenance import build_context
+    loaded = load(req.catalog, True)
+    ctx = build_context(loaded.path, loaded.digest, req.backend, req.builder)
+    scanner = None
+    if req.sbom:
+        from cannery.attest.sbom import syft_scanner
+
+        scanner = syft_scanner(client, req.ca_cert)
+    return Attester(client, ctx, signer, scanner, req.provenance_dir)
 
 
 def _report(results: list[ImageResult], as_json: bool) -> None:
