@@ -13,10 +13,10 @@ empty repository; the lock written beforehand, untimed), the nightly with nothin
 the nightly after one framework pin (verl-next, used by 4 of the 8 images) moves to a new
 commit. For (b) it checks what the summary says: every image skipped in the no-op, exactly the
 4 images of verl-next rebuilt after the bump, and, from the build logs, how many steps each
-rebuilt image ran rather than took from the layer cache. Bytes: what each side's registry
-stores after the cold build (shared blobs are stored, and pushed, once) against the sum of the
-8 images' sizes. Prints a Markdown table and writes OUT/family.md and OUT/family.png. Not a
-test: nothing here fails on timing.
+rebuilt image ran rather than took from the layer cache. Bytes, after the cold build: the 8
+images' sizes added up against their distinct blobs (what a registry stores, and a push
+uploads once), and how much (b)'s registry grew. Prints a Markdown table and writes
+OUT/family.md and OUT/family.png. Not a test: nothing here fails on timing.
 """
 
 from __future__ import annotations
