@@ -158,7 +158,8 @@ class BuildahEngine:
         registry), every layer compressed as buildah pushes it, except those already there."""
         return [
             "buildah",
-            "push",  # not --quiet: the log says which layers were "skipped: already exists"
+            "push",
+            "--quiet",
             "--format",
             self.export_format(opts),
             "--digestfile",
@@ -193,7 +194,8 @@ class BuildahEngine:
         except (OSError, ValueError, KeyError, TypeError, MalformedManifest) as exc:
             raise FatalError(f"{job.platform}: cannot read what buildah wrote: {exc}") from None
         cache.save()
-        return Built(layout=layout, descriptor=None)
+        return Built(layout=layout, descriptor=None, layers=len(diff_ids),
+                     exported=len(diff_ids) - len(standins))
 
 
 def _assemble(

@@ -43,6 +43,8 @@ class Built:
 
     layout: Path | None
     descriptor: Descriptor | None
+    layers: int = 0  # layers in the image (0: the engine pushed it itself)
+    exported: int = 0  # of those, how many the engine wrote (the target lacked them)
 
 
 # Runs one command the way the executor runs every engine command (its output appended to the

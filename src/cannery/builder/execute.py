@@ -207,6 +207,10 @@ def _build_platform(
     for argv in steps:
         run(argv)
     built = settings.engine.collect(image, job, opts, run, _present(target, repo))
+    if built.layers:  # in the log, as stream notes each command's exit
+        with log_path.open("a", encoding="utf-8") as fh:
+            fh.write(f"# exported {built.exported} of {built.layers} layers (the target has "
+                     f"the other {built.layers - built.exported})\n")
     return built, [str(log_path)]
 
 
