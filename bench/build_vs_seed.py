@@ -13,7 +13,7 @@ already there); rebuild after bumping the framework's pin; (b)'s no-op build; th
 alone at 1 job and at every core; and the floor (that compile plus writing (b)'s layers once).
 The bump is also timed for (b)'s rendered Dockerfile built by buildah alone with a fixed
 SOURCE_DATE_EPOCH and pushed directly: the layer cache's part of a bump, without cannery's
-re-lock and layer write (before d80a6bd cannery's epoch moved with every re-lock).
+re-lock and export (before d80a6bd cannery's epoch moved with every re-lock).
 Sizes: the pushed layers, compressed and unpacked, and their count. Prints a Markdown table,
 writes OUT/build.md and OUT/build.png. Not a test: nothing here fails on timing.
 """

@@ -155,8 +155,8 @@ def compile_alone(units: int, funcs: int, jobs: int) -> float:
 
 
 def write_layers(local: str) -> float:
-    """Compress and write an image's layers once, as the build's last step does (`buildah
-    push ... dir:`): the part of a build no Dockerfile can avoid, besides the compile."""
+    """Compress and write an image's layers once, as a cold build's export does (`buildah
+    push`, every layer new): the part of a build no Dockerfile can avoid, besides the compile."""
     with tempfile.TemporaryDirectory(prefix="bench-layers-") as tmp:
         took, _ = timed(["buildah", "push", "--quiet", "--format", "v2s2", local,
                          f"dir:{Path(tmp) / 'layout'}"])

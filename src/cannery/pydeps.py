@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -22,6 +23,7 @@ from cannery.catalog.models import Catalog
 from cannery.catalog.platforms import UNAME_ARCH, arches_of
 from cannery.errors import LockError
 from cannery.util import toml
+from cannery.util.cache import cache_dir
 from cannery.util.cmd import CommandError, run
 
 # One locked requirement: a pinned name and at least one sha256.
@@ -134,6 +136,31 @@ def _build_requires(tree: Path) -> list[str]:
 
 
 def _checkout(pkg: GitPackage, dest: Path, env: Mapping[str, str]) -> None:
+    """The tree of ``pkg`` at its commit in ``dest``. A commit is immutable, so it is fetched
+    once into a local cache repository per URL (``cache_dir()/git``) and checked out from
+    there: re-resolving an image whose other components changed does no network work for this
+    one. Any trouble with the cache falls back to fetching straight into ``dest``."""
+    bare = cache_dir() / "git" / (hashlib.sha256(pkg.url.encode()).hexdigest()[:24] + ".git")
+    git = ["git", f"--git-dir={bare}"]
+    try:
+        if not (bare / "HEAD").is_file():
+            run(["git", "init", "-q", "--bare", str(bare)], extra_env=env, timeout=60)
+        try:
+            run([*git, "cat-file", "-e", f"{pkg.commit}^{{commit}}"], extra_env=env, timeout=60)
+        except CommandError:
+            run([*git, "fetch", "-q", "--depth", "1", "--", pkg.url, pkg.commit], extra_env=env,
+                timeout=600)
+        dest.mkdir(parents=True)
+        index = dict(env, GIT_INDEX_FILE=str(dest.parent / f".{dest.name}.index"))
+        run([*git, f"--work-tree={dest}", "read-tree", pkg.commit], extra_env=index, timeout=120)
+        run(
+            [*git, f"--work-tree={dest}", "checkout-index", "-a", "-q"],
+            extra_env=index,
+            timeout=300,
+        )
+        return
+    except (CommandError, OSError):
+        shutil.rmtree(dest, ignore_errors=True)
     try:
         run(["git", "init", "-q", str(dest)], extra_env=env, timeout=60)
         run(
@@ -200,8 +227,10 @@ def resolve_python(req: PythonRequest, ca_file: str | None = None) -> list[str]:
             "--no-header",
             "--no-annotate",
             "--quiet",
+            # uv's own cache (content-addressed, safe to share): a wheel it has read is not
+            # downloaded again when only another component of the image changed.
             "--cache-dir",
-            str(root / "cache"),
+            str(cache_dir() / "uv"),
             "--python-version",
             req.python,
             "--python-platform",

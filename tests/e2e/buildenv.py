@@ -102,9 +102,11 @@ class BuildWorld:
         return self.files_root / f"Ascend-cann-toolkit_8.5.2_linux-{uname}.run"
 
     def env(self, **extra: str) -> dict[str, str]:
-        """The environment cannery runs in: the test CA, and the push registry's credentials."""
+        """The environment cannery runs in: the test CA, the push registry's credentials, and
+        a cache of this world's own (layer records, git and uv caches)."""
         return {
             **os.environ,
+            "CANNERY_CACHE_DIR": str(self.root / "cache"),
             "CANNERY_CA_CERT": str(self.ca.ca_cert),
             "CANNERY_REGISTRY_USER": self.user,
             "CANNERY_REGISTRY_PASSWORD": self.password,

@@ -48,5 +48,32 @@ def test_benchmark_runs_at_tiny_size(tmp_path: Path) -> None:
     sizes = re.search(rf"\| compressed MB \| ({NUMBER}) \| ({NUMBER}) \|", table)
     assert sizes and float(sizes[1]) > 0 and float(sizes[2]) > 0
     # Every goal of the issue is reported, each with a verdict.
-    assert len(re.findall(r"\| (yes|no) \|", table)) == 7
+    assert len(re.findall(r"\| (yes|no) \|", table)) == 8
     assert (tmp_path / "build.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_family_benchmark_runs_at_tiny_size(tmp_path: Path) -> None:
+    """bench/build_family.py at its tiny size: 8 images both ways, real buildah and registries.
+    Checks what cannery did (the no-op skipped every image, the bump rebuilt exactly the 4 that
+    use the bumped pin, each from its changed step), never how fast."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "build_family.py"), "--size", "tiny", "--out",
+         str(tmp_path)],
+        capture_output=True, text=True, timeout=900, check=False, stdin=subprocess.DEVNULL,
+        env={**os.environ, "BUILDAH_ISOLATION": "chroot"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = (tmp_path / "family.md").read_text()
+    assert proc.stdout.strip() == table.strip()
+    assert "size: tiny" in table and "8 images" in table
+    for row in ("cold build, pushed", "nightly, nothing changed", "nightly after bumping"):
+        pattern = rf"\| {re.escape(row)}[^|]* \| {NUMBER} \| {NUMBER} \| {NUMBER} \|"
+        assert re.search(pattern, table), row
+    assert "every image skipped: yes" in table
+    assert re.search(r"\| images rebuilt = the 4 that use verl-next \| 4 \| 4 \| yes \|", table)
+    steps = re.search(r"\| steps run per rebuilt image[^|]* \| (\d+) of (\d+) \|[^|]*\| yes \|",
+                      table)
+    assert steps and 0 < int(steps[1]) < int(steps[2])
+    sums = re.search(rf"\| distinct / sum \| ({NUMBER}) \| ({NUMBER}) \|", table)
+    assert sums and float(sums[2]) < 1.0  # the images share their base and toolkit layers
+    assert (tmp_path / "family.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")

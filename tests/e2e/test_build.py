@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import ssl
 import subprocess
@@ -260,6 +261,23 @@ def test_same_lock_gives_the_same_digests_from_scratch(world: BuildWorld, first:
     print("\n".join(why) or "reproducible: every platform digest and the index are equal")
     assert ours == theirs, "\n".join(why)
     assert summary["images"][0]["index_digest"] == first["summary"]["images"][0]["index_digest"]
+
+
+def test_rebuild_exports_only_layers_the_registry_lacks_with_equal_digests(
+    world: BuildWorld, first: dict  # type: ignore[type-arg]
+) -> None:
+    """Forced rebuild of linux/amd64 into the same repository: buildah writes none of the layers
+    the registry already has (stand-ins in the export), and the manifest is byte-identical to
+    the first build's, whose export wrote every layer."""
+    rc, summary, err = build(world, first["catalog"], "--force", "--frozen",
+                             "--platform", "linux/amd64")
+    assert rc == 0, err[-3000:]
+    (platform,) = summary["images"][0]["platforms"]
+    theirs = {p["platform"]: p["digest"] for p in first["summary"]["images"][0]["platforms"]}
+    assert platform["digest"] == theirs["linux/amd64"]
+    log = Path(platform["log"]).read_text()
+    exported = re.search(r"^# exported (\d+) of (\d+) layers", log, re.M)
+    assert exported and exported[1] == "0" and int(exported[2]) > 1, log[-3000:]
 
 
 def test_tampered_installer_fails_at_sha256sum_before_it_runs_and_no_tag_moves(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cannery.errors import NetworkError
+from cannery.errors import InputError, NetworkError
 from cannery.oci import (
     OCI_INDEX,
     Descriptor,
@@ -151,6 +151,28 @@ def test_push_blob_streams_from_file_and_skips_existing(tmp_path: Path, registry
         assert [(m, a) for m, _, a in proxy.log] == [("HEAD", "forward")]
     finally:
         proxy.stop()
+
+
+def test_a_layer_left_out_of_the_layout_must_be_in_the_repository(  # type: ignore[no-untyped-def]
+    tmp_path: Path, registry, client
+) -> None:
+    """The build exports only layers the registry lacks: a layout without a layer pushes when
+    the repository has it, and is refused before anything is written when it does not."""
+    layout = write_dir_layout(tmp_path / "l", "amd64")
+    layer = json.loads((layout / "manifest.json").read_text())["layers"][0]["digest"]
+    blob = layout / layer.partition(":")[2]
+    data = blob.read_bytes()
+    blob.unlink()
+    empty = _repo(registry)
+    with pytest.raises(InputError, match=f"blob {layer} missing"):
+        push_image_dir(client, empty, layout)
+    assert client.list_tags(empty) == [] and not client.blob_exists(empty, layer)
+    config = json.loads((layout / "manifest.json").read_text())["config"]["digest"]
+    assert not client.blob_exists(empty, config)  # nothing was uploaded before the refusal
+    has = _repo(registry)
+    client.push_blob(has, data, layer)
+    desc = push_image_dir(client, has, layout)
+    assert client.head_manifest(has.with_digest(desc.digest)) is not None
 
 
 # ------------------------------------------------------------------ trust boundaries

@@ -80,23 +80,25 @@ def test_each_platform_gets_its_own_digest_and_the_lock_sets_the_clock() -> None
     assert [p.platform for p in only.platforms] == ["linux/arm64"]
 
 
-def test_buildah_steps_pin_time_label_and_push_to_a_layout(tmp_path: Path) -> None:
+def test_buildah_steps_pin_time_label_and_export_to_a_layout(tmp_path: Path) -> None:
     _, _, job = _job()
     opts = BuildOptions(
         context=tmp_path, dockerfile=tmp_path / "Dockerfile", work=tmp_path / "w",
         push_repository="r.example/x", oci_output=False, cert_dir=tmp_path / "certs",
         network="host",
     )
-    build, push = BuildahEngine().steps(job, job.platforms[1], opts)
+    engine = BuildahEngine()
+    (build,) = engine.steps(job, job.platforms[1], opts)
     assert build[:4] == ["buildah", "build", "--platform", "linux/arm64"]
     assert build[build.index("--timestamp") + 1] == str(job.epoch)
     assert f"SOURCE_DATE_EPOCH={job.epoch}" in build
     assert f"io.cannery.inputs={job.platforms[1].input_digest}" in build
     assert "--no-cache" not in build and "--layers" in build
-    assert push[-1] == f"dir:{tmp_path / 'w' / 'layout'}" and "v2s2" in push
+    push = engine.export_step(job.platforms[1], opts)
+    assert push[-1] == f"oci:{tmp_path / 'w' / 'export'}" and "v2s2" in push
     forced = BuildOptions(**{**opts.__dict__, "no_cache": True, "oci_output": True})
-    build, push = BuildahEngine().steps(job, job.platforms[0], forced)
-    assert "--no-cache" in build and "oci" in push
+    (build,) = engine.steps(job, job.platforms[0], forced)
+    assert "--no-cache" in build and "oci" in engine.export_step(job.platforms[0], forced)
 
 
 def test_normalized_config_drops_build_machine_identity_only() -> None:

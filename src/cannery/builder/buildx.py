@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from cannery.builder.engine import BuildOptions, Built
+from cannery.builder.engine import BuildOptions, Built, Present, Run
 from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.errors import FatalError, InputError
 from cannery.oci import Descriptor
@@ -67,7 +67,11 @@ class BuildxEngine:
         argv.append(str(opts.context))
         return [argv]
 
-    def collect(self, image: ImageJob, job: PlatformJob, opts: BuildOptions) -> Built:
+    def collect(
+        self, image: ImageJob, job: PlatformJob, opts: BuildOptions, run: Run, present: Present
+    ) -> Built:
+        """BuildKit pushed the image itself: read its descriptor (``run`` and ``present`` are
+        for engines that export for cannery to push)."""
         path = opts.work / "metadata.json"
         try:
             meta = json.loads(path.read_text())

@@ -8,6 +8,7 @@ them, so "the tag never points at a partial index" is cannery's guarantee for ev
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -33,10 +34,24 @@ class BuildOptions:
 @dataclass(frozen=True)
 class Built:
     """One platform's result: a ``dir:`` layout cannery pushes itself, or a descriptor of an
-    image the engine already pushed by digest."""
+    image the engine already pushed by digest.
+
+    A layout holds the manifest, the config and the layers that were written in this build;
+    a layer the manifest names but the layout lacks is one ``present`` said the target already
+    has (so it was neither exported nor is it uploaded again).
+    """
 
     layout: Path | None
     descriptor: Descriptor | None
+    layers: int = 0  # layers in the image (0: the engine pushed it itself)
+    exported: int = 0  # of those, how many the engine wrote (the target lacked them)
+
+
+# Runs one command the way the executor runs every engine command (its output appended to the
+# platform's log); returns the output lines, or raises when the command fails.
+Run = Callable[[list[str]], list[str]]
+# Whether the build's target (the registry repository, or the OCI layout) already holds a blob.
+Present = Callable[[Descriptor], bool]
 
 
 class Engine(Protocol):
@@ -46,6 +61,10 @@ class Engine(Protocol):
         """The commands that build (and, for engines that push, push) one platform. Pure."""
         ...
 
-    def collect(self, image: ImageJob, job: PlatformJob, opts: BuildOptions) -> Built:
-        """After the commands ran: what they produced (reads files in ``opts.work``)."""
+    def collect(
+        self, image: ImageJob, job: PlatformJob, opts: BuildOptions, run: Run, present: Present
+    ) -> Built:
+        """After the commands ran: what they produced, exported for the upload if the engine
+        did not push it itself (through ``run``, writing only what ``present`` says the target
+        lacks)."""
         ...

@@ -204,12 +204,42 @@ def _build_platform(
     log_path = settings.log_dir / image.name / f"{job.slug}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text("")
-    for argv in steps:
+
+    def run(argv: list[str]) -> list[str]:
+        lines: list[str] = []
+
+        def on_line(line: str) -> None:
+            lines.append(line)
+            reporter.line(image.name, job, line)
+
         # stream() gives the engine child_env(): no credential of cannery's reaches it.
-        rc, tail = stream(argv, log_path, lambda line: reporter.line(image.name, job, line))
+        rc, tail = stream(argv, log_path, on_line)
         if rc != 0:
             raise _PlatformFailed(job, f"{argv[0]} {argv[1]} exited {rc}", tail, log_path)
-    return settings.engine.collect(image, job, opts)
+        return lines
+
+    for argv in steps:
+        run(argv)
+    built = settings.engine.collect(image, job, opts, run, _present(target, repo))
+    if built.layers:  # in the log, as stream notes each command's exit
+        with log_path.open("a", encoding="utf-8") as fh:
+            fh.write(f"# exported {built.exported} of {built.layers} layers (the target has "
+                     f"the other {built.layers - built.exported})\n")
+    return built
+
+
+def _present(target: Target, repo: Reference | None) -> Callable[[Descriptor], bool]:
+    """Whether the target already holds a blob, so the engine need not export it again."""
+
+    def present(desc: Descriptor) -> bool:
+        if target.client and repo:
+            return target.client.blob_exists(repo, desc.digest)
+        if target.oci_dir:
+            path = target.oci_dir / "blobs" / desc.digest.replace(":", "/", 1)
+            return path.is_file() and path.stat().st_size == desc.size
+        return False
+
+    return present
 
 
 class _PlatformFailed(FatalError):
@@ -461,7 +491,8 @@ def _write_descriptor(root: Path, image: str, job: PlatformJob, desc: Descriptor
 
 
 def _copy_into_layout(layout: Path, oci_dir: Path) -> Descriptor:
-    """Copy a ``dir:`` layout's blobs and manifest into an OCI layout's blob store."""
+    """Copy a ``dir:`` layout's blobs and manifest into an OCI layout's blob store (a blob the
+    ``dir:`` layout lacks must be in the store already: the engine did not export it again)."""
     blobs = oci_dir / "blobs" / "sha256"
     blobs.mkdir(parents=True, exist_ok=True)
     (oci_dir / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}')
@@ -472,9 +503,14 @@ def _copy_into_layout(layout: Path, oci_dir: Path) -> Descriptor:
             shutil.copyfile(f, tmp)
             os.replace(tmp, dest)
     manifest = (layout / "manifest.json").read_bytes()
+    parsed = json.loads(manifest)
+    for blob in [parsed["config"], *parsed.get("layers", [])]:
+        path = blobs / str(blob["digest"]).partition(":")[2]
+        if not (path.is_file() and path.stat().st_size == blob["size"]):
+            raise InputError(f"{oci_dir}: blob {blob['digest']} is missing")
     digest = digest_of(manifest)
     atomic_write(blobs / digest.partition(":")[2], manifest)
-    media = json.loads(manifest).get("mediaType", OCI_MANIFEST)
+    media = parsed.get("mediaType", OCI_MANIFEST)
     return Descriptor(media_type=media, digest=digest, size=len(manifest))
 
 

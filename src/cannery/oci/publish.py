@@ -35,7 +35,8 @@ def push_image_dir(client: OCIClient, repo: Reference, layout: Path) -> Descript
     ``layout`` is what ``buildah push IMG dir:LAYOUT`` writes (containers/image's ``dir:``
     transport: ``manifest.json`` and one file per blob named by its hex digest), or an OCI image
     layout (``index.json`` naming exactly one manifest, blobs under ``blobs/<alg>/<hex>``).
-    Blobs the repository already has are skipped. The descriptor returned carries the platform
+    Blobs the repository already has are skipped; a layer the layout lacks must be one of them
+    (checked before anything is uploaded). The descriptor returned carries the platform
     read from the image config, ready for :func:`merge_index`.
     """
     manifest_bytes, blob_path = _read_layout(layout)
@@ -48,10 +49,13 @@ def push_image_dir(client: OCIClient, repo: Reference, layout: Path) -> Descript
         raise InputError(f"{layout}: manifest is not an image manifest") from None
     paths = [blob_path(digest) for digest, _ in digests]  # every check before any upload
     for (digest, size), path in zip(digests, paths, strict=True):
+        if not path.exists() and digest != config["digest"] and client.blob_exists(repo, digest):
+            continue  # a layer not exported again: the repository has it
         if not path.is_file() or path.stat().st_size != size:
             raise InputError(f"{layout}: blob {digest} missing or not {size} bytes")
     for (digest, _), path in zip(digests, paths, strict=True):
-        client.push_blob(repo, path, digest)
+        if path.exists():
+            client.push_blob(repo, path, digest)
     try:
         cfg = json.loads(blob_path(str(config["digest"])).read_bytes())
         platform = {"architecture": str(cfg["architecture"]), "os": str(cfg["os"])}

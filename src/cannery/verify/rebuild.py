@@ -58,13 +58,20 @@ def rebuild_platform(
         context=context, dockerfile=context / "Dockerfile", work=work, push_repository=None,
         oci_output=False, cert_dir=cert_dir, network=network, no_cache=True,
     )
+
+    def run_logged(argv: list[str]) -> list[str]:
+        lines: list[str] = []
+        rc, _ = stream(argv, log, lines.append, extra_env=env)
+        if rc != 0:
+            raise FatalError(f"{job.platform}: rebuild: {argv[0]} {argv[1]} exited {rc} "
+                             f"(log: {log})")
+        return lines
+
     try:
         for argv in engine.steps(image, job, opts):
-            rc, _ = stream(argv, log, extra_env=env)
-            if rc != 0:
-                raise FatalError(f"{job.platform}: rebuild: {argv[0]} {argv[1]} exited {rc} "
-                                 f"(log: {log})")
-        built = engine.collect(image, job, opts)
+            run_logged(argv)
+        # Nothing counts as present: the rebuild writes, and compares, every layer itself.
+        built = engine.collect(image, job, opts, run_logged, lambda _desc: False)
         assert built.layout is not None
         out = Path(tempfile.mkdtemp(prefix="cannery-rebuilt-"))
         shutil.copytree(built.layout, out, dirs_exist_ok=True)

@@ -1,0 +1,156 @@
+"""Where a framework bump's time goes in `cannery build --push`, phase by phase.
+
+    .venv/bin/python bench/profile_bump.py [--size tiny|moderate] [--bumps 2]
+
+Generates the build benchmark's stand-in stack (bench/buildbench), builds it once (untimed,
+writes the lock and the layer cache), then bumps the framework's pin and runs `cannery build
+--push` in this process with each phase timed: Python start-up and imports, resolving the lock,
+rendering, reading the registry (what is already there), the `buildah build`, the export of
+the image for the upload, the upload, and merging and tagging. Prints one table of medians.
+Not a test: nothing here fails on timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from buildbench.measure import cannery_build  # noqa: E402
+from buildbench.recipes import catalog  # noqa: E402
+from buildbench.stack import SIZES, make_stack  # noqa: E402
+from lint_vs_hadolint import machine  # noqa: E402
+
+from tests.e2e.buildenv import cleanup_local_images, make_world  # noqa: E402
+from tests.services.tlsca import make_ca  # noqa: E402
+
+PHASES = ("start-up", "resolve", "render", "registry read", "build", "export", "upload",
+          "merge + tag")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.took: dict[str, float] = defaultdict(float)
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.took[name] += time.perf_counter() - start
+
+    def wrap(self, module: Any, attr: str, name: str | Callable[..., str]) -> None:
+        inner = getattr(module, attr)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            with self.phase(name(*args) if callable(name) else name):
+                return inner(*args, **kwargs)
+
+        setattr(module, attr, timed)
+
+
+def instrumented_build(catalog_path: Path, env: dict[str, str], clock: Clock) -> None:
+    """`cannery build --push` in this process, each phase on ``clock``."""
+    from cannery.builder import execute
+    from cannery.commands import build as build_mod
+    from cannery.commands.build import BuildRequest, build_cmd
+
+    clock.wrap(build_mod, "ensure_locked", "resolve")
+    clock.wrap(build_mod, "render_dockerfile", "render")
+    clock.wrap(execute, "current_children", "registry read")
+    clock.wrap(execute, "stream",
+               lambda argv, *a: "build" if argv[1] == "build" else "export")
+    for attr in ("push_image_dir", "push_image_storage"):
+        if hasattr(execute, attr):
+            clock.wrap(execute, attr, "upload")
+    clock.wrap(execute, "merge_index", "merge + tag")
+    clock.wrap(execute, "move_tags", "merge + tag")
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        req = BuildRequest(
+            images=None, catalog=catalog_path, lock=None, platforms=None, backend="buildah",
+            push=True, output=None, tag_suffix="", builder=None, force=False, locked=False,
+            frozen=False, ca_cert=None, as_json=True, digest_dir=None, merge_only=False,
+            network="host", log_dir=catalog_path.parent / "logs",
+        )
+        with contextlib.redirect_stdout(open(os.devnull, "w")):
+            rc = build_cmd(req)
+        if rc != 0:
+            raise SystemExit(f"build failed ({rc})")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def startup(env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import cannery.cli, cannery.commands.build"],
+                   env=env, check=True)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", choices=sorted(SIZES), default="tiny")
+    ap.add_argument("--bumps", type=int, default=2)
+    args = ap.parse_args()
+    size = SIZES[args.size]
+    os.environ.setdefault("BUILDAH_ISOLATION", "chroot")
+    runs: list[dict[str, float]] = []
+    totals: list[float] = []
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="cannery-profile-") as tmp:
+        root = Path(tmp)
+        world = make_world(root / "world", make_ca(root / "ca"))
+        try:
+            stack = make_stack(world, size, root / "stack", bumps=args.bumps)
+            cat = root / "rendered" / "catalog.toml"
+            cat.parent.mkdir()
+
+            def write(verl: str) -> Path:
+                cat.write_text(catalog(world.base, world.push_registry.host, "rendered",
+                                       world.files.url, world.git.url, verl))
+                return cat
+
+            cannery_build(world, write(stack.framework[0]), force=False)  # warm, untimed
+            for n in range(args.bumps):
+                clock = Clock()
+                clock.took["start-up"] = startup(world.env())
+                start = time.perf_counter()
+                instrumented_build(write(stack.framework[n + 1]), world.env(), clock)
+                totals.append(time.perf_counter() - start + clock.took["start-up"])
+                runs.append(dict(clock.took))
+        finally:
+            world.stop()
+            cleanup_local_images()
+    print(f"machine: {machine()}")
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; size {args.size}; "
+          f"{args.bumps} bumps; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after\n")
+    print("| phase of a framework bump | median s |")
+    print("|---|---|")
+    named = set(PHASES)
+    for name in [*PHASES, *sorted({k for r in runs for k in r} - named)]:
+        print(f"| {name} | {statistics.median(r.get(name, 0.0) for r in runs):.2f} |")
+    rest = statistics.median(t - sum(r.values()) for t, r in zip(totals, runs, strict=True))
+    print(f"| other (plan, checks, summary) | {rest:.2f} |")
+    print(f"| total | {statistics.median(totals):.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
