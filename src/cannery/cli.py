@@ -416,6 +416,34 @@ def verify(
     raise typer.Exit(verify_cmd(ref, catalog, lock, image, as_json, ca_cert, runtime))
 
 
+@app.command("copy")
+def copy(
+    src: Annotated[
+        str, typer.Argument(help="Image to copy: REGISTRY/REPO:TAG or @DIGEST", metavar="SRC")
+    ],
+    dst: Annotated[
+        list[str],
+        typer.Argument(
+            help="Targets: REGISTRY/REPO[:TAG] (no tag: the source's)", metavar="DST..."
+        ),
+    ],
+    docker_media_types: Annotated[
+        bool,
+        _flag(
+            "--docker-media-types",
+            "Write Docker manifest lists and v2s2 manifests (for registries such as Huawei "
+            "SWR that refuse OCI types); converted manifests get new digests",
+        ),
+    ] = False,
+    ca_cert: CaCertOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Copy every platform of an image (and its referrers) by digest, then tag it."""
+    from cannery.commands.copy import copy_cmd
+
+    raise typer.Exit(copy_cmd(src, dst, docker_media_types, ca_cert, as_json))
+
+
 @app.command(
     "lint",
     context_settings={
