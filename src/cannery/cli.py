@@ -17,7 +17,7 @@ from cannery import __version__
 from cannery.errors import FatalError
 
 # Commands in the order a user needs them; a command not listed here comes after these.
-WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "lint", "schema")
+WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "copy", "lint", "schema")
 
 
 class _WorkflowOrder(TyperGroup):

@@ -93,6 +93,16 @@ class ToolkitSpec:
 
 
 @dataclass(frozen=True)
+class RegistryTarget:
+    """One registry an image is published to: its catalog name (which names its credentials),
+    the repository, and the index media type it is given ("oci" or "docker")."""
+
+    name: str
+    repository: str
+    media_types: str = "oci"
+
+
+@dataclass(frozen=True)
 class ImageSpec:
     name: str
     tag: str
@@ -122,6 +132,9 @@ class ImageSpec:
     # TARGETARCH → locked "name==version --hash=sha256:…" lines, for arches whose lock entry
     # matches the catalog and the locked commits (a stale entry is not used)
     python_locked: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Where it is published: the registry it is built into first, then its mirrors.
+    registries: tuple[RegistryTarget, ...] = ()
+    aliases: tuple[str, ...] = ()
 
     @property
     def python_pinned(self) -> bool:
@@ -278,6 +291,18 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         python_index=cat.catalog.python_index,
         python_extra_index=tuple((a, tuple(dict.fromkeys(u))) for a, u in sorted(extra.items())),
         python_locked=tuple(locked),
+        registries=_registries(cat, target, img.mirrors),
+        aliases=tuple(img.aliases),
+    )
+
+
+def _registries(
+    cat: Catalog, primary: str, mirrors: list[str] | None
+) -> tuple[RegistryTarget, ...]:
+    names = [primary, *(cat.catalog.mirrors if mirrors is None else mirrors)]
+    return tuple(
+        RegistryTarget(n, cat.registries[n].repository, cat.registries[n].media_types)
+        for n in dict.fromkeys(names)
     )
 
 

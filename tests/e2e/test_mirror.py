@@ -65,7 +65,8 @@ def publish_two_platforms(
 def _raw(ref: str, certs: Path) -> bytes:
     return subprocess.run(
         ["skopeo", "inspect", "--raw", "--cert-dir", str(certs), f"docker://{ref}"],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     ).stdout
 
 
@@ -99,23 +100,42 @@ def _push_referrer(client: OCIClient, repo: Reference, subject: Descriptor) -> s
     blob = b'{"predicate": "test"}'
     for data in (empty, blob):
         client.push_blob(repo, data, "sha256:" + hashlib.sha256(data).hexdigest())
-    artifact = json.dumps({
-        "schemaVersion": 2,
-        "mediaType": OCI_MANIFEST,
-        "artifactType": "application/vnd.example.test",
-        "config": {"mediaType": "application/vnd.oci.empty.v1+json", "size": 2,
-                   "digest": "sha256:" + hashlib.sha256(empty).hexdigest()},
-        "layers": [{"mediaType": "application/vnd.example.test+json", "size": len(blob),
-                    "digest": "sha256:" + hashlib.sha256(blob).hexdigest()}],
-        "subject": subject.to_json(),
-    }).encode()
+    artifact = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "artifactType": "application/vnd.example.test",
+            "config": {
+                "mediaType": "application/vnd.oci.empty.v1+json",
+                "size": 2,
+                "digest": "sha256:" + hashlib.sha256(empty).hexdigest(),
+            },
+            "layers": [
+                {
+                    "mediaType": "application/vnd.example.test+json",
+                    "size": len(blob),
+                    "digest": "sha256:" + hashlib.sha256(blob).hexdigest(),
+                }
+            ],
+            "subject": subject.to_json(),
+        }
+    ).encode()
     digest = "sha256:" + hashlib.sha256(artifact).hexdigest()
     client.put_manifest(repo.with_digest(digest), artifact, OCI_MANIFEST)
-    index = json.dumps({
-        "schemaVersion": 2, "mediaType": OCI_INDEX,
-        "manifests": [{"mediaType": OCI_MANIFEST, "digest": digest, "size": len(artifact),
-                       "artifactType": "application/vnd.example.test"}],
-    }).encode()
+    index = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": OCI_INDEX,
+            "manifests": [
+                {
+                    "mediaType": OCI_MANIFEST,
+                    "digest": digest,
+                    "size": len(artifact),
+                    "artifactType": "application/vnd.example.test",
+                }
+            ],
+        }
+    ).encode()
     client.put_manifest(repo.with_tag(subject.digest.replace(":", "-")), index, OCI_INDEX)
     return digest
 
@@ -133,10 +153,21 @@ def test_copy_gives_the_digests_skopeo_preserve_digests_gives(
     r = cli("copy", str(src), ours.name, "--ca-cert", str(test_ca.ca_cert))
     assert r.code == 0, r.err
     subprocess.run(
-        ["skopeo", "copy", "--quiet", "--all", "--preserve-digests",
-         "--src-cert-dir", str(certs), "--dest-cert-dir", str(certs),
-         f"docker://{src}", f"docker://{theirs}"],
-        check=True, capture_output=True,
+        [
+            "skopeo",
+            "copy",
+            "--quiet",
+            "--all",
+            "--preserve-digests",
+            "--src-cert-dir",
+            str(certs),
+            "--dest-cert-dir",
+            str(certs),
+            f"docker://{src}",
+            f"docker://{theirs}",
+        ],
+        check=True,
+        capture_output=True,
     )
     want = (index.digest, sorted(c.digest for c in children))
     for ref in (ours, theirs):

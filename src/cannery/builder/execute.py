@@ -27,6 +27,7 @@ from pathlib import Path
 from cannery.builder.engine import BuildOptions, Built, Engine
 from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.builder.progress import Reporter
+from cannery.builder.registries import known_platforms, protect_platform, publish_everywhere
 from cannery.errors import FatalError, InputError, NetworkError
 from cannery.oci import OCIClient, Reference
 from cannery.oci.manifest import (
@@ -40,7 +41,7 @@ from cannery.oci.manifest import (
     parse_index,
     platform_string,
 )
-from cannery.oci.publish import merge_index, move_tags, push_image_dir
+from cannery.oci.publish import push_image_dir
 from cannery.oci.reference import valid_digest
 from cannery.render.bake import cache_ref
 from cannery.util.cmd import stream
@@ -78,6 +79,7 @@ class ImageResult:
     platforms: list[PlatformResult] = field(default_factory=list)
     index_digest: str | None = None
     tags_moved: list[str] = field(default_factory=list)
+    registries: list[dict[str, object]] = field(default_factory=list)  # one per registry
     error: str | None = None
     seconds: float = 0.0
     output: str | None = None
@@ -94,6 +96,7 @@ class ImageResult:
             "tags": self.tags,
             "index_digest": self.index_digest,
             "tags_moved": self.tags_moved,
+            "registries": self.registries,
             "output": self.output,
             "error": self.error,
             "seconds": round(self.seconds, 3),
@@ -222,6 +225,7 @@ def build_image(
     if client and repo and not settings.force:
         try:
             current = current_children(client, repo, image.tags[0])
+            current = known_platforms(client, repo, image, current)
         except FatalError as exc:
             result.error, result.exit_code = exc.message, exc.exit_code
             return result
@@ -265,6 +269,8 @@ def build_image(
                 else:
                     assert built.layout is not None and target.oci_dir is not None
                     desc = _copy_into_layout(built.layout, target.oci_dir)
+                if client and repo:  # kept from "delete untagged" GC until, and after, merge
+                    protect_platform(client, repo, image, job, desc)
             except _PlatformFailed as exc:
                 pres.error = exc.reason
                 pres.log = str(exc.log)
@@ -310,11 +316,17 @@ def _publish(
         return
     annotations: dict[str, str] = {}  # no tag in the index: every tag names one digest
     if target.client:
-        repo = Reference.parse(image.repository)
-        index = merge_index(target.client, repo, children, annotations)
-        result.index_digest = index.digest
-        result.tags_moved = move_tags(target.client, repo, index, list(image.tags))
-        reporter.published(image.name, index.digest, result.tags_moved)
+        regs = publish_everywhere(target.client, image, children)
+        result.registries = [r.to_json() for r in regs]
+        result.index_digest = regs[0].index_digest
+        result.tags_moved = regs[0].tags_moved
+        failed = [r for r in regs if r.error]
+        if failed:
+            result.error = "; ".join(f"{r.name or r.repository}: {r.error}" for r in failed)
+            result.exit_code = 2
+            return
+        if result.index_digest:
+            reporter.published(image.name, result.index_digest, result.tags_moved)
     elif target.oci_dir:
         index = _write_layout_index(target.oci_dir, children, annotations, image.tags)
         result.index_digest = index.digest

@@ -247,9 +247,50 @@ def _model_in(ann: Any) -> Any:
     return None
 
 
+def _check_publish(
+    cat: Catalog,
+    iname: str,
+    registry: str | None,
+    col: _Collector,
+    aliases: dict[tuple[str, str], str],
+) -> None:
+    """Mirrors name known registries other than the image's own; an alias is a valid tag that
+    one image owns in a repository (two owners would race for it)."""
+    img = cat.images[iname]
+    where = ("images", iname)
+    if img.mirrors is not None:
+        for i, name in enumerate(img.mirrors):
+            if name not in cat.registries:
+                col.error((*where, "mirrors", i),
+                          f"unknown registry {name!r} ({did_you_mean(name, cat.registries)})")
+            elif name == registry:
+                col.error((*where, "mirrors", i),
+                          f"{name!r} is the image's own registry, not a mirror")
+        if len(set(img.mirrors)) != len(img.mirrors):
+            col.error((*where, "mirrors"), "a registry is listed twice")
+    targets = [registry or "", *(img.mirrors if img.mirrors is not None else cat.catalog.mirrors)]
+    for i, alias in enumerate(img.aliases):
+        if not IMAGE_TAG.match(alias) or "{" in alias:
+            col.error((*where, "aliases", i), f"{alias!r} is not a valid image tag")
+            continue
+        for name in targets:
+            if name not in cat.registries:
+                continue
+            key = (cat.registries[name].repository, alias)
+            owner = aliases.setdefault(key, iname)
+            if owner != iname:
+                col.error((*where, "aliases", i),
+                          f"alias {alias!r} in {key[0]} is already owned by image {owner!r}")
+                break
+
+
 def _cross_check(cat: Catalog, col: _Collector) -> None:
     if cat.catalog.registry and cat.catalog.registry not in cat.registries:
         col.error(("catalog", "registry"), f"unknown registry {cat.catalog.registry!r}")
+    for i, name in enumerate(cat.catalog.mirrors):
+        if name not in cat.registries:
+            col.error(("catalog", "mirrors", i),
+                      f"unknown registry {name!r} ({did_you_mean(name, cat.registries)})")
     for tname, tk in cat.toolkits.items():
         home = cat.envs.get(tk.env, {}).get("ASCEND_TOOLKIT_HOME")
         want = LAYOUT_HOME[tk.layout].replace("{version}", tk.version)
@@ -286,6 +327,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             )
     socs = [soc for f in cat.families.values() for soc in f.socs]
     tags: dict[str, str] = {}
+    aliases: dict[tuple[str, str], str] = {}
     for iname, img in cat.images.items():
         where = ("images", iname)
         refs_ok = True
@@ -315,6 +357,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             col.error(where, "no registry: set images.<name>.registry or catalog.registry")
         elif registry not in cat.registries:
             col.error((*where, "registry"), f"unknown registry {registry!r}")
+        _check_publish(cat, iname, registry, col, aliases)
         family = cat.family_of(img.soc)
         if family is None:
             col.error(

@@ -60,6 +60,11 @@ class CatalogMeta(Strict):
     name: str
     source: str = Field(description="Source repository, the org.opencontainers.image.source label")
     registry: str | None = Field(None, description="Default registry for images (a registries key)")
+    mirrors: list[str] = Field(
+        [],
+        description="Registries (registries keys) every image is also published to, by digest, "
+        "unless the image names its own mirrors",
+    )
     python_index: str = Field(
         "https://pypi.org/simple",
         description="Python package index `cannery lock` resolves against and images install from",
@@ -82,6 +87,12 @@ class PushTarget(Strict):
     password_secret: str = Field(
         "REGISTRY_PASSWORD", pattern=SECRET_NAME,
         description="CI secret holding the registry password or token",
+    )
+    media_types: Literal["oci", "docker"] = Field(
+        "oci",
+        description="Index media type this registry is given: oci (an OCI image index) or "
+        "docker (a Docker manifest list, for registries such as Huawei SWR that refuse OCI "
+        "indexes); platform manifests are Docker v2s2 everywhere, so their digests are equal",
     )
 
     @field_validator("repository")
@@ -245,6 +256,14 @@ class Image(Strict):
     platforms: list[str] = Field(min_length=1)
     tag: str
     registry: str | None = None
+    mirrors: list[str] | None = Field(
+        None, description="Registries this image is also published to (default: catalog.mirrors)"
+    )
+    aliases: list[str] = Field(
+        [],
+        description="Rolling tags (latest, main) moved after the release tag is in every "
+        "registry; one image owns each alias",
+    )
     apt: list[str] = []
     pip_tools: list[str] = []
     components: list[str] = []

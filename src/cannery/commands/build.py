@@ -23,6 +23,7 @@ from cannery.builder.execute import (
 )
 from cannery.builder.plan import ImageJob, plan_build
 from cannery.builder.progress import reporter_for
+from cannery.builder.registries import publish_credentials
 from cannery.catalog.models import IMAGE_TAG, Catalog
 from cannery.commands.common import err, load_with_lock, out, select
 from cannery.errors import InputError
@@ -214,7 +215,7 @@ def build_cmd(req: BuildRequest) -> int:
     jobs, _ = _jobs(request)
     engine: Engine = ENGINES[request.backend]()
     results: list[ImageResult] = []
-    creds = Credentials(env_host=push_host([j.repository for j in jobs]))
+    creds = publish_credentials(jobs)
     client = OCIClient(ssl_context(request.ca_cert), credentials=creds) if request.push else None
     reporter = reporter_for(err)
     try:
@@ -249,7 +250,8 @@ def _report(results: list[ImageResult], as_json: bool) -> None:
         return
     for r in results:
         if r.error:
-            out.print(f"{r.image}: FAILED: {r.error}; no tag moved", markup=False)
+            moved = "no tag moved" if not r.registries else _new_tags(r.registries)
+            out.print(f"{r.image}: FAILED: {r.error}; {moved}", markup=False)
             continue
         where = r.output or r.repository
         if r.index_digest is None:
@@ -266,3 +268,24 @@ def _report(results: list[ImageResult], as_json: bool) -> None:
         if r.output is None:
             moved = ", ".join(r.tags_moved) if r.tags_moved else "none (already there)"
             out.print(f"  tags moved: {moved}", markup=False)
+        for reg in r.registries[1:]:  # the mirrors; the first registry is above
+            moved_here = reg["tags_moved"]
+            tags = ", ".join(moved_here) if isinstance(moved_here, list) and moved_here else ""
+            tags = tags or "none (already there)"
+            out.print(
+                f"  mirror {reg['repository']}@{reg['index_digest']} "
+                f"({reg['media_types']}): tags moved: {tags}",
+                markup=False,
+            )
+
+
+def _new_tags(registries: list[dict[str, object]]) -> str:
+    """Which registries serve the new tags after a failed publish, and which do not."""
+    have = [str(r["repository"]) for r in registries if r["has_new_tags"]]
+    lack = [str(r["repository"]) for r in registries if not r["has_new_tags"]]
+    parts = []
+    if have:
+        parts.append(f"new tags in {', '.join(have)}")
+    if lack:
+        parts.append(f"not in {', '.join(lack)}")
+    return "; ".join(parts) + " (re-run to complete, nothing is rebuilt)"

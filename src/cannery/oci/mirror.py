@@ -206,19 +206,23 @@ class Mirror:
                 cbody, cdesc = self.client.get_manifest(child_ref)
                 got = self.copy_manifest(child_ref, dst, cbody, cdesc, docker=docker)
                 written.append(
-                    Descriptor(got.media_type, got.digest, got.size, child.platform,
-                               child.annotations)
+                    Descriptor(
+                        got.media_type, got.digest, got.size, child.platform, child.annotations
+                    )
                 )
             if docker and media_type != DOCKER_LIST:
                 body = index_bytes(written, annotations, DOCKER_LIST)
                 media_type = DOCKER_LIST
         else:
-            self._copy_blobs(src, dst, body, where)
+            original = body
             if docker and media_type != DOCKER_MANIFEST:
                 body = to_docker_manifest(body, where)
                 media_type = DOCKER_MANIFEST
+            # A registry holds a manifest only with its blobs: one there needs none copied.
+            if self.client.head_manifest(_by(dst, digest_of(body))) is None:
+                self._copy_blobs(src, dst, original, where)
         digest = digest_of(body)
-        target = Reference(dst.host, dst.repository, digest=digest)
+        target = _by(dst, digest)
         if self.client.head_manifest(target) is not None:
             self.stats.manifests_present += 1
         else:
@@ -257,14 +261,7 @@ class Mirror:
         try:
             return self.client.put_manifest(ref, body, media_type)
         except NetworkError as exc:
-            refused = re.search(r"registry answered (400|415)\b", exc.message)
-            if refused and media_type not in _DOCKER_KEEP:
-                raise NetworkError(
-                    f"{ref.host} refused a manifest of media type {media_type} "
-                    f"({refused.group(0)}): this registry needs Docker media types; "
-                    f"set {self.docker_hint}"
-                ) from None
-            raise
+            raise refused_media_type(exc, ref, media_type, self.docker_hint) from None
 
     def _has_referrers(self, src: Reference, digest: str) -> bool:
         tag = _referrers_tag(digest)
@@ -368,3 +365,22 @@ def _download_blob(client: OCIClient, src: Reference, blob: Descriptor, path: Pa
         client._retry(src, what, attempt)
     except httpx.HTTPError as exc:  # pragma: no cover - _retry maps transport errors
         raise NetworkError(f"{what}: {exc}") from None
+
+
+def refused_media_type(
+    exc: NetworkError, ref: Reference, media_type: str, hint: str
+) -> NetworkError:
+    """A manifest PUT refused with 400/415 for an OCI media type becomes one line naming the
+    setting that makes cannery write Docker types (SWR answers so); other errors stay as
+    they are."""
+    refused = re.search(r"registry answered (400|415)\b", exc.message)
+    if refused and media_type not in _DOCKER_KEEP:
+        return NetworkError(
+            f"{ref.host} refused a manifest of media type {media_type} ({refused.group(0)}): "
+            f"this registry needs Docker media types; set {hint}"
+        )
+    return exc
+
+
+def _by(repo: Reference, digest: str) -> Reference:
+    return Reference(repo.host, repo.repository, digest=digest)
