@@ -409,11 +409,21 @@ def verify(
             help="Also check a running container of each platform (buildah)",
         ),
     ] = True,
+    all_registries: Annotated[
+        bool,
+        _flag(
+            "--all-registries",
+            "Also check that every registry of the image serves the expected index and "
+            "platform digests under the tag, and its TAG-<arch> tags",
+        ),
+    ] = False,
 ) -> None:
     """Check a pushed image: platforms, config env, labels; then env and imports at runtime."""
     from cannery.commands.verify import verify_cmd
 
-    raise typer.Exit(verify_cmd(ref, catalog, lock, image, as_json, ca_cert, runtime))
+    raise typer.Exit(
+        verify_cmd(ref, catalog, lock, image, as_json, ca_cert, runtime, all_registries)
+    )
 
 
 @app.command("copy")

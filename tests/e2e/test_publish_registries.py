@@ -30,6 +30,7 @@ from cannery.oci import Descriptor, OCIClient, Reference, push_image_dir
 from cannery.oci.manifest import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX
 from cannery.plan import RegistryTarget, plan
 from cannery.tls import ssl_context
+from cannery.verify.mirrors import registry_parity_checks
 from tests.services.bases import cert_dir_for
 from tests.services.faultproxy import SWR_MESSAGE, FaultProxy, HubLike, SWRStandIn
 from tests.services.registry import LocalRegistry, write_dir_layout
@@ -138,7 +139,7 @@ def test_three_registries_same_platform_digests_tags_last_second_run_writes_noth
         latest = _serves(client, repository, "latest")
         assert latest is not None and latest.digest == desc.digest
         for pj in job.platforms:  # per-platform tags in every registry
-            leg = _serves(client, repository, platform_tag(tag, pj))
+            leg = _serves(client, repository, platform_tag(tag, pj.platform))
             assert leg is not None and leg.digest in want
     # A second publish writes nothing anywhere.
     again = publish_everywhere(client, job, children)
@@ -146,6 +147,18 @@ def test_three_registries_same_platform_digests_tags_last_second_run_writes_noth
     for r in again[1:]:
         assert r.copied is not None and r.copied["manifests_written"] == 0
         assert r.copied["blobs_copied"] == 0
+
+    # verify --all-registries: knows which index digest each registry should serve.
+    checks = registry_parity_checks(client, Reference.parse(primary).with_tag(tag), job.spec)
+    assert [(c.name, c.ok) for c in checks] == [
+        ("registry quay", True), ("registry ghcr", True), ("registry swr", True)
+    ], checks
+    assert checks[2].detail.endswith(str(results[2].index_digest))
+    # A registry serving another index type than the catalog says fails, naming both.
+    swapped = make_job([("quay", primary, "oci"), ("ghcr", mirror, "docker")])
+    bad = registry_parity_checks(client, Reference.parse(primary).with_tag(tag), swapped.spec)
+    assert [c.ok for c in bad] == [True, False]
+    assert f"serves {OCI_INDEX}, catalog says {DOCKER_LIST}" in bad[1].detail
 
 
 def test_swr_refusing_oci_gets_one_line_naming_the_setting_and_no_tag_moves(
@@ -269,7 +282,8 @@ def test_gc_delete_untagged_between_legs_and_merge_and_after(
         assert "eligible for deletion" in printed  # GC did delete something (the control)
 
         for n, host in enumerate((one.host, two.host)):
-            tags = [*job.tags, "latest", *(platform_tag(job.tags[0], p) for p in job.platforms)]
+            legs = [platform_tag(job.tags[0], p.platform) for p in job.platforms]
+            tags = [*job.tags, "latest", *legs]
             for tag in tags:
                 done = _skopeo_copy_all(f"{host}/{name}:{tag}", certs, tmp_path / f"o{n}{tag}")
                 assert done.returncode == 0, (tag, done.stderr)

@@ -72,10 +72,10 @@ def targets(image: ImageJob) -> tuple[RegistryTarget, ...]:
     return image.spec.registries or (RegistryTarget("", image.repository, "oci"),)
 
 
-def platform_tag(tag: str, job: PlatformJob) -> str:
-    """``TAG-amd64`` (``TAG-arm64v8`` with a variant): the tag that keeps a platform manifest
-    from "delete untagged" GC and names it for single-architecture pulls."""
-    parts = job.platform.split("/")
+def platform_tag(tag: str, platform: str) -> str:
+    """``TAG-amd64`` (``TAG-arm64v8`` with a variant) for ``linux/amd64``: the tag that keeps a
+    platform manifest from "delete untagged" GC and names it for single-architecture pulls."""
+    parts = platform.split("/")
     return f"{tag}-{''.join(parts[1:])}"
 
 
@@ -84,7 +84,7 @@ def protect_platform(
 ) -> None:
     """Point ``TAG-<arch>`` at the platform manifest just pushed (nothing written if it does)."""
     for tag in image.tags:
-        ref = repo.with_tag(platform_tag(tag, job))
+        ref = repo.with_tag(platform_tag(tag, job.platform))
         current = client.head_manifest(ref)
         if current is not None and current.digest == desc.digest:
             continue
@@ -98,7 +98,7 @@ def platforms_by_tag(client: OCIClient, repo: Reference, image: ImageJob) -> dic
     whose publish did not finish left behind: a re-run takes it instead of rebuilding."""
     out: dict[str, Descriptor] = {}
     for job in image.platforms:
-        ref = repo.with_tag(platform_tag(image.tags[0], job))
+        ref = repo.with_tag(platform_tag(image.tags[0], job.platform))
         if client.head_manifest(ref) is None:
             continue
         body, desc = client.get_manifest(ref)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from cannery.builder.plan import plan_build
+from cannery.builder.registries import publish_credentials
 from cannery.commands.build import _cert_dir
 from cannery.commands.common import load_with_lock, out, select
 from cannery.errors import InputError
@@ -13,6 +14,7 @@ from cannery.oci import Credentials, OCIClient, Reference
 from cannery.plan import ImageSpec, plan
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import ssl_context
+from cannery.verify.mirrors import registry_parity_checks
 from cannery.verify.model import Check
 from cannery.verify.registry import registry_checks
 from cannery.verify.runtime import runtime_checks
@@ -54,6 +56,7 @@ def verify_cmd(
     as_json: bool,
     ca_cert: Path | None,
     runtime: bool,
+    all_registries: bool = False,
 ) -> int:
     try:
         ref = Reference.parse(ref_text)
@@ -63,11 +66,14 @@ def verify_cmd(
     specs = plan(loaded.catalog, lk, select(loaded, [image] if image else None))
     spec = specs[0] if image else _spec_for(ref, specs)
     checks: list[Check] = []
-    with OCIClient(ssl_context(ca_cert), credentials=Credentials(env_host=ref.host)) as client:
-        job = plan_build(spec, render_dockerfile(spec), lk)
+    job = plan_build(spec, render_dockerfile(spec), lk)
+    creds = publish_credentials([job]) if all_registries else Credentials(env_host=ref.host)
+    with OCIClient(ssl_context(ca_cert), credentials=creds) as client:
         inputs = {p.platform: p.input_digest for p in job.platforms}
         found, images = registry_checks(client, ref, spec, inputs)
         checks += found
+        if all_registries:  # the registry checks above and the runtime checks run once
+            checks += registry_parity_checks(client, ref, spec)
     if runtime:
         with _cert_dir(ca_cert) as cert_dir:
             for img in images:
