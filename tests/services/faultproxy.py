@@ -42,6 +42,7 @@ class FaultProxy:
         script: list[str] | None = None,
         when: Callable[[str, str], bool] | None = None,
         faults: tuple[str, ...] = FAULTS,
+        port: int = 0,
     ) -> None:
         self.target_port = target_port
         self.rng = random.Random(seed)
@@ -87,7 +88,7 @@ class FaultProxy:
 
             do_HEAD = do_PUT = do_POST = do_PATCH = do_DELETE = do_GET
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.port = int(self.httpd.server_address[1])
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
