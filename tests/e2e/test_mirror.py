@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from cannery.errors import NetworkError
 from cannery.oci import Descriptor, OCIClient, Reference, merge_index, move_tags, push_image_dir
 from cannery.oci.manifest import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST
 from cannery.oci.mirror import Mirror
 from cannery.tls import ssl_context
 from tests.services.bases import cert_dir_for
+from tests.services.faultproxy import FaultProxy
 from tests.services.registry import LocalRegistry, write_dir_layout
 from tests.services.tlsca import LocalCA
 
@@ -238,3 +240,29 @@ def test_docker_media_types_convert_oci_manifests(
     assert manifest["layers"][0]["mediaType"] == (
         "application/vnd.docker.image.rootfs.diff.tar.gzip"
     )
+
+
+def test_a_corrupted_blob_is_refused_and_nothing_is_written(
+    tmp_path: Path, registries: list[LocalRegistry], client: OCIClient
+) -> None:
+    """The source answers a blob with one byte flipped (a consistent-looking lie): the copy
+    fails naming the digest, and the target has no manifest of the image."""
+    (tmp_path / "plain").mkdir()
+    plain = LocalRegistry(tmp_path / "plain")
+    proxy = FaultProxy(
+        plain.port, script=["corrupt-consistent"] * 50,
+        when=lambda method, path: method == "GET" and "/blobs/sha256:" in path,
+    )
+    try:
+        src = Reference.parse(f"{proxy.host}/mirror/src:v1")
+        one = push_image_dir(client, src, write_dir_layout(tmp_path / "a", "amd64", "x"))
+        dst = _repo(registries[1])
+        with pytest.raises(NetworkError) as err:
+            Mirror(client).copy(src.with_digest(one.digest), dst)
+        assert "content hashes to" in err.value.message
+        assert proxy.counts["corrupt-consistent"] >= 1
+        assert client.head_manifest(dst.with_digest(one.digest)) is None
+        assert client.list_tags(dst) == []
+    finally:
+        proxy.stop()
+        plain.stop()
