@@ -232,6 +232,11 @@ def publish_credentials(images: list[ImageJob]) -> Credentials:
     the plain CANNERY_REGISTRY_USER/_PASSWORD only when every image goes to one host."""
     where = [t for image in images for t in targets(image)]
     return Credentials(
-        env_host=push_host([t.repository for t in where]),
-        registries={t.name: Reference.parse(t.repository).host for t in where if t.name},
+        env_host=push_host([t.repository for t in where]), registries=registry_hosts(images)
     )
+
+
+def registry_hosts(images: list[ImageJob]) -> dict[str, str]:
+    """Catalog registry name → host, for the per-registry credential variables."""
+    where = [t for image in images for t in targets(image)]
+    return {t.name: Reference.parse(t.repository).host for t in where if t.name}

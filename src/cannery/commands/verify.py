@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from cannery.builder.plan import plan_build
-from cannery.builder.registries import publish_credentials
+from cannery.builder.registries import publish_credentials, registry_hosts
 from cannery.commands.build import _cert_dir
 from cannery.commands.common import load_with_lock, out, select
 from cannery.errors import InputError
@@ -67,7 +67,11 @@ def verify_cmd(
     spec = specs[0] if image else _spec_for(ref, specs)
     checks: list[Check] = []
     job = plan_build(spec, render_dockerfile(spec), lk)
-    creds = publish_credentials([job]) if all_registries else Credentials(env_host=ref.host)
+    creds = (
+        publish_credentials([job])
+        if all_registries
+        else Credentials(env_host=ref.host, registries=registry_hosts([job]))
+    )
     with OCIClient(ssl_context(ca_cert), credentials=creds) as client:
         inputs = {p.platform: p.input_digest for p in job.platforms}
         found, images = registry_checks(client, ref, spec, inputs)
