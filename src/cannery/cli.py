@@ -414,7 +414,7 @@ def verify(
         _flag(
             "--all-registries",
             "Also check that every registry of the image serves the expected index and "
-            "platform digests under the tag, and its TAG-<arch> tags",
+            "platform digests under the tag, and its per-platform tags (TAG-amd64 …)",
         ),
     ] = False,
 ) -> None:

@@ -82,7 +82,9 @@ def verify_cmd(
         with _cert_dir(ca_cert) as cert_dir:
             for img in images:
                 pinned = f"{ref.host}/{ref.repository}@{img.descriptor.digest}"
-                checks += runtime_checks(pinned, img.platform, spec, cert_dir, ref.host)
+                checks += runtime_checks(
+                    pinned, img.platform, spec, cert_dir, ref.host, registry_hosts([job])
+                )
     failed = [c for c in checks if not c.ok]
     if as_json:
         out.print_json(

@@ -58,10 +58,13 @@ def compare_env(image: dict[str, str], sourced: dict[str, str], platform: str) -
 
 
 @contextmanager
-def registry_auth_file(host: str) -> Iterator[dict[str, str]]:
+def registry_auth_file(
+    host: str, registries: dict[str, str] | None = None
+) -> Iterator[dict[str, str]]:
     """The environment for buildah to pull from ``host`` with cannery's credentials: a private
-    auth file (mode 0600, removed afterwards) named by REGISTRY_AUTH_FILE, never an argv."""
-    creds = Credentials(env_host=host).lookup(host)
+    auth file (mode 0600, removed afterwards) named by REGISTRY_AUTH_FILE, never an argv.
+    ``registries``: catalog registry name → host, for the per-registry variables."""
+    creds = Credentials(env_host=host, registries=registries).lookup(host)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CANNERY_REGISTRY_")}
     if creds is None:
         yield env
@@ -81,14 +84,19 @@ def registry_auth_file(host: str) -> Iterator[dict[str, str]]:
 
 
 def runtime_checks(
-    image_ref: str, platform: str, spec: ImageSpec, cert_dir: Path | None, host: str
+    image_ref: str,
+    platform: str,
+    spec: ImageSpec,
+    cert_dir: Path | None,
+    host: str,
+    registries: dict[str, str] | None = None,
 ) -> list[Check]:
     arch = platform.split("/")[1]
     argv = ["buildah", "from", "--quiet", "--arch", arch, "--pull"]
     if cert_dir:
         argv += ["--cert-dir", str(cert_dir)]
     try:
-        with registry_auth_file(host) as env:
+        with registry_auth_file(host, registries) as env:
             ctr = run([*argv, image_ref], env=env, timeout=600).strip()
     except CommandError as exc:
         return [Check("container", False, exc.message, platform)]
