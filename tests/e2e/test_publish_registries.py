@@ -292,3 +292,46 @@ def test_gc_delete_untagged_between_legs_and_merge_and_after(
     finally:
         one.stop()
         two.stop()
+
+
+def _whole_or_absent(client: OCIClient, repository: str, tag: str) -> bool:
+    """The tag names nothing, or an index every platform of which the registry serves."""
+    ref = Reference.parse(repository).with_tag(tag)
+    if client.head_manifest(ref) is None:
+        return True
+    body, _ = client.get_manifest(ref)
+    entries = json.loads(body)["manifests"]
+    return len(entries) == 2 and all(
+        client.head_manifest(ref.with_digest(m["digest"])) is not None for m in entries
+    )
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_faults_on_a_mirror_never_leave_a_partial_index(
+    tmp_path: Path, regs: dict[str, LocalRegistry], client: OCIClient, test_ca: LocalCA,
+    seed: int,
+) -> None:
+    """Seeded drops and 5xx/429 on a third of the mirror's requests, a short retry budget:
+    whether the publish succeeds or not, no registry's tag names a partial index; a re-run
+    without faults completes."""
+    name = _name()
+    proxy = FaultProxy(regs["behind"].port, seed=seed, rate=0.33)
+    try:
+        primary = f"{regs['primary'].host}/{name}"
+        mirror = f"{proxy.host}/{name}"
+        job = make_job([("quay", primary, "oci"), ("cn", mirror, "docker")],
+                       aliases=("latest",))
+        children = run_legs(tmp_path, client, job)
+        with OCIClient(ssl_context(test_ca.ca_cert), retry_budget=0.5, backoff=0.01) as short:
+            first = publish_everywhere(short, job, children)
+        assert proxy.faults > 0
+        for repository in (primary, mirror):
+            for tag in (job.tags[0], "latest"):
+                assert _whole_or_absent(client, repository, tag)
+        if any(r.error for r in first):
+            assert not all(r.has_new_tags for r in first)
+        proxy.rate = 0.0
+        done = publish_everywhere(client, job, children)
+        assert [r.error for r in done] == [None, None] and all(r.has_new_tags for r in done)
+    finally:
+        proxy.stop()
