@@ -31,7 +31,7 @@ import pytest
 
 from cannery.errors import NetworkError
 from cannery.oci import OCIClient, Reference, merge_index, move_tags, push_image_dir
-from cannery.oci.client import MANIFEST_TYPES, OCI_INDEX
+from cannery.oci.manifest import MANIFEST_TYPES, OCI_INDEX
 from cannery.tls import ssl_context
 from tests.services.faultproxy import FaultProxy
 from tests.services.registry import LocalRegistry, push_index, write_dir_layout
