@@ -117,7 +117,7 @@ def test_ci_legs_gc_merge_gc_then_every_tag_of_every_registry_copies(
             done = subprocess.run(
                 ["skopeo", "copy", "--quiet", "--all", "--src-authfile", str(auth),
                  "--src-cert-dir", str(world.cert_dir), f"docker://{host}/{repo}:{tag}",
-                 f"oci:{tmp_path / 'copies' / host.replace(':', '_')}:{tag}"],
+                 f"oci:{tmp_path / (host.replace(':', '_') + '-' + tag)}:{tag}"],
                 capture_output=True, text=True, check=False,
             )
             assert done.returncode == 0, (host, tag, done.stderr)
