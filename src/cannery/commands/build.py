@@ -283,9 +283,7 @@ def _new_tags(registries: list[dict[str, object]]) -> str:
     """Which registries serve the new tags after a failed publish, and which do not."""
     have = [str(r["repository"]) for r in registries if r["has_new_tags"]]
     lack = [str(r["repository"]) for r in registries if not r["has_new_tags"]]
-    parts = []
-    if have:
-        parts.append(f"new tags in {', '.join(have)}")
-    if lack:
-        parts.append(f"not in {', '.join(lack)}")
-    return "; ".join(parts) + " (re-run to complete, nothing is rebuilt)"
+    return (
+        f"the new tags are in: {', '.join(have) or 'none'}; not in: {', '.join(lack) or 'none'} "
+        "(re-run to complete what is missing; nothing is rebuilt)"
+    )
