@@ -31,8 +31,11 @@ from tests.services.tlsca import LocalCA, make_ca  # noqa: E402
 
 STATE = ROOT / ".cannery" / "demo"
 # Fixed ports: the catalog names the servers by URL, and a moved URL would be a new input.
-PORTS = {"registry": 15443, "push": 15444, "files": 15445, "git": 15446}
-MIRROR_PORTS = (15447, 15448, 15449)  # TLS mirror; the registry behind SWR; the SWR stand-in
+# CANNERY_DEMO_PORT moves all of them (another demo on this machine holds the default ones).
+BASE = int(os.environ.get("CANNERY_DEMO_PORT", "15443"))
+PORTS = {"registry": BASE, "push": BASE + 1, "files": BASE + 2, "git": BASE + 3}
+# The TLS mirror; the registry behind the SWR stand-in; the stand-in.
+MIRROR_PORTS = (BASE + 4, BASE + 5, BASE + 6)
 
 
 def _mirrors(catalog: Path, mirrors: list[tuple[str, str]]) -> None:
