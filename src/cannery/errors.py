@@ -61,8 +61,6 @@ class NetworkError(FatalError):
 
     exit_code = 2
 
-    plain_http = False  # the server answered TLS with plain HTTP
-
 
 class CommandError(FatalError):
     """An external command (git, …) is missing, failed or timed out. Exit status 2."""

@@ -313,18 +313,29 @@ def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
 
 
 def resolve_url(url: str, verify: ssl.SSLContext, timeout: float = 60.0) -> tuple[str, int]:
-    """Stream ``url`` over verified TLS and return (sha256 hex, size)."""
+    """Stream ``url`` over verified TLS and return (sha256 hex, size). Redirects are followed,
+    except from HTTPS to anything else."""
     import httpx
 
     from cannery.errors import NetworkError
     from cannery.oci import http_reason
 
+    def no_downgrade(resp: httpx.Response) -> None:
+        # Called for every hop: a redirect off TLS would pin bytes fetched without it.
+        if resp.has_redirect_location:
+            target = resp.url.join(resp.headers["location"])
+            if resp.url.scheme == "https" and target.scheme != "https":
+                shown = target.copy_with(query=None, fragment=None)
+                raise NetworkError(f"{url}: refusing the redirect to {shown}: a downgrade from "
+                                   "HTTPS to plain HTTP")
+
     digest = hashlib.sha256()
     size = 0
+    hooks = {"response": [no_downgrade]}
     try:
-        with httpx.stream(
-            "GET", url, verify=verify, timeout=timeout, follow_redirects=True
-        ) as resp:
+        with httpx.Client(
+            verify=verify, timeout=timeout, follow_redirects=True, event_hooks=hooks
+        ) as http, http.stream("GET", url) as resp:
             if resp.status_code != 200:
                 raise NetworkError(f"{url}: download failed: HTTP {resp.status_code}")
             for chunk in resp.iter_bytes(1 << 20):

@@ -29,7 +29,7 @@ from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.builder.progress import Reporter
 from cannery.builder.registries import known_platforms, protect_platform, publish_everywhere
 from cannery.errors import FatalError, InputError, NetworkError
-from cannery.oci import OCIClient, Reference
+from cannery.oci import NotFound, OCIClient, Reference
 from cannery.oci.manifest import (
     INDEX_TYPES,
     OCI_INDEX,
@@ -363,11 +363,29 @@ def merge_from_digest_dir(image: ImageJob, target: Target, reporter: Reporter) -
             )
             result.exit_code = 2
             return result
-        # What goes into the index is what the registry holds, for the platform the plan says;
-        # the file only names the digest.
-        found = target.client.head_manifest(repo.with_digest(desc.digest))
-        if found is None:
+        # Trust nothing unchecked: the registry's bytes under the digest (hashed), their size
+        # and media type must be what the leg wrote, and their config name this platform.
+        try:
+            found, _ = target.client.image_config(repo.with_digest(desc.digest))
+        except NotFound:
             result.error = f"{job.platform}: {desc.digest} is not in {image.repository}"
+            result.exit_code = 2
+            return result
+        except FatalError as exc:
+            result.error, result.exit_code = f"{job.platform}: {exc.message}", exc.exit_code
+            return result
+        have = found.platform or {}
+        if (
+            (found.size, found.media_type) != (desc.size, desc.media_type)
+            or any(have.get(k) != v for k, v in job.os_arch.items())
+            or (desc.platform is not None and platform_string(desc.platform) != job.platform)
+        ):
+            result.error = (
+                f"{path}: {job.platform}: the registry holds {desc.digest} as {found.size} "
+                f"bytes of {found.media_type} for {platform_string(have)}; the file says "
+                f"{desc.size} bytes of {desc.media_type}"
+                + (f" for {platform_string(desc.platform)}" if desc.platform else "")
+            )
             result.exit_code = 2
             return result
         child = _child(found, job)

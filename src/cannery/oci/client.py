@@ -1,5 +1,19 @@
 """An OCI distribution client: manifests, blobs, tags; auth; retries. TLS is always verified.
 
+- Origins: a registry's origin is scheme, host and port. ``Authorization`` goes only to that
+  origin; a ``Location`` (upload session, mount cancel), a tag-list ``Link`` or a redirect that
+  names another origin is followed without it. Credentials go to a different origin only for
+  the token realm the registry named, on the token request. Redirects are followed (GET and HEAD
+  only, at most five) one hop at a time, each hop checked like the first.
+- No downgrade: a URL on plain HTTP is refused (exit 2, naming it) when the registry speaks
+  HTTPS, and anywhere for a host that is not loopback. Plain HTTP only for a loopback registry
+  (``localhost``, 127.0.0.0/8, ``::1``) whose port does not speak TLS at all, as Docker does;
+  never after a certificate failure.
+- Bounded reads: every request asks for ``Accept-Encoding: identity`` and an answer in any other
+  encoding is refused (a gzip bomb is never inflated). A manifest, index or tag-list page over
+  4 MiB (the distribution spec's limit), a blob read into memory (an image config) over
+  ``max_config`` bytes and a token answer over 1 MiB are refused; an error body is read up to
+  64 KiB. :meth:`OCIClient.fetch_blob` streams a blob of any size to a file.
 - Auth as registries expect it: anonymous first; on a 401, follow ``WWW-Authenticate`` (a Bearer
   token service, or Basic) with credentials from :class:`~cannery.oci.auth.Credentials`. Tokens
   are cached per (host, scope); a write asks for ``pull,push``.
@@ -7,23 +21,24 @@
   exponential backoff and full jitter, never sooner than ``Retry-After`` (seconds), for at most
   ``retry_budget`` seconds per request. A blob upload that fails half-way starts a new upload
   session. Other 4xx answers are not retried; a connection refused by a host that never answered
-  is not either (nothing is listening there).
-- Plain HTTP only for a loopback registry (``localhost``, 127.0.0.0/8, ``::1``) whose port does
-  not speak TLS at all, as Docker does; never after a certificate failure.
+  is not either (nothing is listening there), nor is any refusal above.
 - Every manifest and blob read is checked against its digest, computed from the bytes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
+import os
 import random
 import re
 import ssl
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -32,13 +47,28 @@ import httpx
 
 from cannery.errors import NetworkError
 from cannery.oci.auth import Credentials, basic, challenge
-from cannery.oci.manifest import MANIFEST_TYPES, Descriptor, digest_of, matches
-from cannery.oci.reference import Reference
+from cannery.oci.manifest import (
+    MANIFEST_TYPES,
+    Descriptor,
+    MalformedManifest,
+    digest_of,
+    matches,
+    parse_config,
+    parse_manifest,
+)
+from cannery.oci.reference import Reference, valid_digest
 
 log = logging.getLogger("cannery.oci")
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _CHUNK = 1 << 20
+MANIFEST_CAP = 4 << 20  # the distribution spec's limit for a manifest a registry must accept
+CONFIG_CAP = 8 << 20  # the default cap on a blob read into memory (an image config)
+TOKEN_CAP = 1 << 20
+ERROR_CAP = 64 << 10  # an error body past this is not read (only its first error code is used)
+MAX_REDIRECTS = 5
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_DEFAULT_PORT = {"https": 443, "http": 80}
 
 T = TypeVar("T")
 Body = bytes | Callable[[], Iterator[bytes]] | None
@@ -63,6 +93,19 @@ class _Transient(Exception):
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A response whose body has been read within its cap (or streamed to a sink)."""
+
+    status_code: int
+    headers: httpx.Headers
+    content: bytes
+    url: str
+
+    def json(self) -> object:
+        return json.loads(self.content)
 
 
 def http_reason(exc: Exception) -> str:
@@ -102,7 +145,7 @@ def _is_tls_failure(exc: BaseException) -> bool:
     return any(True for _ in _ssl_errors(exc)) or "CERTIFICATE_VERIFY_FAILED" in str(exc)
 
 
-def retry_after(resp: httpx.Response) -> float | None:
+def retry_after(resp: Answer | httpx.Response) -> float | None:
     """``Retry-After`` in seconds (the HTTP-date form is ignored: backoff applies instead)."""
     value = resp.headers.get("retry-after", "").strip()
     if value.isdigit():
@@ -115,13 +158,37 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> 
     return rng.uniform(0.0, min(cap, base * 2**attempt))
 
 
-def _error_detail(resp: httpx.Response) -> str:
+def _error_detail(resp: Answer) -> str:
     """The first error code of a distribution-spec error body, if there is one."""
     try:
-        errors = resp.json().get("errors") or []
-        return f" ({errors[0]['code']})" if errors else ""
+        errors = resp.json().get("errors") or []  # type: ignore[attr-defined]
+        code = str(errors[0]["code"]) if errors else ""
     except (ValueError, AttributeError, KeyError, TypeError, IndexError):
         return ""
+    return f" ({code[:60]})" if re.fullmatch(r"[A-Z0-9_]+", code) else ""
+
+
+def origin(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of ``url``, the default port filled in: two URLs are one origin
+    when these are equal."""
+    u = httpx.URL(url)
+    return u.scheme, u.host.lower(), u.port or _DEFAULT_PORT.get(u.scheme, 0)
+
+
+def shown(url: str) -> str:
+    """``url`` for a message: without its query (a signed URL carries credentials there)."""
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(query="", fragment=""))
+
+
+def _loopback(url: str) -> bool:
+    return Reference(httpx.URL(url).netloc.decode() or "-", "probe").loopback
+
+
+def malformed(ref: Reference, exc: Exception) -> NetworkError:
+    """The one wording for a registry answer that lacks a field or has one of the wrong type
+    (``exc`` is a :class:`~cannery.oci.manifest.MalformedManifest` naming the field)."""
+    return NetworkError(f"{ref.host}: malformed answer: {exc}")
 
 
 class OCIClient:
@@ -138,12 +205,16 @@ class OCIClient:
         rng: random.Random | None = None,
         backoff: float = 0.5,
         backoff_cap: float = 10.0,
+        max_config: int = CONFIG_CAP,
     ) -> None:
+        """``max_config``: the largest blob :meth:`get_blob` reads into memory."""
         # The context is the caller's; refuse one that would skip the certificate or host check.
         if verify.verify_mode != ssl.CERT_REQUIRED or not verify.check_hostname:
             raise ValueError("OCIClient needs an SSL context that verifies certificates and names")
-        self._http = httpx.Client(verify=verify, timeout=timeout, follow_redirects=True)
+        # Redirects are followed by _send, one checked hop at a time.
+        self._http = httpx.Client(verify=verify, timeout=timeout, follow_redirects=False)
         self.retry_budget = retry_budget
+        self.max_config = max_config
         self._creds = credentials if credentials is not None else Credentials()
         self._sleep = sleep
         self._rng = rng or random.Random()
@@ -180,10 +251,12 @@ class OCIClient:
             raise NetworkError(f"{image}: no such tag in the registry") from None
 
     def head_manifest(self, ref: Reference) -> Descriptor | None:
-        """The descriptor of ``ref`` (by tag or digest), or None when the registry has none."""
+        """The descriptor of ``ref`` (by tag or digest), or None when the registry has none.
+        When the HEAD answer lacks the digest, the size (``Content-Length``) or the media
+        type, the manifest is fetched instead: a size is never guessed."""
         what = str(ref)
 
-        def attempt() -> httpx.Response:
+        def attempt() -> Answer:
             resp = self._once("HEAD", ref, f"manifests/{ref.reference}", _pull(ref), ACCEPT)
             return self._check(resp, what, {200})
 
@@ -192,20 +265,25 @@ class OCIClient:
         except NotFound:
             return None
         digest = resp.headers.get("docker-content-digest")
+        if digest is not None and not valid_digest(digest):
+            raise NetworkError(f"{ref.host}: malformed answer: {what} Docker-Content-Digest is "
+                               "not a valid digest")
         if ref.digest and digest and digest != ref.digest:
             raise DigestMismatch(f"{what}: registry names it {digest}")
-        if not digest and not ref.digest:
-            return self.get_manifest(ref)[1]
         media_type = resp.headers.get("content-type", "").partition(";")[0].strip()
-        return Descriptor(media_type, digest or str(ref.digest), _length(resp))
+        size = _length(resp)
+        if size is None or not media_type or not (digest or ref.digest):
+            return self.get_manifest(ref)[1]
+        return Descriptor(media_type, digest or str(ref.digest), size)
 
     def get_manifest(self, ref: Reference) -> tuple[bytes, Descriptor]:
-        """The manifest bytes, checked: their digest equals the registry's
+        """The manifest bytes (at most 4 MiB), checked: their digest equals the registry's
         ``Docker-Content-Digest`` and the reference's digest, when given."""
         what = str(ref)
 
-        def attempt() -> httpx.Response:
-            resp = self._once("GET", ref, f"manifests/{ref.reference}", _pull(ref), ACCEPT)
+        def attempt() -> Answer:
+            path = f"manifests/{ref.reference}"
+            resp = self._once("GET", ref, path, _pull(ref), ACCEPT, cap=MANIFEST_CAP)
             return self._check(resp, what, {200})
 
         resp = self._retry(ref, what, attempt)
@@ -214,18 +292,38 @@ class OCIClient:
         header = resp.headers.get("docker-content-digest")
         if header and not matches(body, header):
             raise DigestMismatch(
-                f"{what}: registry digest {header} does not match content {computed}"
+                f"{what}: registry digest {header[:80]} does not match content {computed}"
             )
         if ref.digest and not matches(body, ref.digest):
             raise DigestMismatch(f"{what}: content hashes to {computed}, not the digest asked for")
         media_type = resp.headers.get("content-type", "").partition(";")[0].strip()
         try:
-            declared = json.loads(body).get("mediaType")
-        except (ValueError, AttributeError):
-            raise NetworkError(f"{what}: manifest is not a JSON object") from None
-        if isinstance(declared, str) and declared:
+            data = json.loads(body)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise NetworkError(f"{ref.host}: malformed answer: {what} manifest is not a JSON "
+                               "object")
+        declared = data.get("mediaType")
+        if declared is not None and not isinstance(declared, str):
+            raise NetworkError(f"{ref.host}: malformed answer: {what} mediaType is not a string")
+        if declared:
             media_type = declared
         return body, Descriptor(media_type, ref.digest or computed, len(body))
+
+    def image_config(self, ref: Reference) -> tuple[Descriptor, dict[str, object]]:
+        """A platform manifest (``ref`` by digest) and its image config, both read strictly:
+        the descriptor has the digest of the bytes, their size, the media type, and the
+        platform the config names. A field missing or of the wrong type is a NetworkError
+        naming the registry and the field."""
+        body, desc = self.get_manifest(ref)
+        try:
+            config, _ = parse_manifest(body, str(ref))
+            data = self.get_blob(ref, config.digest)
+            cfg, platform = parse_config(data, f"{ref.name}@{config.digest} (config)")
+        except MalformedManifest as exc:
+            raise malformed(ref, exc) from None
+        return replace(desc, platform=platform), cfg
 
     def put_manifest(self, ref: Reference, body: bytes, media_type: str) -> str:
         """PUT ``body`` under ``ref.digest`` if set, else ``ref.tag``; return its digest after
@@ -236,7 +334,7 @@ class OCIClient:
         what = f"{ref} (manifest push)"
         headers = {"Content-Type": media_type}
 
-        def attempt() -> httpx.Response:
+        def attempt() -> Answer:
             path = f"manifests/{ref.reference}"
             resp = self._once("PUT", ref, path, _push(ref), headers, body)
             return self._check(resp, what, {200, 201})
@@ -244,14 +342,14 @@ class OCIClient:
         resp = self._retry(ref, what, attempt)
         header = resp.headers.get("docker-content-digest")
         if header and header != digest:
-            raise DigestMismatch(f"{what}: registry stored {header}, we sent {digest}")
+            raise DigestMismatch(f"{what}: registry stored {header[:80]}, we sent {digest}")
         log.debug("pushed manifest %s as %s", digest, ref)
         return digest
 
     def blob_exists(self, ref: Reference, digest: str) -> bool:
         what = f"{ref.name}@{digest} (blob)"
 
-        def attempt() -> httpx.Response:
+        def attempt() -> Answer:
             resp = self._once("HEAD", ref, f"blobs/{digest}", _pull(ref))
             return self._check(resp, what, {200})
 
@@ -262,15 +360,52 @@ class OCIClient:
         return True
 
     def get_blob(self, ref: Reference, digest: str) -> bytes:
+        """A small blob (an image config) read into memory, at most ``max_config`` bytes, and
+        checked against its digest. Layers go through :meth:`fetch_blob`."""
         what = f"{ref.name}@{digest} (blob)"
 
-        def attempt() -> httpx.Response:
-            return self._check(self._once("GET", ref, f"blobs/{digest}", _pull(ref)), what, {200})
+        def attempt() -> Answer:
+            resp = self._once("GET", ref, f"blobs/{digest}", _pull(ref), cap=self.max_config)
+            return self._check(resp, what, {200})
 
         data = self._retry(ref, what, attempt).content
         if not matches(data, digest):
             raise DigestMismatch(f"{what}: content hashes to {digest_of(data)}")
         return data
+
+    def fetch_blob(self, ref: Reference, digest: str, dest: Path, size: int | None = None) -> int:
+        """Stream a blob to ``dest`` and return its size. The bytes are hashed as they arrive
+        and land at ``dest`` (an atomic rename) only when they match ``digest``; with ``size``,
+        an answer of any other length is refused. Never holds the blob in memory."""
+        what = f"{ref.name}@{digest} (blob)"
+        if not valid_digest(digest):
+            raise NetworkError(f"{ref.host}: malformed answer: invalid blob digest {digest[:80]!r}")
+        partial = dest.with_name(f".{dest.name}.partial")
+        cap = size if size is not None else 1 << 62
+
+        def attempt() -> int:
+            hasher = hashlib.new(digest.partition(":")[0])
+            with partial.open("wb") as fh:
+
+                def sink(chunk: bytes) -> None:
+                    hasher.update(chunk)
+                    fh.write(chunk)
+
+                resp = self._once("GET", ref, f"blobs/{digest}", _pull(ref), cap=cap, sink=sink)
+                self._check(resp, what, {200})
+                got = fh.tell()
+            if size is not None and got != size:
+                raise NetworkError(f"{what}: registry sent {got} bytes, the descriptor says {size}")
+            if f"{digest.partition(':')[0]}:{hasher.hexdigest()}" != digest:
+                raise DigestMismatch(f"{what}: content hashes to another digest")
+            return got
+
+        try:
+            got = self._retry(ref, what, attempt)
+            os.replace(partial, dest)
+        finally:
+            partial.unlink(missing_ok=True)
+        return got
 
     def push_blob(self, ref: Reference, path_or_bytes: Path | bytes, digest: str) -> None:
         """Upload a blob unless the repository has it: one POST, then one PUT with the whole
@@ -307,39 +442,53 @@ class OCIClient:
         path = f"blobs/uploads/?{query}"
         scopes = (*_push(ref), f"repository:{from_repository}:pull")
 
-        def attempt() -> httpx.Response:
+        def attempt() -> Answer:
             return self._check(self._once("POST", ref, path, scopes), what, {201, 202})
 
         resp = self._retry(ref, what, attempt)
         if resp.status_code == 201:
             return True
-        # Courtesy: the registry would expire the session anyway.
+        # Courtesy: the registry would expire the session anyway. Its URL is checked first
+        # (a downgrade is refused, not silently skipped); only the cancel's failure is ignored.
+        cancel = self._location(ref, resp, what)
+        self._allowed(ref, cancel)
         with contextlib.suppress(httpx.HTTPError, NetworkError):
-            self._once("DELETE", ref, self._location(ref, resp, what), _push(ref))
+            self._once("DELETE", ref, cancel, _push(ref))
         return False
 
     def list_tags(self, ref: Reference) -> list[str]:
-        """Every tag of the repository (following ``Link`` pagination); [] for an unknown one."""
+        """Every tag of the repository (following ``Link`` pagination, each page at most
+        4 MiB); [] for an unknown one."""
         tags: list[str] = []
         target = "tags/list?n=1000"
         what = f"{ref.name} (tags)"
         for _ in range(1000):  # bounded: 10^6 tags
 
-            def attempt(target: str = target) -> httpx.Response:
-                return self._check(self._once("GET", ref, target, _pull(ref)), what, {200})
+            def attempt(target: str = target) -> Answer:
+                resp = self._once("GET", ref, target, _pull(ref), cap=MANIFEST_CAP)
+                return self._check(resp, what, {200})
 
             try:
                 resp = self._retry(ref, what, attempt)
             except NotFound:
                 return tags
             try:
-                tags += [str(t) for t in resp.json().get("tags") or []]
-            except (ValueError, AttributeError, TypeError):
-                raise NetworkError(f"{what}: malformed tag list") from None
+                page = resp.json()
+            except ValueError:
+                page = None
+            found = page.get("tags") if isinstance(page, dict) else None
+            if found is not None and not (
+                isinstance(found, list) and all(isinstance(t, str) for t in found)
+            ):
+                raise NetworkError(f"{ref.host}: malformed answer: {what} tags is not a list of "
+                                   "strings")
+            if not isinstance(page, dict):
+                raise NetworkError(f"{ref.host}: malformed answer: {what} is not a JSON object")
+            tags += found or []
             link = re.search(r'<([^>]+)>\s*;\s*rel="?next"?', resp.headers.get("link", ""))
             if not link:
                 return tags
-            target = urllib.parse.urljoin(self._base(ref), link.group(1))
+            target = urllib.parse.urljoin(resp.url, link.group(1))
         return tags
 
     # ------------------------------------------------------------------ requests, auth, retries
@@ -352,11 +501,29 @@ class OCIClient:
             return target
         return f"{self._base(ref)}/v2/{ref.repository}/{target}"
 
-    def _location(self, ref: Reference, resp: httpx.Response, what: str) -> str:
+    def _location(self, ref: Reference, resp: Answer, what: str) -> str:
         location = resp.headers.get("location")
         if not location:
             raise NetworkError(f"{what}: registry gave no upload location")
-        return urllib.parse.urljoin(self._base(ref) + "/", str(location))
+        return urllib.parse.urljoin(resp.url, str(location))
+
+    def _allowed(self, ref: Reference, url: str) -> None:
+        """Refuse a URL the registry named (Location, Link, redirect, token realm) that would
+        leave TLS: plain HTTP when the registry speaks HTTPS, or plain HTTP to a host that is
+        not loopback. Not retried: asking again gets the same answer."""
+        scheme = urllib.parse.urlsplit(url).scheme.lower()
+        if scheme == "https":
+            return
+        if scheme != "http":
+            raise NetworkError(f"{ref.host}: registry named {shown(url)}: not an HTTP(S) URL")
+        if self._scheme.get(ref.host, "https") == "https":
+            raise NetworkError(
+                f"{ref.host}: refusing {shown(url)}: a downgrade from HTTPS to plain HTTP"
+            )
+        if not _loopback(url):
+            raise NetworkError(
+                f"{ref.host}: refusing {shown(url)}: plain HTTP to a host that is not loopback"
+            )
 
     def _check_exists(self, ref: Reference, digest: str) -> bool:
         resp = self._once("HEAD", ref, f"blobs/{digest}", _pull(ref))
@@ -395,7 +562,7 @@ class OCIClient:
         # Refused before the host ever answered: nothing is listening; fail fast.
         return not (isinstance(exc, httpx.ConnectError) and ref.host not in self._scheme)
 
-    def _check(self, resp: httpx.Response, what: str, ok: set[int]) -> httpx.Response:
+    def _check(self, resp: Answer, what: str, ok: set[int]) -> Answer:
         status = resp.status_code
         if status in ok:
             return resp
@@ -419,19 +586,21 @@ class OCIClient:
         scopes: tuple[str, ...],
         headers: dict[str, str] | None = None,
         body: Body = None,
-    ) -> httpx.Response:
-        """One request, with the auth handshake (at most one challenge answered), no retry."""
+        *,
+        cap: int = ERROR_CAP,
+        sink: Callable[[bytes], None] | None = None,
+    ) -> Answer:
+        """One request, with the auth handshake (at most one challenge answered), no retry.
+        ``cap``: the largest successful body read; ``sink`` takes a successful body instead."""
         url = self._url(ref, target)
-        # Credentials go only to the registry's own origin, never to a host a Location names.
-        own = urllib.parse.urlsplit(url).netloc == ref.host
-        sent = self._cached_auth(ref.host, scopes) if own else None
-        resp = self._send(method, ref, url, headers, body, sent)
-        if resp.status_code != 401 or not own:
-            return resp
+        sent = self._cached_auth(ref.host, scopes)  # _send decides which hops carry it
+        resp = self._send(method, ref, url, headers, body, sent, cap, sink)
+        if resp.status_code != 401 or origin(resp.url) != origin(self._base(ref)):
+            return resp  # another origin's 401 is not the registry's challenge
         auth, with_creds = self._authorize(ref, resp.headers.get("www-authenticate", ""), scopes)
         if auth is not None and auth != sent:
             url = self._url(ref, target)  # the first answer may have settled the scheme
-            resp = self._send(method, ref, url, headers, body, auth)
+            resp = self._send(method, ref, url, headers, body, auth, cap, sink)
         if resp.status_code == 401:
             self._forget(ref.host, scopes)
             if with_creds:
@@ -446,12 +615,40 @@ class OCIClient:
         headers: dict[str, str] | None,
         body: Body,
         auth: str | None,
+        cap: int,
+        sink: Callable[[bytes], None] | None,
+    ) -> Answer:
+        """One request and the redirects of a GET or HEAD, each hop checked by
+        :meth:`_allowed`; ``auth`` goes only to hops on the registry's own origin."""
+        for _ in range(MAX_REDIRECTS + 1):
+            self._allowed(ref, url)
+            hdrs = {"Accept-Encoding": "identity", **(headers or {})}
+            if auth and origin(url) == origin(self._base(ref)):
+                hdrs["Authorization"] = auth
+            resp = self._request(method, ref, url, hdrs, body)
+            try:
+                location = resp.headers.get("location")
+                if resp.status_code in _REDIRECTS and location and method in ("GET", "HEAD"):
+                    url = urllib.parse.urljoin(str(resp.url), location)
+                    log.debug("%s %s -> %d", method, shown(str(resp.url)), resp.status_code)
+                    continue
+                ok = 200 <= resp.status_code < 300
+                data = b"" if method == "HEAD" else _read(
+                    resp, cap if ok else ERROR_CAP, sink if ok else None, ok
+                )
+                log.debug("%s %s -> %d", method, shown(str(resp.url)), resp.status_code)
+                return Answer(resp.status_code, resp.headers, data, str(resp.url))
+            finally:
+                resp.close()
+        raise NetworkError(f"{ref.host}: more than {MAX_REDIRECTS} redirects from {shown(url)}")
+
+    def _request(
+        self, method: str, ref: Reference, url: str, headers: dict[str, str], body: Body
     ) -> httpx.Response:
-        hdrs = dict(headers or {})
-        if auth:
-            hdrs["Authorization"] = auth
+        """Send, streaming the answer; the loopback plain-HTTP fallback happens here."""
         try:
-            resp = self._http.request(method, url, headers=hdrs, content=_content(body))
+            req = self._http.build_request(method, url, headers=headers, content=_content(body))
+            resp = self._http.send(req, stream=True)
         except httpx.TransportError as exc:
             # Like Docker: a registry on this machine may speak plain HTTP. Only a server that
             # does not speak TLS at all falls back; a certificate that fails to verify does not.
@@ -459,12 +656,10 @@ class OCIClient:
             if not (first and ref.loopback and _speaks_plain_http(exc)):
                 raise
             self._scheme[ref.host] = "http"  # it answered, in plain HTTP
-            resp = None
-        if resp is None:
             url = "http://" + url.removeprefix("https://")
-            resp = self._http.request(method, url, headers=hdrs, content=_content(body))
+            req = self._http.build_request(method, url, headers=headers, content=_content(body))
+            resp = self._http.send(req, stream=True)
         self._scheme.setdefault(ref.host, url.partition(":")[0])
-        log.debug("%s %s -> %d", method, url, resp.status_code)
         return resp
 
     def _cached_auth(self, host: str, scopes: tuple[str, ...]) -> str | None:
@@ -492,21 +687,30 @@ class OCIClient:
         if scheme != "bearer" or "realm" not in params:
             return None, False
         realm = params["realm"]
-        realm_ref = Reference(urllib.parse.urlsplit(realm).netloc or ref.host, "token")
-        if creds and not realm.startswith("https://") and not realm_ref.loopback:
+        if urllib.parse.urlsplit(realm).scheme == "http" and creds and not _loopback(realm):
             raise AuthError(
-                f"{ref.host}: token service {realm} is not HTTPS; not sending credentials"
+                f"{ref.host}: token service {shown(realm)} is not HTTPS; not sending credentials"
             )
+        self._allowed(ref, realm)
         wanted = list(scopes)
         if params.get("scope") and params["scope"] not in wanted:
             wanted.append(params["scope"])
         query: dict[str, str | list[str]] = {"scope": wanted}
         if params.get("service"):
             query["service"] = params["service"]
+        # The one request credentials go to off the registry's origin: the realm it named.
+        # Not redirected (a redirect is a refusal here), its answer read within TOKEN_CAP.
+        headers = {"Accept-Encoding": "identity"}
+        if creds:
+            headers["Authorization"] = basic(creds)
         try:
-            resp = self._http.get(
-                realm, params=query, auth=httpx.BasicAuth(*creds) if creds else None
-            )
+            req = self._http.build_request("GET", realm, params=query, headers=headers)
+            resp = self._http.send(req, stream=True)
+            try:
+                ok = resp.status_code == 200
+                data = _read(resp, TOKEN_CAP if ok else ERROR_CAP, None, ok)
+            finally:
+                resp.close()
         except httpx.TransportError as exc:
             raise _Transient(f"token service unreachable: {http_reason(exc)}") from None
         if resp.status_code in RETRY_STATUS:
@@ -519,9 +723,9 @@ class OCIClient:
         if resp.status_code != 200:
             raise AuthError(f"{ref.host}: token service refused ({resp.status_code})")
         try:
-            data = resp.json()
-            token = data.get("token") or data.get("access_token")
-            expires = float(data.get("expires_in") or 60)
+            answer = json.loads(data)
+            token = answer.get("token") or answer.get("access_token")
+            expires = float(answer.get("expires_in") or 60)
         except (ValueError, AttributeError, TypeError):
             token = None
         if not isinstance(token, str) or not token:
@@ -543,11 +747,48 @@ def _push(ref: Reference) -> tuple[str, ...]:
     return (f"repository:{ref.repository}:pull,push",)
 
 
-def _length(resp: httpx.Response) -> int:
-    try:
-        return int(resp.headers.get("content-length", "0"))
-    except ValueError:
-        return 0
+def _length(resp: Answer) -> int | None:
+    """``Content-Length``, or None when it is missing or not a number."""
+    value = resp.headers.get("content-length", "").strip()
+    return int(value) if value.isdigit() else None
+
+
+def _read(
+    resp: httpx.Response,
+    cap: int,
+    sink: Callable[[bytes], None] | None,
+    strict: bool,
+) -> bytes:
+    """The body as sent (no content decoding), at most ``cap`` bytes. ``strict``: a larger
+    body is refused; else (an error body) it is cut at the cap. With ``sink``, each chunk goes
+    there and nothing is kept."""
+    what = shown(str(resp.url))
+    encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        # Asked for identity: a compressed answer is refused, never inflated (a gzip bomb).
+        raise NetworkError(f"{what}: answered with Content-Encoding {encoding[:20]} although "
+                           "identity was asked for")
+    declared = _length(Answer(0, resp.headers, b"", ""))
+    if strict and declared is not None and declared > cap:
+        raise NetworkError(f"{what}: answer of {declared} bytes is over the {_size(cap)} limit")
+    kept = bytearray()
+    total = 0
+    for chunk in resp.iter_raw(_CHUNK):
+        total += len(chunk)
+        if total > cap:
+            if strict:
+                raise NetworkError(f"{what}: answer is over the {_size(cap)} limit")
+            kept += chunk[: cap - len(kept)]
+            break
+        if sink is not None:
+            sink(chunk)
+        else:
+            kept += chunk
+    return bytes(kept)
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n} bytes"
 
 
 def _content(body: Body) -> bytes | Iterator[bytes] | None:

@@ -152,3 +152,51 @@ def parse_index(body: bytes, where: str) -> tuple[list[Descriptor], dict[str, st
         raise MalformedManifest(f"{where}.manifests: missing or not a list")
     children = [Descriptor.from_json(e, f"{where}.manifests[{n}]") for n, e in enumerate(entries)]
     return children, _strings(data.get("annotations"), f"{where}.annotations") or {}
+
+
+def _object(body: bytes, where: str) -> dict[str, object]:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise MalformedManifest(f"{where}: not JSON") from None
+    if not isinstance(data, dict):
+        raise MalformedManifest(f"{where}: not a JSON object")
+    return data
+
+
+def parse_manifest(body: bytes, where: str) -> tuple[Descriptor, list[Descriptor]]:
+    """The config and layer descriptors of an image manifest, strictly."""
+    data = _object(body, where)
+    config = Descriptor.from_json(data.get("config"), f"{where}.config")
+    layers = data.get("layers")
+    if not isinstance(layers, list):
+        raise MalformedManifest(f"{where}.layers: missing or not a list")
+    return config, [Descriptor.from_json(e, f"{where}.layers[{n}]") for n, e in enumerate(layers)]
+
+
+def parse_config(body: bytes, where: str) -> tuple[dict[str, object], dict[str, str]]:
+    """An image config, strictly where cannery reads it (``os``, ``architecture``,
+    ``variant``, ``config.Env``, ``config.Labels``, ``history``), and the platform it names."""
+    data = _object(body, where)
+    platform: dict[str, str] = {}
+    for key in ("architecture", "os", "variant"):
+        value = data.get(key)
+        if value is None and key == "variant":
+            continue
+        if not isinstance(value, str) or not value:
+            raise MalformedManifest(f"{where}.{key}: missing or not a string")
+        platform[key] = value
+    cfg = data.get("config")
+    if cfg is not None:
+        if not isinstance(cfg, dict):
+            raise MalformedManifest(f"{where}.config: not a JSON object")
+        env = cfg.get("Env")
+        if env is not None and not (isinstance(env, list) and all(isinstance(e, str) for e in env)):
+            raise MalformedManifest(f"{where}.config.Env: not a list of strings")
+        _strings(cfg.get("Labels"), f"{where}.config.Labels")
+    history = data.get("history")
+    if history is not None and not (
+        isinstance(history, list) and all(isinstance(h, dict) for h in history)
+    ):
+        raise MalformedManifest(f"{where}.history: not a list of objects")
+    return data, platform

@@ -107,8 +107,9 @@ def merge_index(
             raise ValueError(f"two manifests for platform {'/'.join(k for k in key if k)}")
         keyed[key] = child
     for key, child in keyed.items():
+        # head_manifest never guesses a size: without Content-Length it reads the bytes.
         found = client.head_manifest(_at(repo, child.digest))
-        if found is None or found.size != child.size:
+        if found is None or (found.size, found.media_type) != (child.size, child.media_type):
             raise NetworkError(
                 f"{repo.name}@{child.digest} ({'/'.join(k for k in key if k)}) is not in the "
                 "registry as described; not writing an index that lists it"
@@ -124,9 +125,9 @@ def merge_index(
 def move_tags(client: OCIClient, repo: Reference, index: Descriptor, tags: list[str]) -> list[str]:
     """Point each tag at ``index`` once it reads back intact by digest; return the tags that
     changed (a tag already there is not written, so a no-op publish writes nothing)."""
-    body, found = client.get_manifest(_at(repo, index.digest))
-    if found.digest != index.digest or len(body) != index.size:
-        raise NetworkError(f"{repo.name}@{index.digest}: index did not read back intact")
+    # Read back by digest before any tag: get_manifest hashes the bytes, so an index the
+    # registry lost (NotFound) or altered (DigestMismatch) stops here, with no tag moved.
+    body, _ = client.get_manifest(_at(repo, index.digest))
     changed = []
     for tag in dict.fromkeys(tags):  # each once, in the order given
         ref = repo.with_tag(tag)

@@ -4,13 +4,19 @@ input digests agree; nothing credential-like in env, labels or history."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 from cannery.builder.plan import INPUTS_LABEL
 from cannery.oci import OCIClient, Reference
-from cannery.oci.manifest import INDEX_TYPES, Descriptor, platform_string
+from cannery.oci.client import malformed
+from cannery.oci.manifest import (
+    INDEX_TYPES,
+    Descriptor,
+    MalformedManifest,
+    parse_index,
+    platform_string,
+)
 from cannery.plan import ImageSpec
 from cannery.verify.expect import SEARCH_PATHS, empty_element, env_matches, expected_env
 from cannery.verify.model import Check
@@ -30,11 +36,6 @@ class PlatformImage:
     platform: str
     descriptor: Descriptor
     config: dict[str, object]
-
-
-def _platform(entry: dict[str, object]) -> str:
-    p = entry.get("platform")
-    return (platform_string(p) or "") if isinstance(p, dict) else ""
 
 
 def credential_findings(config: dict[str, object]) -> list[str]:
@@ -67,13 +68,12 @@ def registry_checks(
     body, desc = client.get_manifest(ref)
     if desc.media_type not in INDEX_TYPES:
         return [Check("index", False, f"{ref} is a {desc.media_type}, not a multi-arch index")], []
-    index = json.loads(body)
-    entries = [
-        e
-        for e in index.get("manifests") or []
-        if isinstance(e, dict) and ATTESTATION not in (e.get("annotations") or {})
-    ]
-    platforms = sorted(_platform(e) or "(no platform)" for e in entries)
+    try:
+        children, _ = parse_index(body, f"{ref} index")
+    except MalformedManifest as exc:
+        raise malformed(ref, exc) from None
+    entries = [c for c in children if ATTESTATION not in (c.annotations or {})]
+    platforms = sorted(platform_string(c.platform) or "(no platform)" for c in entries)
     want = sorted(spec.platforms)
     checks.append(
         Check(
@@ -84,14 +84,11 @@ def registry_checks(
     )
     images = []
     repo = Reference(ref.host, ref.repository)
-    for entry in entries:
-        platform = _platform(entry)
+    for child in entries:
+        platform = platform_string(child.platform) or ""
         if platform not in spec.platforms:
             continue  # already a failed "platforms" check; nothing to compare it with
-        child = Descriptor.from_json(entry)
-        mbody, _ = client.get_manifest(repo.with_digest(child.digest))
-        manifest = json.loads(mbody)
-        config = json.loads(client.get_blob(repo, manifest["config"]["digest"]))
+        _, config = client.image_config(repo.with_digest(child.digest))
         images.append(PlatformImage(platform, child, config))
         checks += _config_checks(spec, platform, child, config, (inputs or {}).get(platform))
     return checks, images
