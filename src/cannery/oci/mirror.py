@@ -24,7 +24,6 @@ bounded reads:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -33,15 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
 from cannery.errors import InputError, NetworkError
-from cannery.oci.client import (
-    DigestMismatch,
-    NotFound,
-    OCIClient,
-    _Transient,
-)
+from cannery.oci.client import OCIClient
 from cannery.oci.manifest import (
     DOCKER_LIST,
     DOCKER_MANIFEST,
@@ -297,7 +289,7 @@ class Mirror:
         path = Path(name)
         try:
             self._progress(f"copying {blob.digest[:19]} ({_size(blob.size)})")
-            _download_blob(self.client, src, blob, path)
+            self.client.fetch_blob(src, blob.digest, path, blob.size)
             self.client.push_blob(dst, path, blob.digest)
         finally:
             path.unlink(missing_ok=True)
@@ -316,55 +308,6 @@ def _referrers_tag(digest: str) -> str | None:
     """The OCI 1.1 referrers tag schema: ``sha256:abc…`` → ``sha256-abc…`` (128 chars max)."""
     tag = digest.replace(":", "-", 1)
     return tag if len(tag) <= 128 else None
-
-
-_CHUNK = 1 << 20
-
-
-def _download_blob(client: OCIClient, src: Reference, blob: Descriptor, path: Path) -> None:
-    """Stream a blob into ``path``, checking size and digest as it arrives; retried like every
-    other request of the client.
-
-    The client has no streaming read yet (its ``get_blob`` returns the whole blob), so this
-    uses its request internals: the first ``blob_exists`` settles the scheme and the
-    credentials, then the body is streamed with the same auth header. (To be folded into the
-    client's own streaming download.)"""
-    what = f"{src.name}@{blob.digest} (blob)"
-    scopes = (f"repository:{src.repository}:pull",)
-    algorithm = blob.digest.partition(":")[0]
-
-    def attempt() -> None:
-        if not client.blob_exists(src, blob.digest):  # also answers the auth challenge
-            raise NotFound(f"{what}: not found in the source registry")
-        url = client._url(src, f"blobs/{blob.digest}")
-        headers = {}
-        auth = client._cached_auth(src.host, scopes)
-        if auth:
-            headers["Authorization"] = auth
-        digest = hashlib.new(algorithm)
-        got = 0
-        with client._http.stream("GET", url, headers=headers) as resp:
-            if resp.status_code != 200:
-                resp.read()
-                if resp.status_code == 401:
-                    raise _Transient("registry asked for credentials again")
-                client._check(resp, what, {200})
-            with path.open("wb") as fh:
-                for chunk in resp.iter_bytes(_CHUNK):
-                    got += len(chunk)
-                    if got > blob.size:
-                        raise DigestMismatch(f"{what}: more than the {blob.size} bytes named")
-                    digest.update(chunk)
-                    fh.write(chunk)
-        if got != blob.size:
-            raise _Transient(f"got {got} of {blob.size} bytes")
-        if f"{algorithm}:{digest.hexdigest()}" != blob.digest:
-            raise DigestMismatch(f"{what}: content hashes to {algorithm}:{digest.hexdigest()}")
-
-    try:
-        client._retry(src, what, attempt)
-    except httpx.HTTPError as exc:  # pragma: no cover - _retry maps transport errors
-        raise NetworkError(f"{what}: {exc}") from None
 
 
 def refused_media_type(
