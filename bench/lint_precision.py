@@ -31,9 +31,11 @@ def main() -> int:
     from cannery.lint.engine import Engine, discover, read
 
     files = discover(args.paths)
+    # as `cannery lint` does: workflows see the Dockerfiles linted with them
+    peers = tuple(str(p) for p, k in files if k == "dockerfile")
     findings = []
     for path, kind in files:
-        engine = Engine(load_config(path.resolve().parent))
+        engine = Engine(load_config(path.resolve().parent), peers=peers)
         findings += engine.lint_text(str(path), read(path), kind)
     by_rule = Counter((f.rule, str(f.severity)) for f in findings)
     print(f"{len(files)} files, {len(findings)} findings\n")

@@ -4,6 +4,9 @@ every registry, verify it.
 ``demo.sh [REGISTRY/REPO [MIRROR/REPO[#docker]…]]``: the first is where it is built into, the
 others are mirrors (``#docker``: a registry that needs Docker media types, such as SWR).
 
+It signs with a key of its own (made once, in ``keys/``): provenance, SBOM (where syft is
+installed) and signatures go to the registry as OCI referrers, and verify checks them.
+
 Everything it needs runs on this machine, in ``.cannery/demo/`` (kept between runs): a test CA,
 a TLS registry with the stand-in base image, one with htpasswd auth to push to (unless a
 REGISTRY/REPO is given), the stand-in CANN installers and a wheel index over HTTPS, and a git
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +54,26 @@ def _mirrors(catalog: Path, mirrors: list[tuple[str, str]]) -> None:
     text = text.replace('registry = "local"\n', f'registry = "local"\nmirrors = {listed}\n', 1)
     text = text.replace("[bases.", tables + "[bases.", 1)
     catalog.write_text(text)
+
+
+def signing_key(where: Path) -> tuple[Path, Path]:
+    """The demo's own Ed25519 key pair (made once, private key readable by this user only)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    key, pub = where / "signing.pem", where / "signing.pub"
+    if not key.is_file():
+        where.mkdir(parents=True, exist_ok=True)
+        private = ed25519.Ed25519PrivateKey.generate()
+        fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(private.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+        pub.write_bytes(private.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+        print(f"demo: made a signing key {key} (public: {pub})", flush=True)
+    return key, pub
 
 
 def main() -> int:
@@ -95,9 +119,13 @@ def main() -> int:
             env.pop("CANNERY_REGISTRY_LOCAL_USER")
             env.pop("CANNERY_REGISTRY_LOCAL_PASSWORD")
         cannery = [sys.executable, "-m", "cannery"]
+        key, pub = signing_key(STATE / "keys")
+        # Provenance and signatures always; an SBOM where syft is installed (x86_64 hosts).
+        sbom = shutil.which("syft") or (Path(sys.executable).parent / "syft").exists()
+        attest = ["--sign-key", str(key), "--sbom" if sbom else "--no-sbom"]
         build = subprocess.run(
             [*cannery, "build", "--catalog", str(catalog), "--push", "--network", "host",
-             "--log-dir", str(STATE / "logs"), "--json"],
+             "--log-dir", str(STATE / "logs"), "--json", *attest],
             env=env, stdout=subprocess.PIPE, text=True, check=False,
         )
         if build.returncode != 0:
@@ -121,8 +149,9 @@ def main() -> int:
                       "written")
         print(flush=True)
         verify = subprocess.run(
-            [*cannery, "verify", f"{repo}:{tag}", "--catalog", str(catalog), "--all-registries"],
-            env=env, check=False,
+            [*cannery, "verify", f"{repo}:{tag}", "--catalog", str(catalog), "--key", str(pub),
+             *(["--require-attestations"] if sbom else []), "--all-registries"], env=env,
+            check=False,
         )
         return verify.returncode
     finally:

@@ -11,5 +11,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup-system.sh
 export BUILDAH_ISOLATION="${BUILDAH_ISOLATION:-chroot}"
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install -q -e .
+.venv/bin/python -m pip install -q -e '.[sbom]'  # syft for the SBOM, where it ships
 exec .venv/bin/python scripts/demo.py "$@"

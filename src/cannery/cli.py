@@ -352,6 +352,35 @@ def build(
             "buildx: a registry cache per image and platform (REPO:cache-IMAGE-ARCH)",
         ),
     ] = False,
+    sign_key: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--sign-key",
+            help="Sign provenance and manifests with this PEM private key (ECDSA P-256 or "
+            "Ed25519): a FILE, or env:NAME for a variable holding it (never the key itself)",
+            metavar="FILE|env:NAME",
+        ),
+    ] = None,
+    attest: Annotated[
+        bool,
+        typer.Option(
+            "--attest/--no-attest",
+            help="With --push: attach provenance (and SBOM, signatures) as OCI referrers",
+        ),
+    ] = True,
+    sbom: Annotated[
+        bool,
+        typer.Option("--sbom/--no-sbom", help="With --attest: attach an SPDX SBOM (syft)"),
+    ] = False,
+    provenance_dir: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--provenance-dir",
+            help="With --attest: also write each platform's SLSA predicate to "
+            "DIR/IMAGE/OS-ARCH.json (for a keyless signer such as actions/attest)",
+            metavar="DIR",
+        ),
+    ] = None,
 ) -> None:
     """Build each platform, push it by digest, merge one index, then move the tag."""
     from cannery.commands.build import BuildRequest, build_cmd
@@ -378,6 +407,10 @@ def build(
                 network=network,
                 log_dir=log_dir,
                 registry_cache=registry_cache,
+                sign_key=sign_key,
+                attest=attest,
+                sbom=sbom,
+                provenance_dir=provenance_dir,
             )
         )
     )
@@ -409,6 +442,33 @@ def verify(
             help="Also check a running container of each platform (buildah)",
         ),
     ] = True,
+    key: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--key",
+            help="PEM public key: provenance, SBOM and signatures must be signed by it",
+            metavar="PUB",
+        ),
+    ] = None,
+    require_attestations: Annotated[
+        bool,
+        _flag("--require-attestations", "Fail when a platform has no provenance or no SBOM"),
+    ] = False,
+    rebuild: Annotated[
+        bool,
+        _flag("--rebuild", "Rebuild each platform from the lock (buildah, fresh storage) and "
+              "compare digests; name the first differing layer and its files"),
+    ] = False,
+    rebuild_platform: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--platform", help="With --rebuild: only this platform (repeatable)",
+                     metavar="OS/ARCH"),
+    ] = None,
+    network: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--network", help="With --rebuild: network mode for RUN steps",
+                     metavar="MODE"),
+    ] = None,
     all_registries: Annotated[
         bool,
         _flag(
@@ -418,12 +478,17 @@ def verify(
         ),
     ] = False,
 ) -> None:
-    """Check a pushed image: platforms, config env, labels; then env and imports at runtime."""
+    """Check a pushed image: platforms, config env, labels, attestations; then env and
+    imports at runtime."""
     from cannery.commands.verify import verify_cmd
 
     raise typer.Exit(
-        verify_cmd(ref, catalog, lock, image, as_json, ca_cert, runtime, all_registries)
+        verify_cmd(
+            ref, catalog, lock, image, as_json, ca_cert, runtime, key, require_attestations,
+            rebuild, network, rebuild_platform, all_registries,
+        )
     )
+
 
 
 @app.command("copy")

@@ -142,3 +142,33 @@ def test_steps_that_are_not_a_list_are_no_steps() -> None:
     text = "on: push\njobs:\n  b:\n    runs-on: x\n    steps:\n     \\ - run: |\n          \n"
     (job,) = parse_workflow(".github/workflows/x.yml", text).jobs
     assert job.steps == []
+
+
+def test_a_plain_scalar_over_several_lines_keeps_each_word_in_place() -> None:
+    """YAML folds the line breaks of a plain `run:` into spaces: one command, whose words
+    are still found on the lines and columns where they are written."""
+    from cannery.lint.facts.workflow import parse_workflow
+
+    text = ("on: push\njobs:\n  b:\n    runs-on: x\n    steps:\n"
+            "      - run: echo start &&\n          docker login -u me -p ${{ secrets.P }} "
+            "quay.io\n")
+    step = parse_workflow("w.yml", text).jobs[0].steps[0]
+    assert step.run is not None
+    names = [c.name for c in step.run.commands]
+    assert names == ["echo", "docker"]
+    secret = next(w for w in step.run.commands[1].args if "secrets" in w.text)
+    assert (secret.pos.line, secret.pos.column) == (7, 33)
+    assert text.split("\n")[6][secret.pos.column - 1:].startswith("${{ secrets.P }}")
+
+
+def test_the_bash_grammar_loads_without_the_packages_start_up_imports() -> None:
+    """A one-file lint should not pay for importlib.resources (tempfile, shutil, lzma)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from cannery.lint.facts.shell import parse_script; "
+            "s = parse_script('a && b | c'); print([c.name for c in s.commands], "
+            "'importlib.resources' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "['a', 'b', 'c'] False"

@@ -80,7 +80,11 @@ def test_secrets_only_through_env_and_least_permissions(name: str) -> None:
     doc = _doc(name)
     assert doc["permissions"] == {}
     for jid, job in doc["jobs"].items():
-        assert job["permissions"] == {"contents": "read"}, jid
+        if jid.startswith("merge-"):  # keyless signing: the OIDC token, the attestation store
+            want = {"contents": "read", "id-token": "write", "attestations": "write"}
+            assert job["permissions"] == want, jid
+        else:
+            assert job["permissions"] == {"contents": "read"}, jid
     for jid, step in _steps(doc):
         assert "secrets." not in str(step.get("run", "")), jid
         assert "${{" not in str(step.get("run", "")), (jid, step["run"])  # nothing interpolated
@@ -277,3 +281,32 @@ def test_render_then_every_linter_is_clean(  # type: ignore[no-untyped-def]
     if CASES[name][0] is None:  # the embedded catalog, locked: nothing above info
         assert res.code == 0
     assert json.loads(res.out)["files"] == len(list(tmp_path.rglob("*.Dockerfile"))) + 1
+
+
+def test_merge_signs_cannerys_provenance_keyless_per_platform() -> None:
+    """Only the workflow text can be tested: no GitHub OIDC issuer (nor Sigstore) is reachable
+    here, so the keyless signature itself is never made in these tests."""
+    doc = _doc("embedded")
+    for image in ("qwen3-5-a2", "qwen3-5-a3"):
+        merge = doc["jobs"][f"merge-{image}"]
+        steps = merge["steps"]
+        run = next(s["run"] for s in steps if "--merge-only" in s.get("run", ""))
+        assert '--provenance-dir "${RUNNER_TEMP}/provenance"' in run
+        login = next(s for s in steps if "docker/login-action@" in s.get("uses", ""))
+        assert login["with"]["registry"] == "quay.io"
+        attests = [s for s in steps if "actions/attest@" in s.get("uses", "")]
+        assert [a["with"]["subject-digest"] for a in attests] == [
+            "${{ steps.digests.outputs.amd64 }}", "${{ steps.digests.outputs.arm64 }}"]
+        for a, slug in zip(attests, ("linux-amd64", "linux-arm64"), strict=True):
+            assert a["with"]["predicate-path"] == \
+                f"${{{{ runner.temp }}}}/provenance/{image}/{slug}.json"
+            assert a["with"]["predicate-type"] == "https://slsa.dev/provenance/v1"
+            assert a["with"]["push-to-registry"] is True
+            assert a["with"]["subject-name"] == "quay.io/ascend/verl"
+        # Only where keyless signing works (a public repository), and after the merge.
+        for s in [login, *attests]:
+            assert s["if"] == "${{ !github.event.repository.private }}"
+        names = [s["name"] for s in steps]
+        assert names.index(attests[-1]["name"]) < names.index("Verify the pushed image")
+        assert steps.index(next(s for s in steps if s.get("id") == "digests")) < \
+            steps.index(attests[0])

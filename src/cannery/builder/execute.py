@@ -19,7 +19,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +112,9 @@ class Target:
     oci_dir: Path | None = None
     digest_dir: Path | None = None  # write each pushed platform's descriptor here (CI legs)
     merge: bool = True  # merge and tag (False: push platforms by digest only)
+    # Attach referrers (provenance, SBOM, signatures) after the merge, before any tag moves:
+    # (image, index, platform manifests) -> None; see cannery.attest.attach.
+    attest: Callable[[ImageJob, Descriptor, list[Descriptor]], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -316,7 +319,7 @@ def _publish(
         return
     annotations: dict[str, str] = {}  # no tag in the index: every tag names one digest
     if target.client:
-        regs = publish_everywhere(target.client, image, children)
+        regs = publish_everywhere(target.client, image, children, target.attest)
         result.registries = [r.to_json() for r in regs]
         result.index_digest = regs[0].index_digest
         result.tags_moved = regs[0].tags_moved

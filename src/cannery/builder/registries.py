@@ -26,6 +26,7 @@ the image config's label), so nothing is rebuilt.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
@@ -119,9 +120,14 @@ def platforms_by_tag(client: OCIClient, repo: Reference, image: ImageJob) -> dic
 
 
 def publish_everywhere(
-    client: OCIClient, image: ImageJob, children: list[Descriptor]
+    client: OCIClient,
+    image: ImageJob,
+    children: list[Descriptor],
+    attest: Callable[[ImageJob, Descriptor, list[Descriptor]], None] | None = None,
 ) -> list[RegistryResult]:
-    """Steps 2 and 3 above for a build whose platform manifests are in the first registry."""
+    """Steps 2 and 3 above for a build whose platform manifests are in the first registry.
+    ``attest`` attaches referrers (provenance, SBOM, signatures) in the first registry once its
+    index is written, before any mirror is placed, so each mirror gets them with the copy."""
     where = targets(image)
     results = [RegistryResult(t.name, t.repository, t.media_types) for t in where]
     primary = Reference.parse(where[0].repository)
@@ -129,7 +135,10 @@ def publish_everywhere(
     indexes: list[Descriptor | None] = []
     for target, result in zip(where, results, strict=True):
         try:
-            indexes.append(_place(client, image, primary, target, children, jobs, result))
+            placed = _place(client, image, primary, target, children, jobs, result)
+            indexes.append(placed)
+            if attest is not None and len(indexes) == 1:
+                attest(image, placed, children)
         except FatalError as exc:
             result.error = exc.message
             indexes.append(None)
@@ -187,6 +196,8 @@ def _place(
         index = merge_index(client, repo, placed, {}, media_type)
     except NetworkError as exc:
         raise refused_media_type(exc, repo, media_type, hint) from None
+    if repo.name != primary.name and media_type == OCI_INDEX:  # the index's own referrers
+        mirror.copy_referrers(primary.with_digest(index.digest), repo, index.digest)
     result.index_digest = index.digest
     return index
 

@@ -56,7 +56,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline-commit", metavar="REV", help="Report only findings not "
                    "present at git revision REV (matched by rule, file and message)")
     p.add_argument("--add-suppressions", action="store_true", help="Write a `# cannery: "
-                   "ignore=…` comment for every current finding, then report what is left")
+                   "ignore=…` line before every current finding, then report what is left "
+                   "(files it leaves alone are named on stderr, with the reason)")
     p.add_argument("--explain", metavar="RULE", help="Print a rule's documentation")
     p.add_argument("--list-rules", action="store_true", help="List every rule")
     p.add_argument("--no-color", action="store_true", help="Never colour text output")
@@ -137,15 +138,19 @@ def run(argv: list[str]) -> int:
             cfg = overridden(load_config(folder, args.config))
             same = next((e for e in engines.values() if e.config.source == cfg.source), None)
             engines[folder] = same if same is not None and args.config is None else Engine(cfg)
+            engines[folder].peers = peers
         return engines[folder]
 
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
     files = discover(args.paths or [Path(".")])
+    # a workflow is linked to the Dockerfiles it builds wherever they are in this run
+    peers = tuple(str(p) for p, k in files if k == "dockerfile")
     sources: dict[str, str] = {}
     findings = []
     diffs: list[str] = []
     writes: dict[Path, str] = {}
     failed_on: dict[str, Severity] = {}
+    skipped: list[str] = []  # files --add-suppressions left alone, with the reason
     for path, kind in files:
         engine = engine_for(path)
         text = read(path)
@@ -165,11 +170,13 @@ def run(argv: list[str]) -> int:
         failed_on[name] = engine.config.fail_on
         found = engine.lint_text(name, text, kind)
         if args.add_suppressions and found:
-            marked = _suppressed(engine, name, text, kind, found)
+            marked, why = _suppressed(engine, name, text, kind, found)
             if marked is not None:
                 writes[path] = marked
                 sources[name] = marked
                 found = engine.lint_text(name, marked, kind)
+            else:
+                skipped.append(f"{name}: {why}")
         findings.extend(found)
     if args.baseline_commit:
         from cannery.lint.baseline import new_only
@@ -192,6 +199,8 @@ def run(argv: list[str]) -> int:
         atomic_write(args.output, report)
     else:
         sys.stdout.write(report)
+    for line in skipped:  # on stderr in every format, so a SARIF or JSON report stays clean
+        print(f"cannery: --add-suppressions skipped {line}", file=sys.stderr)
     if fmt == "text" and not args.output:
         from cannery.lint.output.text import summary
 
@@ -205,24 +214,52 @@ def run(argv: list[str]) -> int:
 
 
 def _suppressed(engine, name: str, text: str, kind: str, found: list  # type: ignore[no-untyped-def,type-arg]
-                ) -> str | None:
-    """``text`` with an ignore comment for each finding, or None when that would change
-    nothing or break the file (a comment line where YAML does not allow one)."""
+                ) -> tuple[str | None, str]:
+    """``text`` with an ignore comment for each finding, or None and the reason it was left
+    alone: nothing a comment can suppress, or comments that would break the file or change
+    what it means."""
     from cannery.lint import suppress
     from cannery.lint.facts.dockerfile import parse_dockerfile
 
     if any(f.rule == "parse-error" for f in found):
-        return None
+        return None, "it does not parse (parse-error); fix that first"
     ranges: list[tuple[int, int]] = []
     if kind == "dockerfile":
         facts = parse_dockerfile(name, text, engine.config.base_image_shells)
         ranges = [(i.line, i.end_line) for i in facts.instructions]
     new = suppress.add_directives(text, found, ranges)
     if new == text:
-        return None
+        rules = sorted({f.rule for f in found})
+        return None, (f"only {', '.join(rules)} findings, which a comment cannot suppress "
+                      "(remove or fix the comments they name)")
     if any(f.rule == "parse-error" for f in engine.lint_text(name, new, kind)):
-        return None
-    return new
+        return None, "a comment line there would break the file (it would no longer parse)"
+    if kind == "workflow" and not _same_yaml(text, new):
+        return None, ("a comment line there would change a YAML value (a folded `>` block, a "
+                      "multi-line plain or quoted scalar); suppress those findings by hand")
+    return new, ""
+
+
+def _same_yaml(old: str, new: str) -> bool:
+    """Whether two workflow texts load to the same data, once the added comment lines are
+    taken out of block scalars (where they are shell comments, harmless)."""
+    import re
+
+    import yaml
+
+    def norm(value: object) -> object:
+        if isinstance(value, str):
+            return re.sub(r"(?m)^[ \t]*# cannery: ignore=.*\n?", "", value)
+        if isinstance(value, list):
+            return [norm(v) for v in value]
+        if isinstance(value, dict):
+            return {k: norm(v) for k, v in value.items()}
+        return value
+
+    try:
+        return bool(norm(yaml.safe_load(old)) == norm(yaml.safe_load(new)))
+    except yaml.YAMLError:
+        return False
 
 
 def _format(fmt: str, findings: list, sources: dict[str, str], files: int,  # type: ignore[type-arg]

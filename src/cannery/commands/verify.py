@@ -1,22 +1,27 @@
-"""cannery verify: registry checks, then runtime checks per platform; exit 1 on any failure."""
+"""cannery verify: registry checks, attestation checks (referrers), an optional rebuild, then
+runtime checks per platform; exit 1 on any failure."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
-from cannery.builder.plan import plan_build
+from cannery.attest.sign import load_public_key
+from cannery.builder.plan import ImageJob, plan_build
 from cannery.builder.registries import publish_credentials, registry_hosts
 from cannery.commands.build import _cert_dir
-from cannery.commands.common import load_with_lock, out, select
-from cannery.errors import InputError
+from cannery.commands.common import err, load_with_lock, out, select
+from cannery.errors import FatalError, InputError
 from cannery.oci import Credentials, OCIClient, Reference
 from cannery.plan import ImageSpec, plan
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import ssl_context
+from cannery.verify.attestations import attestation_checks, index_entries_check
 from cannery.verify.mirrors import registry_parity_checks
 from cannery.verify.model import Check
-from cannery.verify.registry import registry_checks
+from cannery.verify.registry import PlatformImage, registry_checks
 from cannery.verify.runtime import runtime_checks
 
 
@@ -48,6 +53,39 @@ def _print_checks(checks: list[Check]) -> None:
                 out.print(f"  FAIL {c.name}: {c.detail}", markup=False)
 
 
+def _rebuild(
+    client: OCIClient,
+    ref: Reference,
+    job: ImageJob,
+    images: list[PlatformImage],
+    ca_cert: Path | None,
+    network: str | None,
+    only: list[str] | None,
+) -> list[Check]:
+    """Rebuild each platform (or those in ``only``) from scratch and compare digests."""
+    from cannery.verify.rebuild import compare, rebuild_platform
+
+    repo = Reference(ref.host, ref.repository)
+    served = {img.platform: img.descriptor.digest for img in images}
+    out = []
+    with _cert_dir(ca_cert) as cert_dir, tempfile.TemporaryDirectory() as logs:
+        for pjob in job.platforms:
+            if (only and pjob.platform not in only) or pjob.platform not in served:
+                continue
+            err.print(f"verify: rebuilding {pjob.platform} from the lock", markup=False)
+            log = Path(logs) / f"{pjob.slug}.log"
+            try:
+                layout = rebuild_platform(job, pjob, cert_dir, network, log)
+            except FatalError as exc:
+                out.append(Check("rebuild", False, exc.message, pjob.platform))
+                continue
+            try:
+                out.append(compare(client, repo, served[pjob.platform], layout, pjob.platform))
+            finally:
+                shutil.rmtree(layout, ignore_errors=True)
+    return out
+
+
 def verify_cmd(
     ref_text: str,
     catalog: Path | None,
@@ -56,12 +94,18 @@ def verify_cmd(
     as_json: bool,
     ca_cert: Path | None,
     runtime: bool,
+    key: Path | None = None,
+    require_attestations: bool = False,
+    rebuild: bool = False,
+    network: str | None = None,
+    rebuild_platforms: list[str] | None = None,
     all_registries: bool = False,
 ) -> int:
     try:
         ref = Reference.parse(ref_text)
     except ValueError as exc:
         raise InputError(f"{ref_text}: not an image reference: {exc}") from None
+    keys = [load_public_key(key)] if key else []
     loaded, lk, _ = load_with_lock(catalog, lock, quiet=as_json)
     specs = plan(loaded.catalog, lk, select(loaded, [image] if image else None))
     spec = specs[0] if image else _spec_for(ref, specs)
@@ -76,6 +120,11 @@ def verify_cmd(
         inputs = {p.platform: p.input_digest for p in job.platforms}
         found, images = registry_checks(client, ref, spec, inputs)
         checks += found
+        if images:
+            checks.append(index_entries_check(client.get_manifest(ref)[0]))
+            checks += attestation_checks(client, ref, spec, images, keys, require_attestations)
+        if rebuild:
+            checks += _rebuild(client, ref, job, images, ca_cert, network, rebuild_platforms)
         if all_registries:  # the registry checks above and the runtime checks run once
             checks += registry_parity_checks(client, ref, spec)
     if runtime:

@@ -71,7 +71,8 @@ def discover(paths: list[Path]) -> list[tuple[Path, str]]:
                         out.append((fp, k))
             if len(out) == before:
                 raise InputError(f"{p}: no Dockerfile or workflow found (looked for "
-                                 f"{', '.join(DOCKERFILE_NAMES)} and .github/workflows/*.yml)")
+                                 f"{', '.join(DOCKERFILE_NAMES)}, .github/workflows/*.yml and "
+                                 ".github/workflows/*.yaml)")
         elif p.exists():
             k = kind_of(p) or sniff(p)
             if k is None:
@@ -98,6 +99,7 @@ def repo_root(path: Path) -> Path:
 class Engine:
     config: LintConfig
     rules: list[Rule] = field(default_factory=list)
+    peers: tuple[str, ...] = ()  # every Dockerfile of the run, for rules that link files
 
     def __post_init__(self) -> None:
         chosen = [r for r in RULES if r.name not in ("parse-error", "unused-suppression",
@@ -114,6 +116,7 @@ class Engine:
             base_env=self.config.base_image_env,
             target=self.config.target,
             no_compile_env=self.config.no_compile_env,
+            peers=self.peers,
             root=str(repo_root(path)) if kind == "workflow" else str(path.parent),
         )
 

@@ -20,6 +20,22 @@ class LintContext:
     base_env: dict[str, list[str]] = field(default_factory=dict)  # image pattern → vars set
     target: str | None = None  # the Dockerfile stage that ships (None: the last)
     no_compile_env: tuple[str, ...] = ()  # NAME=VALUE that turn native compilation off
+    peers: tuple[str, ...] = ()  # the Dockerfiles linted in the same run (any directory)
+
+    def find_dockerfile(self, name: str) -> str | None:
+        """The file a workflow's `file:` names: under the repository root, or else the one
+        Dockerfile linted in this run whose path ends with that name."""
+        from pathlib import Path
+
+        path = Path(self.root) / name
+        try:
+            if path.is_file():
+                return str(path)
+        except OSError:  # a name too long to be a path names no file
+            return None
+        tail = "/" + name.lstrip("./").replace("\\", "/")
+        found = [p for p in self.peers if Path(p).resolve().as_posix().endswith(tail)]
+        return found[0] if len(found) == 1 else None
 
     def env_of_base(self, image: str) -> set[str] | None:
         """Variables the base image ``image`` is known to set to a non-empty value, or None

@@ -30,6 +30,7 @@ from cannery.lint.rules.pipe_to_shell import PipeToShell
 from cannery.lint.rules.rc_file_env import RcFileEnv
 from cannery.lint.rules.secret_in_arg_or_env import SecretInArgOrEnv
 from cannery.lint.rules.secret_in_argv import SecretInArgv
+from cannery.lint.rules.secrets_without_fork_guard import SecretsWithoutForkGuard
 from cannery.lint.rules.sed_line_patch import SedLinePatch
 from cannery.lint.rules.shallow_clone_checkout import ShallowCloneCheckout
 from cannery.lint.rules.single_arch_download import SingleArchDownload
@@ -40,6 +41,7 @@ from cannery.lint.rules.tag_version_mismatch import TagVersionMismatch
 from cannery.lint.rules.tls_verification_disabled import TlsVerificationDisabled
 from cannery.lint.rules.toolkit_over_toolkit import ToolkitOverToolkit
 from cannery.lint.rules.torch_repinned_after_build import TorchRepinnedAfterBuild
+from cannery.lint.rules.unknown_subcommand import UnknownSubcommand
 from cannery.lint.rules.unpinned_git_ref import UnpinnedGitRef
 from cannery.lint.rules.unpinned_pip_requirement import UnpinnedPipRequirement
 from cannery.lint.rules.unsafe_tag_deletion import UnsafeTagDeletion
@@ -169,6 +171,8 @@ RULES: list[type[Rule]] = [
     UnsafeTagDeletion,
     SecretInArgv,
     SingleArchDownload,
+    SecretsWithoutForkGuard,
+    UnknownSubcommand,
     ParseError,
     UnusedSuppression,
     InternalError,

@@ -3,6 +3,10 @@ r"""Inline and file-level suppressions, and the report of those that suppress no
     # cannery: ignore=rule-a,rule-b     the next instruction (Dockerfile) or line (workflow;
                                         with the lines a trailing `\` continues it onto)
     # cannery: ignore-file=rule-a        the whole file ("ignore-file" alone: every rule)
+
+At the end of a line, `cmd  # cannery: ignore=rule` covers that line, except after a
+trailing `\` (or with one at the end of the comment): there the comment would end the shell
+continuation, so it is not honoured and is reported as misplaced.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ class Directive:
     first: int  # lines it covers
     last: int
     used: set[str] = field(default_factory=set)
+    misplaced: bool = False  # at the end of a line continued with `\`: not honoured
 
 
 def directives(lines: list[str], ranges: list[tuple[int, int]]) -> list[Directive]:
@@ -37,12 +42,21 @@ def directives(lines: list[str], ranges: list[tuple[int, int]]) -> list[Directiv
         if m.group(1) == "ignore-file":
             first, last = 1, len(lines)
         elif text.strip().startswith("#"):
+            inside = next(((a, b) for a, b in ranges if a < no <= b), None)
             nxt = next(((a, b) for a, b in ranges if a > no), None) if ranges else None
-            first, last = nxt if nxt else (no + 1, no + 1)
+            if inside is not None:  # a comment line inside a continued RUN: the rest of it
+                first, last = no + 1, inside[1]
+            else:
+                first, last = nxt if nxt else (no + 1, no + 1)
             while not ranges and last < len(lines) and lines[last - 1].rstrip().endswith("\\"):
                 last += 1  # a shell command continued over several lines of a `run:`
         else:  # trailing comment: this line
             first = last = no
+            code = text[: m.start()].rstrip()
+            if code.endswith("\\") or text.rstrip().endswith("\\"):
+                out.append(Directive(no, m.start() + 1, m.group(1), rules, 0, -1,
+                                     misplaced=True))
+                continue
         out.append(Directive(no, m.start() + 1, m.group(1), rules, first, last))
     return out
 
@@ -74,6 +88,11 @@ def apply(findings: list[Finding], found: list[Directive], path: str) -> list[Fi
         else:
             hit.used.add(f.rule)
     for d in found:
+        if d.misplaced:
+            kept.append(_unused(path, d, "suppression at the end of a line continued with "
+                                "`\\` is not honoured: the comment ends the shell continuation",
+                                hint="move it to a line of its own before the command"))
+            continue
         unknown = [r for r in d.rules if r not in known]
         unused = [r for r in d.rules if r in known and r not in d.used]
         if unknown:
@@ -84,15 +103,17 @@ def apply(findings: list[Finding], found: list[Directive], path: str) -> list[Fi
     return kept
 
 
-def _unused(path: str, d: Directive, message: str) -> Finding:
+def _unused(path: str, d: Directive, message: str, hint: str = "remove the comment"
+            ) -> Finding:
     return Finding("unused-suppression", "CX002", Severity.INFO, message,
-                   Span(path, d.line, d.column), hint="remove the comment")
+                   Span(path, d.line, d.column), hint=hint)
 
 
 def add_directives(text: str, findings: list[Finding], ranges: list[tuple[int, int]]) -> str:
-    """``text`` with a `# cannery: ignore=…` line before each place a finding is reported:
+    r"""``text`` with a `# cannery: ignore=…` line before each place a finding is reported:
     before its instruction in a Dockerfile (``ranges``), before its line in a workflow (moved
-    up past shell continuation lines, where a comment line would end the command)."""
+    up past shell continuation lines, where a comment line would end the command). Never at
+    the end of a line: after a trailing `\` that would end the continuation."""
     lines = text.split("\n")
     at: dict[int, set[str]] = {}  # 1-based line to insert before → rules
     for f in findings:

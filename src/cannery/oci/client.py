@@ -735,6 +735,79 @@ class OCIClient:
         self._tokens[(ref.host, scopes)] = (value, time.monotonic() + max(expires - 5, 1))
         return value, creds is not None
 
+    # ------------------------------------------------------------------ OCI 1.1 referrers
+    # Primitives for cannery.oci.referrers (which owns the referrers logic): the API's GET,
+    # and a manifest GET/PUT that expose ETag / If-Match and the OCI-Subject answer.
+
+    def get_referrers(self, ref: Reference, digest: str) -> bytes | None:
+        """The referrers API's image index for ``digest`` (``GET /v2/<name>/referrers/<digest>``),
+        or None when the registry has no such API: it answers 404 as the spec says (or, as some
+        registries do for a route they lack, 400, 405 or 501)."""
+        what = f"{ref.name}@{digest} (referrers)"
+
+        def attempt() -> Answer:
+            resp = self._once("GET", ref, f"referrers/{digest}", _pull(ref), cap=MANIFEST_CAP)
+            return self._check(resp, what, {200, 400, 405, 501})
+
+        try:
+            resp = self._retry(ref, what, attempt)
+        except NotFound:
+            return None
+        return resp.content if resp.status_code == 200 else None
+
+    def get_manifest_etag(self, ref: Reference) -> tuple[bytes, Descriptor, str | None] | None:
+        """Like :meth:`get_manifest`, plus the ``ETag`` the registry gave; None on 404."""
+        what = str(ref)
+
+        def attempt() -> Answer:
+            resp = self._once("HEAD", ref, f"manifests/{ref.reference}", _pull(ref), ACCEPT)
+            return self._check(resp, what, {200})
+
+        for _ in range(5):
+            try:
+                body, desc = self.get_manifest(ref)
+                # The digest check ran on these bytes; a HEAD gives their ETag cheaply.
+                head = self._retry(ref, what, attempt)
+            except NotFound:
+                return None
+            if head.headers.get("docker-content-digest", desc.digest) == desc.digest:
+                return body, desc, head.headers.get("etag")
+            # The tag moved between the two requests: read again.
+        raise NetworkError(f"{what}: the tag kept moving while it was read")
+
+    def put_manifest_if(
+        self,
+        ref: Reference,
+        body: bytes,
+        media_type: str,
+        if_match: str | None = None,
+        create_only: bool = False,
+    ) -> tuple[bool, str | None]:
+        """PUT a manifest (as :meth:`put_manifest`), with ``If-Match`` when given (or
+        ``If-None-Match: *`` with ``create_only``). Returns (stored, the ``OCI-Subject``
+        header): stored is False when the registry answered 412 (the tag changed since it was
+        read)."""
+        digest = digest_of(body)
+        what = f"{ref} (manifest push)"
+        headers = {"Content-Type": media_type}
+        if if_match:
+            headers["If-Match"] = if_match
+        elif create_only:
+            headers["If-None-Match"] = "*"
+
+        def attempt() -> Answer:
+            path = f"manifests/{ref.reference}"
+            resp = self._once("PUT", ref, path, _push(ref), headers, body)
+            return self._check(resp, what, {200, 201, 412})
+
+        resp = self._retry(ref, what, attempt)
+        if resp.status_code == 412:
+            return False, None
+        header = resp.headers.get("docker-content-digest")
+        if header and header != digest:
+            raise DigestMismatch(f"{what}: registry stored {header[:80]}, we sent {digest}")
+        return True, resp.headers.get("oci-subject")
+
 
 ACCEPT = {"Accept": MANIFEST_TYPES}
 

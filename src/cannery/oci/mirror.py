@@ -10,10 +10,9 @@ bounded reads:
   repository (no bytes move); otherwise it is streamed through a temporary file, its digest and
   size checked while it is read (never held in memory whole, never more bytes than the
   manifest says).
-- Referrers (signatures, SBOMs) are found through the OCI 1.1 tag schema (``sha256-<hex>``,
-  an index of the manifests that name the digest as their ``subject``), since the registries
-  cannery is tested against have no referrers API; they are copied with the image and tagged
-  the same way in the target.
+- Referrers (signatures, SBOMs, provenance) are copied with the image by
+  :func:`~cannery.oci.referrers.copy_referrers` (the referrers API, else the OCI 1.1 tag schema
+  ``sha256-<hex>``), and listed the target's way; nothing when the target lists them all.
 - ``docker=True`` writes Docker media types for registries that refuse OCI ones (Huawei SWR):
   an OCI index becomes a Docker manifest list (serialized by
   :func:`~cannery.oci.manifest.index_bytes`) and OCI image manifests become Docker v2 schema 2
@@ -47,6 +46,7 @@ from cannery.oci.manifest import (
     parse_index,
 )
 from cannery.oci.reference import Reference
+from cannery.oci.referrers import copy_referrers, list_referrers
 
 # OCI → Docker v2 schema 2 types of an image manifest's parts. A layer type with no Docker
 # equivalent (zstd, uncompressed tar) makes the conversion fail rather than lie.
@@ -220,32 +220,19 @@ class Mirror:
         else:
             self.put(target, body, media_type)
             self.stats.manifests_written += 1
-        if digest == desc.digest:
-            self._copy_referrers(src, dst, desc.digest, docker)
-        elif self._has_referrers(src, desc.digest):
-            self.stats.notes.append(
-                f"{desc.digest}: referrers not copied (the Docker form has another digest)"
-            )
+        if digest == desc.digest and not docker:
+            self.copy_referrers(src, dst, desc.digest)
+        elif list_referrers(self.client, src, desc.digest)[0]:
+            self.stats.notes.append(f"{desc.digest}: referrers not copied (Docker media types)")
         return Descriptor(media_type, digest, len(body))
 
-    def _copy_referrers(self, src: Reference, dst: Reference, digest: str, docker: bool) -> None:
-        tag = _referrers_tag(digest)
-        if tag is None or not self._has_referrers(src, digest):
+    def copy_referrers(self, src: Reference, dst: Reference, digest: str) -> None:
+        """The referrers of ``digest`` (and theirs), unless ``dst`` lists them all already."""
+        want = list_referrers(self.client, src, digest)[0]
+        have = {r.descriptor.digest for r in list_referrers(self.client, dst, digest)[0]}
+        if all(r.descriptor.digest in have for r in want):
             return
-        body, desc = self.client.get_manifest(src.with_tag(tag))
-        if docker:
-            self.stats.notes.append(f"{digest}: referrers not copied (Docker media types)")
-            return
-        children, _ = _index(body, f"{src.name}:{tag}")
-        for child in children:
-            child_ref = Reference(src.host, src.repository, digest=child.digest)
-            cbody, cdesc = self.client.get_manifest(child_ref)
-            self.copy_manifest(child_ref, dst, cbody, cdesc)
-            self.stats.referrers += 1
-        target = dst.with_tag(tag)
-        current = self.client.head_manifest(target)
-        if current is None or current.digest != desc.digest:
-            self.put(target, body, desc.media_type)
+        self.stats.referrers += len(copy_referrers(self.client, src, self.client, dst, digest))
 
     def put(self, ref: Reference, body: bytes, media_type: str) -> str:
         """PUT a manifest; a registry that refuses an OCI media type (SWR answers 400) gets
@@ -254,10 +241,6 @@ class Mirror:
             return self.client.put_manifest(ref, body, media_type)
         except NetworkError as exc:
             raise refused_media_type(exc, ref, media_type, self.docker_hint) from None
-
-    def _has_referrers(self, src: Reference, digest: str) -> bool:
-        tag = _referrers_tag(digest)
-        return tag is not None and self.client.head_manifest(src.with_tag(tag)) is not None
 
     # ------------------------------------------------------------------ blobs
 
@@ -302,12 +285,6 @@ def _index(body: bytes, where: str) -> tuple[list[Descriptor], dict[str, str]]:
         return parse_index(body, where)
     except MalformedManifest as exc:
         raise NetworkError(f"malformed answer: {exc}") from None
-
-
-def _referrers_tag(digest: str) -> str | None:
-    """The OCI 1.1 referrers tag schema: ``sha256:abc…`` → ``sha256-abc…`` (128 chars max)."""
-    tag = digest.replace(":", "-", 1)
-    return tag if len(tag) <= 128 else None
 
 
 def refused_media_type(

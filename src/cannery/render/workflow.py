@@ -7,7 +7,8 @@ Shape, and why:
   (labels from ``[ci.runners]``); a leg runs `cannery build IMAGE --platform P --push
   --digest-dir DIR --registry-cache`, which pushes that platform by digest (no tag moves),
   with a BuildKit registry cache of that image and platform alone, and writes its descriptor,
-  uploaded as an artifact named per image and platform;
+  uploaded as an artifact named per image and platform; it runs only outside forks
+  (`!github.event.repository.fork`), where the registry secrets would be empty;
 - per image, one merge job that `needs` only that image's build job, so it runs only when every
   leg of that image succeeded. It runs `cannery build IMAGE --merge-only --digest-dir DIR
   --push` rather than `docker buildx imagetools create`: cannery reads the same catalog and
@@ -27,7 +28,7 @@ from cannery.errors import InputError
 from cannery.oci.auth import env_names
 from cannery.plan import ImageSpec
 from cannery.render.actions import Pin, uses
-from cannery.render.yamltext import Gap, Literal, Note, dump
+from cannery.render.yamltext import Commented, Gap, Literal, Note, dump
 
 DIGESTS = "${{ runner.temp }}/digests"
 
@@ -78,6 +79,58 @@ def _credentials(cat: Catalog, spec: ImageSpec, every: bool = False) -> dict[str
         out[user] = f"${{{{ secrets.{reg.user_secret} }}}}"
         out[password] = f"${{{{ secrets.{reg.password_secret} }}}}"
     return out
+
+
+# Keyless signing where the repository allows it (public repositories): cannery's own SLSA
+# predicate per platform, signed by actions/attest with the workflow's GitHub OIDC identity
+# (Sigstore), pushed to the registry as a referrer of the platform manifest.
+KEYLESS_IF = "${{ !github.event.repository.private }}"
+
+
+def _keyless(spec: ImageSpec, pins: dict[str, Pin], creds: dict[str, str]) -> list[object]:
+    host = spec.repository.split("/", 1)[0]
+    steps: list[object] = [
+        {
+            "name": "Log in for the attestation push (docker config, read by actions/attest)",
+            "if": KEYLESS_IF,
+            "uses": uses(pins, "docker/login-action"),
+            "with": {
+                "registry": host,
+                # ``creds``: the first registry's only (the legs'), generic or per registry.
+                "username": next(v for k, v in creds.items() if k.endswith("_USER")),
+                "password": next(v for k, v in creds.items() if k.endswith("_PASSWORD")),
+            },
+        },
+        {
+            "name": "Read the platform digests",
+            "id": "digests",
+            "if": KEYLESS_IF,
+            "env": {"IMAGE": spec.name},
+            "run": Literal(
+                'for f in "${RUNNER_TEMP}/digests/${IMAGE}"/*.json; do\n'
+                '  arch="$(basename "${f}" .json)"; arch="${arch#linux-}"\n'
+                '  echo "${arch}=$(jq -r .digest "${f}")" >> "${GITHUB_OUTPUT}"\n'
+                "done\n"
+            ),
+        },
+    ]
+    for p in spec.platforms:
+        steps.append(
+            {
+                "name": f"Keyless provenance for {p} (Sigstore, GitHub OIDC)",
+                "if": KEYLESS_IF,
+                "uses": uses(pins, "actions/attest"),
+                "with": {
+                    "subject-name": spec.repository,
+                    "subject-digest": f"${{{{ steps.digests.outputs.{_arch(p)} }}}}",
+                    "predicate-type": "https://slsa.dev/provenance/v1",
+                    "predicate-path": f"${{{{ runner.temp }}}}/provenance/{spec.name}/"
+                    f"{p.replace('/', '-')}.json",
+                    "push-to-registry": True,
+                },
+            }
+        )
+    return steps
 
 
 def _job_id(prefix: str, image: str) -> str:
@@ -137,6 +190,9 @@ def render_workflow(
         jobs[build_id] = {
             "name": f"build {spec.name} (${{{{ matrix.platform }}}})",
             "needs": "check",
+            # registry secrets are empty in a fork: build and push only in the home repository
+            # (the merge job needs this one, so it is skipped with it)
+            "if": "${{ !github.event.repository.fork }}",
             "runs-on": "${{ matrix.runner }}",
             **env,
             "permissions": {"contents": "read"},
@@ -182,7 +238,11 @@ def render_workflow(
             "needs": build_id,
             "runs-on": "ubuntu-latest",
             **env,
-            "permissions": {"contents": "read"},
+            "permissions": {
+                "contents": "read",
+                "id-token": Commented("write", "keyless signing: the OIDC token to certify"),
+                "attestations": Commented("write", "keyless signing: GitHub stores the bundle"),
+            },
             "concurrency": {
                 "group": f"cannery-merge-{spec.name}-${{{{ github.ref }}}}",
                 "cancel-in-progress": False,
@@ -205,9 +265,11 @@ def render_workflow(
                     "env": every,
                     "run": Literal(
                         f"cannery build {spec.name}{cat_args} --locked --merge-only \\\n"
-                        '  --digest-dir "${RUNNER_TEMP}/digests" --push\n'
+                        '  --digest-dir "${RUNNER_TEMP}/digests" --push \\\n'
+                        '  --provenance-dir "${RUNNER_TEMP}/provenance"\n'
                     ),
                 },
+                *_keyless(spec, pins, creds),
                 {
                     "name": "Verify the pushed image",
                     "env": {**every, "IMAGE_REF": spec.reference},
@@ -240,6 +302,8 @@ def render_workflow(
         "names a partial index; `cannery verify` then checks the pushed image.\n"
         "Each leg has a registry cache of its own image and platform (REPO:cache-IMAGE-ARCH,\n"
         "as in docker-bake.json), so legs never share or overwrite a cache entry.\n"
+        "The merge attaches cannery's provenance (from the lock) as OCI referrers and, in a\n"
+        "public repository, signs it keyless (actions/attest: Sigstore, GitHub OIDC).\n"
         "Registry credentials reach cannery as environment variables, never as arguments."
     )
     return dump(doc, header)  # type: ignore[arg-type]

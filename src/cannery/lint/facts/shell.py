@@ -17,16 +17,42 @@ GLOBAL_OPTS = {"git": ("-C", "-c", "--git-dir", "--work-tree", "--namespace"),
                "pip": ("--log", "--proxy", "--cache-dir")}
 # Short options that take a value, per tool: in a cluster, what follows one is its value.
 SHORT_VALUE = {"curl": "oudHXeEKrTwxAbcmyYzCFUQP", "wget": "OoaPtTweiUQBlDARIX",
+               "aria2c": "odxsjki",
                "git": "Cc", "tar": "fCT", "unzip": "d", "pip": "rcetie",
                "sha256sum": "", "gpg": "uor"}
 
 
+def _bash_language() -> Any:
+    """tree-sitter-bash's grammar. Its compiled binding is loaded directly: the package's
+    `__init__` imports importlib.resources (for query files lint never reads), and with it
+    tempfile, shutil, random and lzma, a large part of a one-file lint's start-up."""
+    import importlib.machinery
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec("tree_sitter_bash")  # does not run the package
+        folders = list(spec.submodule_search_locations or []) if spec else []
+        path = next(str(p) for d in folders for p in Path(d).iterdir()
+                    if p.name.startswith("_binding.")
+                    and p.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)))
+        loader = importlib.machinery.ExtensionFileLoader("tree_sitter_bash._binding", path)
+        module_spec = importlib.util.spec_from_loader(loader.name, loader)
+        assert module_spec is not None
+        module = importlib.util.module_from_spec(module_spec)
+        loader.exec_module(module)
+        return module.language()
+    except Exception:  # another layout: the package's own way
+        import tree_sitter_bash
+
+        return tree_sitter_bash.language()
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Any:
-    import tree_sitter_bash
     from tree_sitter import Language, Parser
 
-    return Parser(Language(tree_sitter_bash.language()))
+    return Parser(Language(_bash_language()))
 
 
 @dataclass(repr=False, eq=False)

@@ -27,6 +27,7 @@ class Step:
     env: dict[str, Value]
     run: Script | None
     run_value: Value | None
+    if_: Value | None = None
 
 
 @dataclass(repr=False, eq=False)
@@ -38,6 +39,11 @@ class Job:
     matrix_line: int
     steps: list[Step] = field(default_factory=list)
     legs: list[dict[str, str]] = field(default_factory=list)  # the expanded matrix
+    if_: Value | None = None
+    needs: list[str] = field(default_factory=list)
+    end_line: int = 0  # last line of the job's block
+    uses: str = ""  # a reusable workflow the job calls
+    secrets_inherit: bool = False  # `secrets: inherit` (hands every secret to `uses:`)
 
 
 MAX_LEGS = 256  # GitHub's own limit per workflow run
@@ -87,6 +93,7 @@ class WorkflowFacts:
     lines: list[str]
     jobs: list[Job]
     env: dict[str, Value]
+    events: dict[str, int] = field(default_factory=dict)  # `on:` event → line
 
     def commands(self) -> Iterator[tuple[Job, Step, Command]]:
         """Every simple command of every `run:` step, in file order."""
@@ -141,8 +148,33 @@ def _run_script(node: Any, lines: list[str], offsets: list[int]) -> Script:
         return parse_script(text, first + 1, offsets[first : first + len(body)] or [0],
                             [indent] * max(1, len(body)))
     line = node.start_mark.line
+    last = node.end_mark.line - (0 if node.end_mark.column else 1)
+    if style is None and last > line and last < len(lines):
+        # a plain scalar over several lines: YAML folds each line break into a space; a
+        # trailing `\` makes bash read the same, and every word keeps its place in the file
+        col0 = node.start_mark.column
+        rows = [lines[line][col0:]] + [lines[i].lstrip() for i in range(line + 1, last + 1)]
+        shift = [col0] + [len(lines[i]) - len(lines[i].lstrip())
+                          for i in range(line + 1, last + 1)]
+        text = " \\\n".join(r.rstrip() for r in rows)
+        return parse_script(text, line + 1, offsets[line : last + 1], shift)
     col = node.start_mark.column + (1 if style in ("'", '"') else 0)
     return parse_script(str(node.value), line + 1, [offsets[line]], [col])
+
+
+def _events(node: Any) -> dict[str, int]:
+    """The events of `on:` (a name, a list of names, or a mapping), each with its line."""
+    import yaml
+
+    if isinstance(node, yaml.ScalarNode):
+        return {str(node.value): node.start_mark.line + 1}
+    if isinstance(node, yaml.SequenceNode):
+        return {str(n.value): n.start_mark.line + 1 for n in node.value
+                if isinstance(n, yaml.ScalarNode)}
+    if isinstance(node, yaml.MappingNode):
+        return {str(k.value): k.start_mark.line + 1 for k, _v in node.value
+                if isinstance(k, yaml.ScalarNode)}
+    return {}
 
 
 def parse_workflow(path: str, text: str) -> WorkflowFacts:
@@ -163,7 +195,12 @@ def parse_workflow(path: str, text: str) -> WorkflowFacts:
     offsets = line_offsets(text)
     top = _mapping(root)
     wf = WorkflowFacts(path, text, lines, [],
-                       {k: _value(v) for k, v in _mapping(top.get("env")).items()})
+                       {k: _value(v) for k, v in _mapping(top.get("env")).items()},
+                       _events(top.get("on", top.get("true"))))
+    jobs_node = top.get("jobs")
+    key_lines = {str(k.value): k.start_mark.line + 1  # the job's own line: `build:`
+                 for k, _v in (jobs_node.value if isinstance(jobs_node, yaml.MappingNode)
+                               else []) if isinstance(k, yaml.ScalarNode)}
     for job_id, job_node in _mapping(top.get("jobs")).items():
         job_map = _mapping(job_node)
         strategy = _mapping(job_map.get("strategy"))
@@ -177,10 +214,18 @@ def parse_workflow(path: str, text: str) -> WorkflowFacts:
                                " ".join(f"{k}={_scalar(x)}" for k, x in _mapping(v).items())
                                for v in val.value]
         runs_on = job_map.get("runs-on")
-        job = Job(job_id, job_node.start_mark.line + 1,
+        job = Job(job_id, key_lines.get(job_id, job_node.start_mark.line + 1),
                   _scalar(runs_on) if runs_on is not None else "", matrix,
                   matrix_node.start_mark.line + 1 if matrix_node is not None else 0,
                   legs=expand_matrix(matrix_node) if matrix_node is not None else [])
+        if "if" in job_map:
+            job.if_ = _value(job_map["if"])
+        needs = job_map.get("needs")
+        if needs is not None:
+            job.needs = [n for n in _scalar(needs).split(",") if n]
+        job.end_line = job_node.end_mark.line + (1 if job_node.end_mark.column else 0)
+        job.uses = _scalar(job_map["uses"]) if "uses" in job_map else ""
+        job.secrets_inherit = _scalar(job_map.get("secrets")) == "inherit"
         steps = job_map.get("steps")
         import yaml as _yaml
 
@@ -198,6 +243,7 @@ def parse_workflow(path: str, text: str) -> WorkflowFacts:
                 {k: _value(v, lines) for k, v in _mapping(sm.get("with")).items()},
                 {k: _value(v, lines) for k, v in _mapping(sm.get("env")).items()},
                 script, _value(run_node) if run_node is not None else None,
+                _value(sm["if"]) if "if" in sm else None,
             ))
         wf.jobs.append(job)
     return wf

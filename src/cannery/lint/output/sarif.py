@@ -36,6 +36,26 @@ def _uri(path: str) -> str:
     return p.as_posix() if not p.is_absolute() else p.as_uri()
 
 
+FINGERPRINT = "canneryFinding/v1"
+
+
+def fingerprints(findings: list[Finding]) -> list[str]:
+    """A stable key per finding for code scanning's `partialFingerprints`: the baseline's
+    identity (rule, file, message with line numbers taken out), hashed, plus its occurrence
+    among equal ones, so moving code does not make an alert new."""
+    import hashlib
+
+    from cannery.lint.baseline import fingerprint
+
+    seen: dict[str, int] = {}
+    out = []
+    for f in findings:
+        digest = hashlib.sha256("\0".join(fingerprint(f)).encode()).hexdigest()[:32]
+        seen[digest] = seen.get(digest, 0) + 1
+        out.append(f"{digest}:{seen[digest]}")
+    return out
+
+
 def render(findings: list[Finding]) -> str:
     from cannery.lint.ruleset import RULES
 
@@ -58,7 +78,8 @@ def render(findings: list[Finding]) -> str:
             "properties": props,
         })
     results = []
-    for f in findings:
+    keys = fingerprints(findings)
+    for f, key in zip(findings, keys, strict=True):
         region: dict[str, Any] = {"startLine": f.span.line, "startColumn": f.span.column,
                                   "endLine": max(f.span.end_line, f.span.line)}
         if f.span.end_column > f.span.column or f.span.end_line > f.span.line:
@@ -72,6 +93,7 @@ def render(findings: list[Finding]) -> str:
                 "artifactLocation": {"uri": _uri(f.span.path)},
                 "region": region,
             }}],
+            "partialFingerprints": {FINGERPRINT: key},
             "properties": {"severity": str(f.severity)},
         }
         if f.related:

@@ -1,7 +1,9 @@
 """Text a build writes into a tool's configuration file, and what in it persists a setting.
 
-Writes are `echo`/`printf` redirected into the file, `… | tee FILE`, a heredoc fed to
-`cat > FILE` or `tee FILE`, `sed -i` on the file, and `COPY <<EOF FILE` in a Dockerfile.
+Files: pip, git, npm, conda, apt (`sources.list*`, `apt.conf*`) and yum/dnf (`yum.repos.d`,
+`yum.conf`, `dnf.conf`) configuration. Writes are `echo`/`printf` redirected into the file,
+`… | tee FILE`, a heredoc fed to `cat > FILE` or `tee FILE`, `sed -i` on the file, and
+`COPY <<EOF FILE` in a Dockerfile.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ FILES = (
     ("npm", re.compile(r"(^|/)\.?npmrc$")),
     ("conda", re.compile(r"(^|/)\.?condarc$")),
     ("apt", re.compile(r"^/etc/apt/(sources\.list(\.d/.*)?|apt\.conf(\.d/.*)?)$")),
+    ("yum", re.compile(r"^/etc/(yum\.repos\.d/.*|yum\.conf|yum/.*\.conf|dnf/dnf\.conf|"
+                       r"dnf/.*\.conf|distro\.repos\.d/.*)$")),
 )
 
 # tool → settings that turn certificate or signature checks off
@@ -28,8 +32,12 @@ INSECURE = {
     "git": re.compile(r"^\s*sslverify\s*=\s*(false|no|off|0)\b", re.I),
     "npm": re.compile(r"^\s*strict-ssl\s*=\s*false\b", re.I),
     "conda": re.compile(r"^\s*ssl_verify\s*:\s*(false|no|off)\b", re.I),
-    "apt": re.compile(r"\[[^\]]*trusted=yes|allow-?(unauthenticated|insecure-?repositories)"
-                      r"\s*\"?\s*(true|yes|1)", re.I),
+    # quotes as typed, typographic ones too (“true”, seen in MindSpeed-RL's Dockerfile)
+    "apt": re.compile(r"\[[^\]]*trusted=yes|allow-?(unauthenticated|insecure-?repositories|"
+                      r"downgrade-?to-?insecure-?repositories)\s*[\"'“”‘’]?\s*(true|yes|1)|"
+                      r"verify-?(peer|host)\s*[\"'“”‘’]?\s*(false|no|0)", re.I),
+    "yum": re.compile(r"(?<![\w.])(sslverify|gpgcheck|localpkg_gpgcheck)\s*=\s*(0|false|no|off)"
+                      r"\b", re.I),
 }
 # tool → settings that keep a package index in the image
 INDEX = {

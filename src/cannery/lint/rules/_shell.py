@@ -13,6 +13,7 @@ from cannery.lint.facts.shell import Command, Script, Word
 
 CHECKSUM_TOOLS = {"sha256sum", "sha512sum", "sha384sum", "sha224sum", "sha1sum", "shasum",
                   "b2sum", "cksum"}
+DOWNLOADERS = ("wget", "curl", "aria2c")
 SIGNATURE_TOOLS = {"gpg", "gpg2", "gpgv", "cosign", "minisign", "signify", "slsa-verifier"}
 
 
@@ -36,7 +37,7 @@ def url_of(cmd: Command, resolve: Callable[[str], str] = _same) -> Word | None:
 
 
 def downloaded_file(cmd: Command, resolve: Callable[[str], str] = _same) -> str | None:
-    """The file a wget/curl command writes, if it writes one (not stdout)."""
+    """The file a wget/curl/aria2c command writes, if it writes one (not stdout)."""
     url = url_of(cmd, resolve)
     if cmd.name == "wget":
         out = cmd.flag_value("-O", "--output-document")
@@ -47,6 +48,15 @@ def downloaded_file(cmd: Command, resolve: Callable[[str], str] = _same) -> str 
         prefix = cmd.flag_value("-P", "--directory-prefix")
         name = basename(url.value)
         return f"{resolve(prefix.value).rstrip('/')}/{name}" if prefix else name
+    if cmd.name == "aria2c":
+        if url is None:
+            return None
+        out = cmd.flag_value("-o", "--out")
+        folder = cmd.flag_value("-d", "--dir")
+        name = resolve(out.value) if out is not None else basename(url.value)
+        if folder is not None and not name.startswith("/"):
+            return f"{resolve(folder.value).rstrip('/')}/{name}"
+        return name
     if cmd.name == "curl":
         out = cmd.flag_value("-o", "--output")
         if out is not None:
@@ -60,7 +70,7 @@ def downloaded_file(cmd: Command, resolve: Callable[[str], str] = _same) -> str 
 
 
 def is_download(cmd: Command) -> bool:
-    return cmd.name in ("wget", "curl") and url_of(cmd) is not None
+    return cmd.name in DOWNLOADERS and url_of(cmd) is not None
 
 
 def is_verification(cmd: Command) -> bool:
@@ -97,11 +107,34 @@ def runs_file(cmd: Command, path: str, resolve: Callable[[str], str] = _same) ->
     return "/" in raw and names_file(resolve(raw), path)
 
 
+INTERPRETERS = ("bash", "sh", "zsh", "dash", "ksh", "python", "python3", "perl", "ruby",
+                "node", "source", ".")
+
+
+def script_operand(cmd: Command) -> Word | None:
+    """The file an interpreter runs: its first operand (`python3 x.py data.json` runs x.py;
+    data.json is only read). None with `-c`/`-m`, where no file is run."""
+    for w in cmd.args:
+        v = w.value
+        if v in ("-c", "-m", "-e", "--command"):
+            return None
+        if v.startswith("-"):
+            continue
+        return w
+    return None
+
+
 def use_kind(cmd: Command, path: str, resolve: Callable[[str], str] = _same) -> str | None:
-    """How ``cmd`` consumes a downloaded file: executed, sourced, extracted, installed."""
+    """How ``cmd`` consumes a downloaded file: executed, sourced, extracted, installed. An
+    interpreter executes only its script operand; a file it is handed as an argument is
+    data, not code."""
     if runs_file(cmd, path, resolve):
         return "executed"
-    if mentions(cmd, path, resolve) is None:
+    if cmd.name in INTERPRETERS:
+        script = script_operand(cmd)
+        if script is None or not names_file(resolve(script.value), path):
+            return None
+    elif mentions(cmd, path, resolve) is None:
         return None
     return consumer_kind(cmd)
 

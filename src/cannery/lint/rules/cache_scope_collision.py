@@ -49,13 +49,14 @@ def _key(spec: str) -> tuple[str, str] | None:
 
 class CacheScopeCollision(Rule):
     """## What it does
-    Finds BuildKit caches (`type=gha` scopes, `type=registry` refs) shared between matrix
-    platforms or between different images. The matrix is expanded as GitHub does (lists,
-    `include:`, `exclude:`); the platform variable is the one `platforms: ${{ matrix.X }}`
-    names. A `cache-from`/`cache-to` is per-platform when the matrix variables in its scope
-    differ between every two legs that build different platforms. Two build steps (or two
-    workflows) writing one scope for different images are reported at each `cache-to`,
-    naming the other.
+    Finds BuildKit cache *writes* (`cache-to` with a `type=gha` scope or a `type=registry`
+    ref) shared between matrix platforms or between different images. The matrix is
+    expanded as GitHub does (lists, `include:`, `exclude:`); the platform variable is the one
+    `platforms: ${{ matrix.X }}` names. A `cache-to` is per-platform when the matrix
+    variables in its scope differ between every two legs that build different platforms.
+    Two build steps (or two workflows) writing one scope for different images are reported
+    at each `cache-to`, naming the other. A `cache-from` only reads: every leg may read one
+    common cache (a warm start from the main branch's cache, say), so it is never reported.
 
     ## Why is this bad?
     Each build overwrites the other's cache entry (`mode=max` exports replace the scope), so
@@ -90,7 +91,8 @@ class CacheScopeCollision(Rule):
         for b in builds(facts):
             image = (b.file.text if b.file else "Dockerfile")
             platform = _platform_var(b)
-            for value in (b.cache_from, b.cache_to):
+            # only a write collides: legs reading one cache-from share it without harm
+            for value in (b.cache_to,):
                 if value is None:
                     continue
                 for spec in [x for x in value.text.split("\n") if x.strip()]:
@@ -103,9 +105,8 @@ class CacheScopeCollision(Rule):
                             facts.path, value.line, value.column,
                             f"{key[0]} cache {key[1]!r} is shared by every matrix.{platform} "
                             f"of job {b.job.id}: the platforms overwrite each other's cache",
-                            hint=f"add ${{{{ matrix.{platform} }}}} to the scope/ref")
-                    if value is b.cache_to:
-                        sites.setdefault(key, []).append((value, image))
+                            hint=f"add ${{{{ matrix.{platform} }}}} to the cache-to scope/ref")
+                    sites.setdefault(key, []).append((value, image))
         for key, where in sites.items():
             images = {img for _, img in where}
             for value, image in where:

@@ -2,16 +2,39 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction
+from cannery.lint.facts.shell import Command
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
-from cannery.lint.rules._shell import basename, downloaded_file
+from cannery.lint.rules._shell import DOWNLOADERS, basename, downloaded_file
+
+
+@dataclass(frozen=True)
+class Cache:
+    """A package manager's cache: the tools that fill it, the paths it lives in, and the
+    commands that clean it."""
+
+    what: str
+    tools: tuple[str, ...]
+    fill: tuple[str, ...]  # subcommands that fill it
+    paths: re.Pattern[str]
+    clean: tuple[str, ...]  # subcommands (of ``tools``) that clean it
+
 
 CACHES = (
-    (re.compile(r"^/var/lib/apt/lists"), ("apt-get", "apt"), "update", "the apt lists"),
-    (re.compile(r"^/root/\.cache/pip|^~/\.cache/pip|^\$HOME/\.cache/pip"), ("pip",), "install",
-     "the pip cache"),
+    Cache("the apt lists and cache", ("apt-get", "apt", "apt-cache"), ("update", "install",
+          "upgrade", "dist-upgrade", "build-dep"),
+          re.compile(r"^/var/lib/apt/lists|^/var/cache/apt"), ("clean", "autoclean")),
+    Cache("the yum/dnf metadata and cache", ("yum", "dnf", "microdnf", "tdnf"),
+          ("install", "update", "upgrade", "makecache", "groupinstall", "reinstall",
+           "localinstall", "builddep", "distro-sync"),
+          re.compile(r"^/var/cache/(yum|dnf)"), ("clean",)),
+    Cache("the pip cache", ("pip",), ("install", "wheel", "download"),
+          re.compile(r"^/root/\.cache/pip|^~/\.cache/pip|^\$HOME/\.cache/pip|"
+                     r"^\$\{HOME\}/\.cache/pip"), ("cache",)),
 )
 
 
@@ -23,33 +46,50 @@ def absolute(path: str, workdir: str) -> str:
     return f"{workdir.rstrip('/')}/{path}".rstrip("/")
 
 
-def _created(inst: Instruction) -> set[str]:
-    out: set[str] = set()
-    if inst.keyword in ("COPY", "ADD") and len(inst.value) >= 2:
-        out.add(absolute(inst.value[-1], inst.workdir))
-    if inst.script is None:
-        return out
-    for c in inst.script.commands:
-        f = downloaded_file(c) if c.name in ("wget", "curl") else None
-        if f:
-            out.add(absolute(f, inst.workdir))
-        if c.name == "git" and c.subcommand() == "clone":
-            pos = [w.value for w in c.operands()]
-            if len(pos) >= 2:
-                out.add(absolute(pos[1], inst.workdir))
-            elif pos:
-                out.add(absolute(basename(pos[0]).removesuffix(".git"), inst.workdir))
-    return out
+def _creates(c: Command, workdir: str) -> str | None:
+    """The path a download or clone command creates."""
+    f = downloaded_file(c) if c.name in DOWNLOADERS else None
+    if f:
+        return absolute(f, workdir)
+    if c.name == "git" and c.subcommand() == "clone":
+        pos = [w.value for w in c.operands()]
+        if len(pos) >= 2:
+            return absolute(pos[1], workdir)
+        if pos:
+            return absolute(basename(pos[0]).removesuffix(".git"), workdir)
+    return None
+
+
+class _Files:
+    """Files made by earlier layers and still there: path (and basename) → line made."""
+
+    def __init__(self) -> None:
+        self.made: dict[str, int] = {}
+
+    def add(self, path: str, line: int) -> None:
+        self.made.setdefault(path, line)
+        self.made.setdefault(basename(path), line)
+
+    def find(self, path: str) -> int | None:
+        return self.made.get(path) or self.made.get(basename(path))
+
+    def remove(self, path: str) -> None:
+        for key in (path, basename(path)):
+            self.made.pop(key, None)
 
 
 class CleanupInLaterLayer(Rule):
     """## What it does
     Finds clean-up that runs in a later `RUN` than the one that made the files: `rm` of a
-    file downloaded, cloned or copied by an earlier instruction, `apt-get clean` or
-    `rm -rf /var/lib/apt/lists/*` in a step that ran no apt, `pip cache purge` in a step
-    that installed nothing. Only the stages that ship are checked (the last stage, or the
-    configured `target`, and the stages it is built `FROM`): a builder stage's size does not
-    reach the image through `COPY --from`.
+    file downloaded (`wget`, `curl`, `aria2c`), cloned or copied by an earlier instruction
+    and still there (a file downloaded and removed inside one `RUN` is gone from that
+    layer: removing it again after a new download in a later `RUN` is fine), and a package
+    manager's cache cleaned in a step that did not fill it after one that did: `apt-get
+    clean` or `rm -rf /var/lib/apt/lists/*` after an earlier `apt-get update`/`install`,
+    `yum clean all`/`dnf clean all` or `rm -rf /var/cache/dnf` after an earlier
+    `yum`/`dnf install`, `pip cache purge` after an earlier `pip install`. Only the stages
+    that ship are checked (the last stage, or the configured `target`, and the stages it is
+    built `FROM`): a builder stage's size does not reach the image through `COPY --from`.
 
     ## Why is this bad?
     Layers only add. The earlier layer keeps the files; deleting them later hides them but
@@ -74,36 +114,57 @@ class CleanupInLaterLayer(Rule):
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
         for stage in facts.shipping(ctx.target):
-            made: dict[str, int] = {}
+            files = _Files()
+            filled: dict[str, int] = {}  # cache → line of the last instruction that filled it
             for inst in stage.instructions:
-                if inst.script is not None:
-                    subs = {(c.name, c.subcommand()) for c in inst.script.commands}
-                    for c in inst.script.commands:
-                        if c.name == "rm":
-                            for w in c.positional():
-                                target = absolute(w.value, inst.workdir)
-                                if target in made or basename(target) in made:
-                                    line = made.get(target) or made[basename(target)]
-                                    yield self.at(facts.path, w.pos, f"{w.value} was created by "
-                                                  f"the instruction at line {line}; removing it "
-                                                  "in a later layer does not shrink the image",
-                                                  hint="remove it in the step that creates it")
-                                for rx, tools, sub, what in CACHES:
-                                    if rx.match(target) and not any(
-                                            (t, sub) in subs for t in tools):
-                                        yield self.at(facts.path, w.pos, f"clearing {what} in a "
-                                                      "step that did not fill them: the layer "
-                                                      "that did keeps them",
-                                                      hint="clean up in the same RUN")
-                        elif c.name in ("apt-get", "apt") and c.subcommand() == "clean" and not (
-                                {("apt-get", "install"), ("apt", "install")} & subs):
-                            yield self.at(facts.path, c.pos, "apt-get clean in a step that "
-                                          "installed nothing: the earlier layer keeps its cache")
-                        elif (c.name == "pip" and c.argv[:2] == ["cache", "purge"]
-                              and ("pip", "install") not in subs):
-                            yield self.at(facts.path, c.pos, "pip cache purge in a step that "
-                                          "installed nothing: the earlier layer keeps its cache",
-                                          hint="use pip install --no-cache-dir")
-                for path in _created(inst):
-                    made.setdefault(path, inst.line)
-                    made.setdefault(basename(path), inst.line)
+                yield from self._instruction(facts, inst, files, filled)
+
+    def _instruction(self, facts: DockerfileFacts, inst: Instruction, files: _Files,
+                     filled: dict[str, int]) -> Iterator[Finding]:
+        if inst.keyword in ("COPY", "ADD") and len(inst.value) >= 2:
+            files.add(absolute(inst.value[-1], inst.workdir), inst.line)
+        if inst.script is None:
+            return
+        here: set[str] = set()  # made by this RUN: removing them here is right
+        gone: set[str] = set()  # removed by this RUN: they are not in its layer
+        fills = {cache.what for c in inst.script.commands for cache in CACHES
+                 if c.name in cache.tools and c.subcommand() in cache.fill}
+        for c in inst.script.commands:
+            made = _creates(c, inst.workdir)
+            if made is not None:
+                here.add(made)
+                gone.discard(made)
+            if c.name == "rm":
+                for w in c.positional():
+                    target = absolute(w.value, inst.workdir)
+                    line = files.find(target)
+                    if line is not None and target not in gone:
+                        yield self.at(facts.path, w.pos, f"{w.value} was created by "
+                                      f"the instruction at line {line}; removing it "
+                                      "in a later layer does not shrink the image",
+                                      hint="remove it in the step that creates it")
+                    gone.add(target)
+                    here.discard(target)
+                    for cache in CACHES:
+                        if cache.paths.match(target):
+                            yield from self._late_clean(facts, w.pos, cache, fills, filled)
+            for cache in CACHES:
+                if c.name in cache.tools and c.subcommand() in cache.clean and (
+                        cache.what != "the pip cache" or c.argv[:2] == ["cache", "purge"]):
+                    yield from self._late_clean(facts, c.pos, cache, fills, filled)
+        for path in gone:
+            files.remove(path)
+        for path in here:
+            files.add(path, inst.line)
+        for what in fills:
+            filled[what] = inst.line
+
+    def _late_clean(self, facts: DockerfileFacts, pos: Any, cache: Cache, fills: set[str],
+                    filled: dict[str, int]) -> Iterator[Finding]:
+        """A clean-up of ``cache`` in a step that did not fill it, after one that did."""
+        if cache.what in fills or cache.what not in filled:
+            return
+        hint = ("use pip install --no-cache-dir" if cache.what == "the pip cache"
+                else "clean up in the same RUN as the install")
+        yield self.at(facts.path, pos, f"clearing {cache.what} in a step that did not fill "
+                      f"them: the layer of line {filled[cache.what]} keeps them", hint=hint)

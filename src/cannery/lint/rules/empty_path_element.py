@@ -92,7 +92,8 @@ class EmptyPathElement(Rule):
                         if why:
                             new = rewrite(pr.key, pr.raw)
                             fix = None
-                            if new is not None:
+                            # offered only when it removes the problem (a literal `::` stays)
+                            if new is not None and problem(pr.key, new, False) is None:
                                 vstart = pr.end - len(pr.raw)
                                 fix = Fix(f"guard ${pr.key} with ${{{pr.key}:+…}}",
                                           (Edit(vstart, pr.end, new),), safe=True)

@@ -6,6 +6,7 @@ from pathlib import Path
 from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rules._image_tools import is_docker_build
 from cannery.lint.rules._workflow import dockerfiles
 
 
@@ -48,7 +49,8 @@ class MissingDockerfile(Rule):
                                    f"{name} does not exist (relative to {root})",
                                    hint="fix the path")
         for _job, _step, cmd in facts.commands():
-            if cmd.name in ("docker", "podman", "buildah") and "build" in cmd.argv:
+            if is_docker_build(cmd) or (cmd.name in ("podman", "buildah")
+                                        and cmd.subcommand() in ("build", "bud")):
                 f = cmd.flag_value("-f", "--file")
                 if f and "$" not in f.value and not _is_file(root / f.value):
                     yield self.at(facts.path, f.pos, f"{f.value} does not exist (relative to "

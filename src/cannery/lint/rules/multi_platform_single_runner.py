@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rules._image_tools import is_docker_build
 from cannery.lint.rules._workflow import builds, split_list
 
 
@@ -52,7 +53,7 @@ class MultiPlatformSingleRunner(Rule):
                                    "emulation", hint="one native runner per platform, push by "
                                    "digest, then merge")
         for _job, _step, cmd in facts.commands():
-            if (cmd.name == "docker" and cmd.argv[:1] == ["buildx"]) or cmd.name == "buildah":
+            if is_docker_build(cmd) or cmd.name == "buildah":
                 v = cmd.flag_value("--platform")
                 if v and len(split_list(v.value)) > 1 and "${{" not in v.value:
                     yield self.at(facts.path, v.pos, "several platforms built on one runner: "

@@ -4,17 +4,38 @@ import re
 from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
+from cannery.lint.facts.shell import Command
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
 
-RC = re.compile(r"(^|/)(\.bashrc|\.profile|\.bash_profile|\.zshrc|bash\.bashrc|profile|"
-                r"environment)$|/etc/profile\.d/")
+RC = re.compile(r"(^|/)(\.bashrc|\.profile|\.bash_profile|\.bash_login|\.zshrc|\.zprofile|"
+                r"\.zshenv|bash\.bashrc|bashrc|profile|environment|zprofile|zshrc|zshenv)$|"
+                r"/etc/profile\.d/")
+ENV_WORDS = ("export", "source", "set_env", "PATH", ". /")
+
+
+def _written(cmd: Command) -> str:
+    """The text a writer puts into its target: its arguments (`echo`, `printf`), a heredoc
+    or here-string fed to it (`cat >> F <<EOF`, `tee -a F <<EOF`), or, for `tee`, what the
+    command before it in the pipe prints."""
+    parts = [" ".join(cmd.argv)]
+    if cmd.stdin is not None:
+        parts.append(cmd.stdin.text)
+    if cmd.name == "tee" and cmd.pipeline and cmd.pipe_index > 0:
+        src = cmd.pipeline[cmd.pipe_index - 1]
+        parts.append(" ".join(src.argv))
+        if src.stdin is not None:
+            parts.append(src.stdin.text)
+    return "\n".join(parts)
 
 
 class RcFileEnv(Rule):
     """## What it does
-    Finds environment "persisted" by appending `export`/`source` lines to `~/.bashrc`,
-    `/etc/bash.bashrc`, `/etc/profile`, `/etc/profile.d/*` or `/etc/environment`.
+    Finds environment "persisted" by writing `export`/`source`/`PATH` lines into a shell
+    start-up file — `~/.bashrc`, `/root/.bashrc`, `.profile`, `.bash_profile`,
+    `/etc/bashrc`, `/etc/bash.bashrc`, `/etc/profile`, `/etc/profile.d/*`, zsh's files — or
+    `/etc/environment`, by any writer: `echo`/`printf` redirected there, `tee`/`tee -a` fed
+    by a pipe or a heredoc, `cat >> FILE <<EOF`, wherever the command stands in the `RUN`.
 
     ## Why is this bad?
     Those files are read only by interactive or login shells. `docker run IMAGE python …`,
@@ -39,14 +60,15 @@ class RcFileEnv(Rule):
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
         for _inst, cmd in facts.commands():
-            targets = [w for op, w in cmd.redirects if op in (">", ">>")]
+            targets = [w for op, w in cmd.redirects if op in (">", ">>", ">|")]
             if cmd.name == "tee":
                 targets += cmd.positional()
-            text = " ".join(cmd.argv)
-            env_like = cmd.name == "tee" or any(
-                word in text for word in ("export", "source", "set_env", "PATH"))
+            if not targets:
+                continue
+            env_like = any(word in _written(cmd) for word in ENV_WORDS)
             for t in targets:
-                if env_like and RC.search(t.value.replace("~", "/root")):
+                path = re.sub(r"^(~|\$HOME|\$\{HOME\})(?=/)", "/root", t.value)
+                if env_like and RC.search(path):
                     yield self.at(facts.path, cmd.pos, f"environment written to {t.value}: "
                                   "only interactive shells read it, not docker run or later "
                                   "RUN steps", hint="persist it with ENV")

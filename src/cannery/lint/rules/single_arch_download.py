@@ -8,25 +8,52 @@ from cannery.lint.facts.dockerfile import DockerfileFacts, expand
 from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity, Span
 from cannery.lint.rule import LintContext, Rule
-from cannery.lint.rules._shell import basename, url_of
-from cannery.lint.rules._workflow import Build, dockerfiles, split_list
+from cannery.lint.rules._image_tools import is_docker_build
+from cannery.lint.rules._shell import DOWNLOADERS, basename, url_of
+from cannery.lint.rules._workflow import builds, expand_env, split_list
 from cannery.lint.rules.arch_dispatch_no_fallback import ARCH_SUBJECT
 
 ARCH = re.compile(r"(?<![A-Za-z0-9])(x86_64|aarch64|amd64|arm64)(?![A-Za-z0-9])")
 
 
-def _platforms(b: Build) -> set[str]:
-    """The platforms one build step produces across its matrix legs."""
-    if b.platforms is None:
-        return set()
-    out: set[str] = set()
-    legs = b.job.legs or [{}]
-    for leg in legs:
-        def value(m: re.Match[str], leg: dict[str, str] = leg) -> str:
-            return leg.get(m.group(1), m.group(0))
+def _leg_value(text: str, leg: dict[str, str]) -> str:
+    return re.sub(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}",
+                  lambda m: leg.get(m.group(1), m.group(0)), text)
 
-        text = re.sub(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}", value, b.platforms.text)
-        out.update(p for p in split_list(text) if "${{" not in p)
+
+def _targets(wf: WorkflowFacts) -> dict[tuple[str, int, int], set[str]]:
+    """(Dockerfile name, line, column to report at) → platforms built, per build step
+    across its matrix legs (`file: ${{ matrix.dockerfile }}` too) and every `docker buildx
+    build --platform A,B -f FILE` of a `run:` step."""
+    out: dict[tuple[str, int, int], set[str]] = {}
+
+    def add(name: str, plats: set[str], line: int, column: int) -> None:
+        if "${{" in name or "$" in name or not plats:
+            return
+        out.setdefault((name, line, column), set()).update(plats)
+
+    for b in builds(wf):
+        if b.platforms is None:
+            continue
+        for leg in b.job.legs or [{}]:
+            plats = {p for p in split_list(_leg_value(b.platforms.text, leg)) if "${{" not in p}
+            name = (_leg_value(expand_env(b.file.text, wf, b.job, b.step), leg)
+                    if b.file is not None else "Dockerfile")
+            add(name, plats, b.platforms.line, b.platforms.column)
+    for job, step, cmd in wf.commands():
+        if not is_docker_build(cmd):
+            continue
+        plat = cmd.flag_value("--platform")
+        if plat is None:
+            continue
+        f = cmd.flag_value("-f", "--file")
+        context = next((w.value for w in reversed(cmd.args) if not w.value.startswith("-")),
+                       ".")
+        name = f.value if f is not None else f"{context.rstrip('/')}/Dockerfile"
+        for leg in job.legs or [{}]:
+            add(_leg_value(expand_env(name, wf, job, step), leg),
+                {p for p in split_list(_leg_value(plat.value, leg)) if "${{" not in p},
+                plat.pos.line, plat.pos.column)
     return out
 
 
@@ -43,7 +70,7 @@ def single_arch_downloads(facts: DockerfileFacts) -> Iterator[tuple[int, str, st
             arch_spans = [(b.pos.line, b.pos.end_line) for b in inst.script.branches
                           if ARCH_SUBJECT.search(b.subject)]
             for cmd in inst.script.commands:
-                if cmd.name not in ("wget", "curl"):
+                if cmd.name not in DOWNLOADERS:
                     continue
                 if any(a <= cmd.pos.line <= z for a, z in arch_spans):
                     continue  # inside an if/case on the architecture
@@ -65,10 +92,16 @@ def single_arch_downloads(facts: DockerfileFacts) -> Iterator[tuple[int, str, st
 
 class SingleArchDownload(Rule):
     """## What it does
-    Finds a workflow that builds a Dockerfile for several platforms while the Dockerfile
-    downloads an artifact named for one architecture (`…_linux-x86_64.run`, `…-arm64.tar.gz`)
+    Finds a workflow that builds a Dockerfile for several platforms — in one build step,
+    across the legs of a matrix (`file:` and `platforms:` from `matrix`), or with `docker
+    buildx build --platform A,B -f FILE` — while the Dockerfile downloads an artifact named
+    for one architecture (`…_linux-x86_64.run`, `…-arm64.tar.gz`)
     with no dispatch on the target architecture (an `if`/`case` on `uname -m` or
     `$TARGETARCH`, or the arch taken from a variable in the URL).
+
+    The Dockerfile is looked up under the workflow's repository root, or else among the
+    Dockerfiles linted in the same run, whatever their directory (the one whose path ends
+    with the name the workflow gives).
 
     ## Why is this bad?
     Every platform gets the same binary: the arm64 image carries an x86_64 toolkit that fails
@@ -99,22 +132,23 @@ class SingleArchDownload(Rule):
         from cannery.lint.facts import ParseFailure
         from cannery.lint.facts.dockerfile import parse_dockerfile
 
-        for b, file, name in dockerfiles(facts):
-            plats = _platforms(b)
-            if len(plats) < 2 or b.platforms is None:
+        for (name, at_line, at_column), plats in _targets(facts).items():
+            if len(plats) < 2:
                 continue
-            path = Path(ctx.root) / name
+            found = ctx.find_dockerfile(name)
+            if found is None:
+                continue
             try:
-                df = parse_dockerfile(str(path), path.read_text(encoding="utf-8",
-                                                                errors="replace"),
+                df = parse_dockerfile(found, Path(found).read_text(encoding="utf-8",
+                                                                   errors="replace"),
                                       DEFAULT_SHELLS)
             except (OSError, ParseFailure):
                 continue
             for line, artifact, arch in single_arch_downloads(df):
                 yield self.finding(
-                    facts.path, b.platforms.line, b.platforms.column,
-                    f"{file.text} downloads {artifact} (line {line}), built for {arch} only, "
+                    facts.path, at_line, at_column,
+                    f"{name} downloads {artifact} (line {line}), built for {arch} only, "
                     f"with no dispatch on the target arch, but this builds "
                     f"{', '.join(sorted(plats))}",
                     hint="pick the artifact by $TARGETARCH (or uname -m) in the Dockerfile",
-                    related=((Span(name, line, 1, line, 0), "the download"),))
+                    related=((Span(found, line, 1, line, 0), "the download"),))

@@ -32,12 +32,15 @@ def dockerfile_versions(text: str) -> tuple[str | None, str | None]:
     return (v.lower() if v else None), (c.group(1).lower() if c else None)
 
 
-NUM = r"(\d+(?:\.\d+)+(?:\.?post\d+|rc\d+)?)"
+NUM = r"(\d+(?:\.\d+)+(?:[.-]?post\d+|rc\d+)?)"
 # what a tag says: name → pattern on the tag's name part (after the last `:`)
 TAG_PARTS = {
+    "CANN": re.compile(r"(?:^|[-_])cann[-_]?v?(\d+\.\d+\.(?:\d+|rc\d+))(?![\d.])", re.I),
     "Python": re.compile(r"(?:^|[-_])py(?:thon)?(\d+\.\d+)(?![\d])", re.I),
-    "torch_npu": re.compile(r"(?:^|[-_])(?:torch[_-]?npu|pta)[_-]?" + NUM, re.I),
-    "torch": re.compile(r"(?:^|[-_])(?:torch|pt)(?![_-]?npu)[_-]?" + NUM, re.I),
+    "torch_npu": re.compile(r"(?:^|[-_])(?:torch[_-]?npu|pta)[_-]?v?" + NUM, re.I),
+    "torch": re.compile(r"(?:^|[-_])(?:torch|pt)(?![_-]?npu)[_-]?v?" + NUM, re.I),
+    "vllm-ascend": re.compile(r"(?:^|[-_])vllm[-_]ascend[-_]?v?" + NUM, re.I),
+    "vllm": re.compile(r"(?:^|[-_])vllm(?![-_]?ascend)[-_]?v?" + NUM, re.I),
 }
 # what a Dockerfile installs (after ARG substitution); the last one wins
 FILE_PARTS = {
@@ -45,7 +48,32 @@ FILE_PARTS = {
                          re.I),
     "torch_npu": re.compile(r"\btorch[_-]npu==" + NUM, re.I),
     "torch": re.compile(r"\btorch==" + NUM, re.I),
+    "vllm-ascend": re.compile(r"\bvllm[_-]ascend==" + NUM + r"|--branch[= ]+v?" + NUM
+                              + r"\s+\S*/vllm-ascend(?:\.git)?\b|\bVLLM_ASCEND_(?:VERSION|TAG)"
+                              r"=[\"']?v?" + NUM, re.I),
+    "vllm": re.compile(r"\bvllm==" + NUM + r"|--branch[= ]+v?" + NUM
+                       + r"\s+\S*/vllm(?:\.git)?(?![\w-])|\bVLLM_(?:VERSION|TAG)=[\"']?v?"
+                       + NUM, re.I),
 }
+
+
+def said_versions(name: str) -> tuple[str | None, dict[str, str]]:
+    """(CANN version, other versions by name) that a tag's name part says. CANN is the
+    explicit `cann…` token, else the first version that no other part claims."""
+    said: dict[str, str] = {}
+    taken: list[tuple[int, int]] = []
+    for what, pattern in TAG_PARTS.items():
+        m = pattern.search(name)
+        if m is not None:
+            said[what] = m.group(1)
+            taken.append(m.span())
+    cann = said.pop("CANN", None)
+    if cann is None:
+        for m in VERSION.finditer(name):
+            if not any(a < m.end() and m.start() < b for a, b in taken):
+                cann = m.group(1)
+                break
+    return cann, said
 
 
 def installed(text: str) -> dict[str, str]:
@@ -54,25 +82,35 @@ def installed(text: str) -> dict[str, str]:
     expanded = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), m.group(0)), text)
     out = {}
     for what, pattern in FILE_PARTS.items():
-        found = pattern.findall(expanded)
+        found = [next(g for g in m.groups() if g) for m in pattern.finditer(expanded)]
         if found:
             out[what] = found[-1].lower()
     return out
 
 
 def same_version(said: str, built: str) -> bool:
-    """`2.9` in a tag agrees with 2.9.0 installed; a local label (+cpu) is ignored."""
-    said, built = said.lower(), built.split("+")[0].lower()
+    """`2.9` in a tag agrees with 2.9.0 installed, `2.9.0` with 2.9.0.post1 (a tag may leave
+    the post release out) but `2.9.0.post2` not with 2.9.0.post1; `-post1` is `.post1`; a
+    local label (+cpu) is ignored."""
+    def norm(v: str) -> str:
+        return re.sub(r"[-_]?post", ".post", v.split("+")[0].lower()).replace("..", ".")
+
+    said, built = norm(said), norm(built)
     return built == said or built.startswith(said + ".")
 
 
 class TagVersionMismatch(Rule):
     """## What it does
     Compares the tag a workflow pushes with the Dockerfile it builds, for every version the
-    tag names: the CANN version (`verl-8.5.2-910b-…`) against the toolkit the Dockerfile
-    installs (or its base ships), the chip token against the base image's, and `py3.11`,
-    `torch2.9.0`, `torch_npu2.9.0` (or `pta…`) against the Python of the base or the install
-    and the `torch==`/`torch_npu==` pins.
+    tag names: the CANN version (`cann8.3.rc1`, or the first version no other part of the
+    tag claims: `verl-8.5.2-910b-…`) against the toolkit the Dockerfile installs (or its
+    base ships), the chip token against the base image's, and `py3.11`, `torch2.9.0`,
+    `torch_npu2.9.0.post1` (or `pta…`, `-post1` alike), `vllm0.11.0` and
+    `vllm-ascend-v0.11.0rc1` against the Python of the base or the install, the
+    `torch==`/`torch_npu==`/`vllm==`/`vllm-ascend==` pins, the `--branch` of a vllm or
+    vllm-ascend clone and `VLLM_VERSION`/`VLLM_ASCEND_VERSION`. A tag that leaves a post
+    release out (`torch_npu2.9.0` for `2.9.0.post1`) agrees; one that names another does
+    not.
 
     ## Why is this bad?
     A tag is the only thing users read. A `8.5.2` tag on an image that still runs CANN 8.5.1
@@ -118,18 +156,17 @@ class TagVersionMismatch(Rule):
             for tag in tags:
                 for t in split_list(expand_env(tag.text, facts, b.job, b.step)):
                     name = t.rsplit(":", 1)[-1] if ":" in t else t
-                    tv = VERSION.search(name)
-                    if tv and version and tv.group(1).lower() != version:
+                    cann, said = said_versions(name)
+                    if cann and version and cann.lower() != version:
                         yield self.finding(facts.path, tag.line, tag.column,
-                                           f"tag says CANN {tv.group(1)} but {file.text} "
+                                           f"tag says CANN {cann} but {file.text} "
                                            f"builds CANN {version}",
                                            hint="derive the tag from the Dockerfile's inputs")
-                    for what, pattern in TAG_PARTS.items():
-                        said = pattern.search(name)
+                    for what, value in said.items():
                         built = others.get(what)
-                        if said and built and not same_version(said.group(1), built):
+                        if built and not same_version(value, built):
                             yield self.finding(facts.path, tag.line, tag.column,
-                                               f"tag says {what} {said.group(1)} but "
+                                               f"tag says {what} {value} but "
                                                f"{file.text} installs {what} {built}",
                                                hint="derive the tag from the Dockerfile's "
                                                "inputs")

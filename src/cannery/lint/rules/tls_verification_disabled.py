@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
@@ -35,12 +36,17 @@ class TlsVerificationDisabled(Rule):
     Finds downloads and package tools told not to verify TLS certificates: `wget
     --no-check-certificate`, `curl -k`/`--insecure`, `git -c http.sslVerify=false` or
     `GIT_SSL_NO_VERIFY`, pip `--trusted-host`/`PIP_TRUSTED_HOST`/`pip config set
-    …trusted-host`, npm `strict-ssl=false`, apt `[trusted=yes]`/`AllowUnauthenticated`;
+    …trusted-host`, npm `strict-ssl=false`, apt `[trusted=yes]`/`AllowUnauthenticated`,
+    yum/dnf `--nogpgcheck`/`--setopt=sslverify=0` (and `dnf config-manager --setopt`);
     and the same settings written into the tool's config file (by `echo`, `printf`, `tee`,
     a heredoc, `sed -i` or `COPY <<EOF`): pip.conf `trusted-host`, gitconfig
     `sslVerify = false`, .npmrc `strict-ssl=false`, .condarc `ssl_verify: false`, apt
-    sources `[trusted=yes]`. A bypass persisted by `ENV` or a config file is reported as
-    critical: every later step and every user of the image inherits it.
+    sources `[trusted=yes]` and `apt.conf.d` `Acquire::AllowInsecureRepositories`,
+    `AllowDowngradeToInsecureRepositories`, `AllowUnauthenticated` or
+    `Acquire::https::Verify-Peer`/`Verify-Host "false"`, yum/dnf repo files and
+    `yum.conf`/`dnf.conf` `sslverify=0`/`gpgcheck=0`. A bypass persisted by `ENV` or a
+    config file is reported as critical: every later step and every user of the image
+    inherits it.
 
     ## Why is this bad?
     Without certificate checks anyone on the network path can substitute what is downloaded.
@@ -147,6 +153,18 @@ class TlsVerificationDisabled(Rule):
                     yield self.at(p, w.pos, "npm strict-ssl=false skips certificate checks"
                                   + (" for every later npm call in the image" if saved else ""),
                                   hint=hint, severity=Severity.CRITICAL if saved else None)
+        elif cmd.name in ("yum", "dnf", "microdnf", "tdnf", "yum-config-manager"):
+            for w in cmd.args:
+                low = w.value.lower()
+                if low == "--nogpgcheck" or re.search(
+                        r"(sslverify|gpgcheck)=(0|false|no|off)\b", low):
+                    saved = cmd.subcommand() == "config-manager" or (
+                        cmd.name == "yum-config-manager") or "--save" in argv
+                    yield self.at(p, w.pos, f"{cmd.name} {w.value} skips certificate or "
+                                  "signature checks" + (" for every later install in the image"
+                                                        if saved else ""),
+                                  hint="remove it; import the repository's key (rpm --import)",
+                                  severity=Severity.CRITICAL if saved else None)
         elif cmd.name in ("apt-get", "apt", "aptitude"):
             for w in cmd.args:
                 low = w.value.lower()

@@ -1,14 +1,35 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction, arg_default
-from cannery.lint.facts.shell import Command
+from cannery.lint.facts.shell import Command, Word, unquote
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
 from cannery.lint.rules._shell import pip_packages
 
 TORCH = {"torch", "torch_npu", "torchvision", "torchaudio"}
+# a torch wheel given by file or URL: torch-2.9.0+cpu-cp311-….whl, torch_npu-2.9.0.post1-….whl
+WHEEL = re.compile(r"(?:^|/)(torch|torch_npu|torchvision|torchaudio)-([0-9][^-/]*)-[^/]*\.whl$",
+                   re.I)
+REPLACING = ("-U", "--upgrade", "--force-reinstall", "--ignore-installed", "-I")
+
+
+def repins(cmd: Command) -> list[tuple[str, str, Word]]:
+    """(package, how, word) of each torch-family package ``cmd`` installs over the one
+    present: an exact or compatible pin (`==`, `===`, `~=`, spaces or quotes as written), any
+    requirement with `-U`/`--force-reinstall`/`-I`, or a torch wheel by file or URL."""
+    if cmd.name != "pip" or cmd.subcommand() != "install":
+        return []
+    replacing = cmd.has_flag(*REPLACING)
+    out = [(n, spec.replace(" ", "") or " (upgraded)", w) for n, spec, w in pip_packages(cmd)
+           if n in TORCH and (spec.lstrip().startswith(("==", "~=")) or replacing)]
+    for w in cmd.args:
+        m = WHEEL.search(unquote(w.value).split("?", 1)[0].replace("%2B", "+"))
+        if m:
+            out.append((m.group(1).lower(), f"=={m.group(2)} (wheel)", w))
+    return out
 
 
 def compiles_against_torch(cmd: Command) -> bool:
@@ -46,8 +67,12 @@ def compile_off(cmd: Command, inst: Instruction, ctx: LintContext) -> str | None
 
 class TorchRepinnedAfterBuild(Rule):
     """## What it does
-    Finds `pip install torch==…` (or torch_npu, torchvision, torchaudio) after an earlier
-    step of the same stage compiled against the installed torch: a pip build with
+    Finds a re-install of torch (or torch_npu, torchvision, torchaudio) after an earlier
+    command of the same stage (a later one in the same `RUN`, or a later `RUN`) compiled
+    against the installed torch. A re-install is `pip install torch==…` however it is
+    written (`~=`, quoted, `uv pip`, `python -m pip`, with or without `--force-reinstall`),
+    any torch requirement with `-U`/`--upgrade`/`--force-reinstall`/`-I`, or a torch wheel
+    by file or URL (`torch_npu-2.9.0.post1-….whl`). A compiling step is: a pip build with
     `--no-build-isolation`, a `setup.py` build, cmake pointed at torch. A build whose
     environment turns native compilation off (`VLLM_TARGET_DEVICE=empty`; config
     `no-compile-env`) and an isolated `pip install -e .` do not count.
@@ -82,8 +107,7 @@ class TorchRepinnedAfterBuild(Rule):
                 if inst.script is None:
                     continue
                 for cmd in inst.script.commands:
-                    pins = [(n, spec, w) for n, spec, w in pip_packages(cmd)
-                            if n in TORCH and spec.startswith("==")]
+                    pins = repins(cmd)
                     if pins and built_at is not None:
                         for n, spec, w in pins:
                             yield self.at(facts.path, w.pos, f"{n}{spec} installed after line "

@@ -22,17 +22,33 @@ TAG = re.compile(r"^v?\d+(?:\.\d+)+(?:[.\-_+]?(?:rc|post|dev|alpha|beta|a|b|patc
                  re.I)
 
 
+# what is known to be a branch: the usual long-lived names, `release/…`-style prefixes, and
+# vllm-ascend's `v0.9.1-dev` maintenance branches
+BRANCH = re.compile(r"^(main|master|develop|development|dev|trunk|stable|nightly|next|"
+                    r"gh-pages|HEAD)$|^(release|releases|feature|features|hotfix|bugfix|dev|"
+                    r"devel|branch|users?)/|^v?\d+(\.\d+)*[-_.]dev$", re.I)
+# a date in the name (20260609, 2026-06-09): a snapshot, most often a tag
+DATED = re.compile(r"(?<!\d)20\d\d-?[01]\d-?[0-3]\d(?!\d)")
+
+
 def moving(ref: str, what: str, hint: str) -> tuple[str, Severity, str]:
-    """Message, severity and hint for a ref that is not a full commit."""
+    """Message, severity and hint for a ref that is not a full commit. A ref is called a
+    branch only when its name is a known branch form; otherwise the claim is lowered."""
     if SHORT.match(ref) and not TAG.match(ref):
         return (f"{what} {ref}: a short SHA cannot be fetched (servers accept only full "
                 "object names) and can become ambiguous", Severity.ERROR,
                 "use the full 40-hex commit")
-    if TAG.match(ref):
+    if TAG.match(ref) and not BRANCH.match(ref):
         return (f"{what} {ref}: a release tag is mutable (rarely moved); pin its commit",
                 Severity.INFO, hint)
-    return (f"{what} {ref}: a branch moves with every push; pin a full commit",
-            Severity.WARNING, hint)
+    if BRANCH.match(ref):
+        return (f"{what} {ref}: a branch moves with every push; pin a full commit",
+                Severity.WARNING, hint)
+    if DATED.search(ref):
+        return (f"{what} {ref}: a dated name, most likely a tag (lint cannot tell a tag from "
+                "a branch); a tag can still be moved; pin its commit", Severity.INFO, hint)
+    return (f"{what} {ref}: not a commit but a branch or a tag (lint cannot tell which); "
+            "what it names can change; pin a full commit", Severity.WARNING, hint)
 
 
 def val(op: GitCommand, text: str) -> str:
@@ -50,9 +66,12 @@ class UnpinnedGitRef(Rule):
     unless a later `git checkout`/`reset`/`fetch` in the cloned directory (following `cd` and
     `git -C`, across the stage's RUNs) names a full commit; and `git fetch URL REF` of a
     non-commit REF. A checkout of a branch or tag in a directory nothing here cloned is
-    reported on its own. A branch (or the default branch) is a warning: it moves daily; a
-    release tag (`v0.18.0`) is info: mutable, but rarely moved; a short SHA in a clone or
-    fetch is an error: it cannot be fetched.
+    reported on its own. A ref is called a branch only when it is known to be one: the
+    default branch, or a known branch form (`main`, `master`, `develop`, `release/…`,
+    `v0.9.1-dev`); a branch is a warning: it moves daily. A release tag (`v0.18.0`) and a
+    dated name (`v3.1-20260609-master`, most likely a tag) are info: mutable, but rarely
+    moved. Any other name is a warning that says it is a branch or a tag. A short SHA in a
+    clone or fetch is an error: it cannot be fetched.
 
     ## Why is this bad?
     Branches and tags move (vllm-ascend's release branches did, and started to require a

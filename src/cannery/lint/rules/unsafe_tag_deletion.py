@@ -5,12 +5,19 @@ from collections.abc import Iterator
 from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rules._image_tools import tool_call
+
+# the subcommands that delete a manifest (resolving a tag to it first)
+DELETES = {"crane": ("delete",), "skopeo": ("delete",), "oras": ("manifest delete",),
+           "regctl": ("manifest delete", "manifest rm", "image delete", "image rm")}
 
 
 class UnsafeTagDeletion(Rule):
     """## What it does
-    Finds `skopeo delete`, `crane delete` and `oras manifest delete` given a reference by
-    tag.
+    Finds `skopeo delete`, `crane delete`, `oras manifest delete` and `regctl manifest
+    delete`/`regctl image delete` given a reference by tag. The command line is read as the
+    tool reads it: option values (`--creds "${{ secrets.X }}"`, `--username`) are never
+    taken for the reference.
 
     ## Why is this bad?
     The registry API deletes manifests, not tags: these commands resolve the tag to its
@@ -37,12 +44,11 @@ class UnsafeTagDeletion(Rule):
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
         for _job, _step, cmd in facts.commands():
-            deleting = (cmd.name in ("skopeo", "crane") and cmd.subcommand() == "delete") or (
-                cmd.name == "oras" and cmd.argv[:2] == ["manifest", "delete"])
-            if not deleting:
+            call = tool_call(cmd)
+            if call is None or call.sub not in DELETES.get(cmd.name, ()):
                 continue
-            for w in cmd.positional():
-                if w.value in ("manifest", "delete") or "@sha256:" in w.value:
+            for w in call.refs():
+                if "@sha256:" in w.value:
                     continue
                 yield self.at(facts.path, w.pos, f"{cmd.name} deletes the manifest {w.value} "
                               "resolves to, and with it every other tag on that image",

@@ -13,10 +13,53 @@ from cannery.lint.rule import LintContext, Rule
 ENV_CONFIG = re.compile(r"^(PIP|UV|NPM_CONFIG|YARN|CONDA|MAMBA|CARGO|GIT|HF|HUGGINGFACE|"
                         r"TORCH|CUDA|NVCC|CMAKE|CC|CXX|LD|CFLAGS|CXXFLAGS|LDFLAGS|PYTHON)(_|$)")
 INTERPRETERS = ("bash", "sh", "zsh", "dash", "python", "python3", "perl", "source", ".")
+# What well-known tools read from their environment, when a later RUN runs them.
+_C_BUILD = r"CC|CXX|CPP|FC|AR|LD|CFLAGS|CXXFLAGS|CPPFLAGS|FFLAGS|LDFLAGS|LDLIBS|MAKEFLAGS"
+_PY_BUILD = (rf"{_C_BUILD}|MAX_JOBS|CMAKE_\w+|NVCC_\w+|TORCH_\w+|SETUPTOOLS_\w+|PIP_\w+|"
+             r"NINJA_\w+|BUILD_\w+|USE_\w+|_PYTHON_\w+")
+TOOL_ENV: dict[str, re.Pattern[str]] = {name: re.compile(rf"^({pattern})$") for names, pattern in (
+    (("go",), r"GO\w+|CGO_\w+"),
+    (("cargo", "rustc", "rustup"), r"CARGO_\w+|RUST\w*"),
+    (("pip", "python", "python3", "setup.py"), _PY_BUILD),
+    (("make", "gmake", "configure"), _C_BUILD),
+    (("cmake", "ninja"), rf"{_C_BUILD}|CMAKE_\w+|NINJA_\w+"),
+    (("npm", "npx", "yarn", "pnpm", "node"), r"NPM_CONFIG_\w+|npm_config_\w+|YARN_\w+|NODE_\w+"),
+    (("apt-get", "apt", "dpkg"), r"DEBIAN_FRONTEND|APT_\w+|DEBCONF_\w+"),
+    (("uv",), r"UV_\w+"),
+    (("conda", "mamba", "micromamba"), r"CONDA_\w+|MAMBA_\w+"),
+    (("git",), r"GIT_\w+"),
+) for name in names}
+# Programs whose use of the environment is open (a source build, a build system, a script):
+# an ARG named like a build setting may be read by them, and lint cannot tell, so it is quiet.
+OPEN_PROGRAMS = {"make", "gmake", "cmake", "ninja", "meson", "bazel", "go", "cargo", "npm",
+                 "yarn", "pnpm", "configure", "setup.py", "scons", "mvn", "gradle"}
+SETTING_LIKE = re.compile(r"(FLAGS|_ARGS|_OPTS|_OPTIONS|_JOBS|_LEVEL|_THREADS|_DEVICE|_TARGET\w*|"
+                          r"_MODE|_BACKEND|_ARCH\w*)$|^(USE|ENABLE|DISABLE|WITH|WITHOUT|BUILD|"
+                          r"NO|SKIP)_")
 
 
 def _refs(text: str, name: str) -> bool:
     return re.search(rf"\$(\{{{re.escape(name)}(\b|[:}}])|{re.escape(name)}\b)", text) is not None
+
+
+def _tool(cmd: Command) -> str:
+    """The program ``cmd`` runs, by its base name (`./configure` is configure)."""
+    return cmd.name.rsplit("/", 1)[-1]
+
+
+def _reads_env(cmd: Command, name: str) -> bool:
+    """Whether ``cmd`` is known to read ``name`` from its environment, or may: an open
+    program (a build) and a name that looks like a build setting."""
+    from cannery.lint.rules._shell import builds_from_source
+
+    tool = _tool(cmd)
+    pattern = TOOL_ENV.get(tool)
+    if pattern is not None and pattern.match(name):
+        return True
+    if any(a.endswith("setup.py") for a in cmd.argv[:1]) and TOOL_ENV["setup.py"].match(name):
+        return True
+    open_ = tool in OPEN_PROGRAMS or builds_from_source(cmd) or _script_run(cmd) is not None
+    return open_ and SETTING_LIKE.search(name) is not None
 
 
 def _script_run(cmd: Command) -> str | None:
@@ -82,8 +125,14 @@ class UnusedArg(Rule):
     consumed implicitly: an `ARG` is an environment variable in later `RUN`s, so builds that
     read it by name (vllm-ascend's `SOC_VERSION`, `MAX_JOBS`, proxies, BuildKit's
     `TARGETARCH`…) use it without `$`, and so do tools configured through prefixed
-    variables (`PIP_*`, `UV_*`, `CMAKE_*`, `TORCH_*`, `CUDA_*`, `HF_*`, …). Configure more
-    with `implicit-args`. For the same
+    variables (`PIP_*`, `UV_*`, `CMAKE_*`, `TORCH_*`, `CUDA_*`, `HF_*`, …). A later `RUN`
+    that runs a tool which reads the variable uses it too: `go` (`GOFLAGS`, `CGO_*`), pip
+    and Python source builds (`MAX_JOBS`, `CMAKE_ARGS`, `CFLAGS`, …), make and cmake
+    (`CC`, `CFLAGS`, `MAKEFLAGS`…), cargo, npm/yarn, apt (`DEBIAN_FRONTEND`), uv, conda and
+    git. When a later `RUN` runs a build whose use of the environment is open (make, cmake,
+    a source `pip install`, a script) and the name looks like a build setting (`*FLAGS`,
+    `*_ARGS`, `*_OPTS`, `*_JOBS`, `USE_*`, `ENABLE_*`, `BUILD_*`, …), lint cannot tell, and
+    says nothing. Configure more with `implicit-args`. For the same
     reason a script from the build context that a later `RUN` executes (`COPY build.sh …`
     then `RUN bash build.sh`) uses every ARG it names; when that script cannot be read, ARGs
     declared before that `RUN` are not reported.
@@ -132,6 +181,10 @@ class UnusedArg(Rule):
                     if any(_refs(i.original + "\n" + "\n".join(
                             facts.lines[i.line - 1 : i.end_line]), pr.key) for i in later):
                         continue
+                    if any(i.script is not None and any(_reads_env(c, pr.key)
+                                                        for c in i.script.commands)
+                           for i in later):
+                        continue  # a tool a later RUN runs reads it (or may) from the env
                     if any(index > inst.index and (text is None or re.search(
                             rf"\b{re.escape(pr.key)}\b", text)) for index, text in scripts):
                         continue  # read (or maybe read) by a script a later RUN runs

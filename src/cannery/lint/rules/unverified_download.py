@@ -11,6 +11,7 @@ from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
 from cannery.lint.rules._shell import (
     CHECKSUM_TOOLS,
+    DOWNLOADERS,
     SIGNATURE_TOOLS,
     basename,
     consumer_kind,
@@ -139,10 +140,16 @@ class UnverifiedDownload(Rule):
                 k += 1
 
             def resolve(text: str, env: dict[str, str] = local) -> str:
-                if "$" not in text:
-                    return text
-                return outer(VAR.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)),
-                                     text))
+                # variables defined from variables (A="/tmp/${NAME}", NAME="x-${V}.tgz"):
+                # a few rounds, then the workflow/Dockerfile values
+                for _ in range(4):
+                    if "$" not in text:
+                        break
+                    new = VAR.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), text)
+                    if new == text:
+                        break
+                    text = new
+                return outer(text) if "$" in text else text
 
             if is_verification(cmd) or _compared(cmd):
                 self._verify(cmd, track, resolve)
@@ -151,7 +158,7 @@ class UnverifiedDownload(Rule):
                 for op, target in cmd.redirects:
                     if op in (">", ">>"):
                         track.written[resolve(target.value)] = " ".join(cmd.argv)
-            if cmd.name in ("wget", "curl"):
+            if cmd.name in DOWNLOADERS:
                 out = downloaded_file(cmd, resolve)
                 url = url_of(cmd, resolve)
                 if out:
@@ -200,9 +207,19 @@ class UnverifiedDownload(Rule):
                      if not w.value.startswith("-") or w.value == "-"]
             for lst in lists or ["-"]:
                 if lst == "-":  # echo "<sum>  FILE" | sha256sum -c -
-                    texts = [" ".join(c.argv) for c in (cmd.pipeline or [])[: cmd.pipe_index]]
+                    feeders = (cmd.pipeline or [])[: cmd.pipe_index]
+                    texts = [" ".join(c.argv) for c in feeders]
                     texts += [cmd.stdin.value] if cmd.stdin is not None else []
-                    track.clear([resolve(t) for text in texts for t in text.split()])
+                    # `grep " NAME$" SUMS | sha256sum -c -`: regex anchors are not the name
+                    track.clear([resolve(t).strip("^$'\"") for text in texts
+                                 for t in text.split()])
+                    for c in feeders:  # lines picked from a downloaded checksum list
+                        for w in c.args:
+                            lst_path = resolve(w.value)
+                            src = next((track.fetched[f] for f in track.fetched
+                                        if names_file(lst_path, f)), None)
+                            if src is not None:
+                                track.clear_from(src)
                 elif lst in track.written:
                     track.clear([resolve(t) for t in track.written[lst].split()])
                 elif any(names_file(lst, f) for f in track.fetched):

@@ -1,0 +1,119 @@
+"""What a build attaches, as OCI 1.1 referrers, before its tags move.
+
+Per platform manifest: a provenance (a DSSE envelope of an in-toto SLSA v1 statement), an SBOM
+(when a scanner is given) and, with a signing key, a signature; per index, with a key, a
+signature of the index. Each is a DSSE envelope of an in-toto statement whose subject is that
+manifest (unsigned when no key is given). An artifact already attached (same type and, for
+signatures, same key) is not attached again, so a no-op build adds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cannery.attest.provenance import BuildContext, provenance
+from cannery.attest.sign import ENVELOPE_MEDIA_TYPE, Signer, envelope
+from cannery.builder.plan import INPUTS_LABEL, ImageJob
+from cannery.oci.client import OCIClient
+from cannery.oci.manifest import Descriptor, platform_string
+from cannery.oci.reference import Reference
+from cannery.oci.referrers import Referrer, attach, list_referrers
+from cannery.util.fs import atomic_write
+
+PROVENANCE_TYPE = "application/vnd.in-toto+json"
+SBOM_TYPE = "application/spdx+json"
+SIGNATURE_TYPE = "application/vnd.cannery.signature.v1+json"
+SIGNATURE_PREDICATE = "urn:cannery:predicate:signature:v1"
+SPDX_PREDICATE = "https://spdx.dev/Document/v2.3"
+KEYID_ANNOTATION = "io.cannery.keyid"
+
+# (repository, platform manifest, platform) → SPDX JSON bytes
+Scanner = Callable[[Reference, Descriptor, str], bytes]
+
+
+def statement(
+    repository: str, subject: Descriptor, predicate_type: str, predicate: dict[str, object]
+) -> bytes:
+    """An in-toto v1 statement about one manifest (or index)."""
+    algo, _, hexd = subject.digest.partition(":")
+    stmt = {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [
+            {"name": repository, "digest": {algo: hexd}, "mediaType": subject.media_type}
+        ],
+        "predicateType": predicate_type,
+        "predicate": predicate,
+    }
+    return json.dumps(stmt, sort_keys=True).encode()
+
+
+@dataclass
+class Attester:
+    client: OCIClient
+    ctx: BuildContext
+    signer: Signer | None = None
+    scanner: Scanner | None = None
+    # Also write each platform's SLSA predicate to DIR/IMAGE/OS-ARCH.json, for a keyless signer
+    # run after cannery (the generated workflow's actions/attest step).
+    save: Path | None = None
+
+    def __call__(self, image: ImageJob, index: Descriptor, children: list[Descriptor]) -> None:
+        repo = Reference.parse(image.repository)
+        inputs = {p.platform: p.input_digest for p in image.platforms}
+        for child in children:
+            platform = platform_string(child.platform) or ""
+            input_digest = (child.annotations or {}).get(INPUTS_LABEL) or inputs.get(platform, "")
+            self.platform(image, repo, child, platform, input_digest)
+        if self.signer is not None:
+            pred: dict[str, object] = {
+                "image": image.name,
+                "platforms": {platform_string(c.platform) or "": c.digest for c in children},
+            }
+            self._sign(repo, index, pred)
+
+    def platform(
+        self, image: ImageJob, repo: Reference, child: Descriptor, platform: str, input_digest: str
+    ) -> None:
+        subject = Descriptor(child.media_type, child.digest, child.size)
+        have, _ = list_referrers(self.client, repo, child.digest)
+        types = {r.artifact_type for r in have}
+        stmt = provenance(image.spec, platform, subject, input_digest, self.ctx)
+        if self.save is not None:
+            predicate = json.dumps(json.loads(stmt)["predicate"], sort_keys=True, indent=1)
+            atomic_write(self.save / image.name / f"{platform.replace('/', '-')}.json",
+                         predicate + "\n")
+        if PROVENANCE_TYPE not in types:
+            attach(self.client, repo, subject, PROVENANCE_TYPE,
+                   envelope(stmt, self.signer), ENVELOPE_MEDIA_TYPE, self._annotations())
+        if self.scanner is not None and SBOM_TYPE not in types:
+            sbom = json.loads(self.scanner(repo, subject, platform))
+            stmt = statement(repo.name, subject, SPDX_PREDICATE, sbom)
+            attach(self.client, repo, subject, SBOM_TYPE,
+                   envelope(stmt, self.signer), ENVELOPE_MEDIA_TYPE, self._annotations())
+        if self.signer is not None:
+            self._sign(repo, subject, {"image": image.name, "platform": platform}, have)
+
+    def _annotations(self) -> dict[str, str] | None:
+        return {KEYID_ANNOTATION: self.signer.keyid} if self.signer else None
+
+    def _sign(
+        self,
+        repo: Reference,
+        subject: Descriptor,
+        predicate: dict[str, object],
+        have: list[Referrer] | None = None,
+    ) -> None:
+        assert self.signer is not None
+        if have is None:
+            have, _ = list_referrers(self.client, repo, subject.digest)
+        for r in have:
+            ann = r.descriptor.annotations or {}
+            if r.artifact_type == SIGNATURE_TYPE and ann.get(KEYID_ANNOTATION) == self.signer.keyid:
+                return
+        # The signature says only "this key signs this manifest (or index)".
+        stmt = statement(repo.name, subject, SIGNATURE_PREDICATE, predicate)
+        attach(self.client, repo, subject, SIGNATURE_TYPE,
+               envelope(stmt, self.signer), ENVELOPE_MEDIA_TYPE, self._annotations())

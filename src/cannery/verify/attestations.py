@@ -1,0 +1,257 @@
+"""Attestation checks: what is attached to each platform manifest (and the index) as OCI 1.1
+referrers, read through the referrers API or the tag-schema fallback.
+
+- provenance: every one attached must be about this manifest (artifact ``subject`` and the
+  statement's subject), name this image and platform, and list exactly the pinned inputs the
+  catalog and lock give this platform (``resolvedDependencies``); with ``--key``, be signed by it;
+- SBOM: about this manifest, signed (with ``--key``), and listing every locked Python pin;
+- signature (with ``--key``): at least one, by that key, of this manifest; and of the index.
+
+With ``require`` (``--require-attestations``), a platform with no provenance or no SBOM fails;
+with keys, a missing signature fails. Otherwise absence is not reported.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from cannery.attest.attach import (
+    KEYID_ANNOTATION,
+    PROVENANCE_TYPE,
+    SBOM_TYPE,
+    SIGNATURE_PREDICATE,
+    SIGNATURE_TYPE,
+    SPDX_PREDICATE,
+)
+from cannery.attest.provenance import SLSA_PROVENANCE, resolved_dependencies
+from cannery.attest.sbom import lock_mismatches
+from cannery.attest.sign import BadSignature, PublicKey, keyid, open_envelope, verify_envelope
+from cannery.errors import NetworkError
+from cannery.oci.client import OCIClient
+from cannery.oci.manifest import Descriptor, MalformedManifest
+from cannery.oci.reference import Reference
+from cannery.oci.referrers import Referrer, list_referrers, parse_artifact
+from cannery.plan import ImageSpec
+from cannery.verify.model import Check
+from cannery.verify.registry import PlatformImage
+
+MAX_ENVELOPE = 256 << 20  # read into memory to verify: an SBOM of a large image fits
+
+
+class _Bad(Exception):
+    """An attestation that cannot be read; the message says why."""
+
+
+def _read(
+    client: OCIClient, repo: Reference, r: Referrer, subject: str, keys: list[PublicKey]
+) -> tuple[dict[str, object], str | None]:
+    """(statement, why its signature failed or None) of one DSSE artifact about ``subject``."""
+    where = f"{r.descriptor.digest[:19]}"
+    body, _ = client.get_manifest(repo.with_digest(r.descriptor.digest))
+    try:
+        _, artifact_subject, layers, _ = parse_artifact(body, where)
+    except MalformedManifest as exc:
+        raise _Bad(str(exc)) from None
+    if artifact_subject.digest != subject:
+        raise _Bad(f"{where}: artifact subject is {artifact_subject.digest}")
+    if len(layers) != 1:
+        raise _Bad(f"{where}: {len(layers)} layers, expected one envelope")
+    if layers[0].size > MAX_ENVELOPE:
+        raise _Bad(f"{where}: a {layers[0].size}-byte envelope (the limit is {MAX_ENVELOPE})")
+    with tempfile.TemporaryDirectory() as tmp:  # an SBOM can be larger than a config
+        client.fetch_blob(repo, layers[0].digest, Path(tmp) / "blob", layers[0].size)
+        data = (Path(tmp) / "blob").read_bytes()
+    bad_sig = None
+    try:
+        payload = verify_envelope(data, keys) if keys else open_envelope(data)[1]
+    except BadSignature as exc:
+        bad_sig = f"{where}: {exc}"
+        try:
+            payload = open_envelope(data)[1]
+        except BadSignature as exc2:
+            raise _Bad(f"{where}: {exc2}") from None
+    try:
+        stmt = json.loads(payload)
+    except ValueError:
+        raise _Bad(f"{where}: payload is not JSON") from None
+    if not isinstance(stmt, dict):
+        raise _Bad(f"{where}: payload is not an in-toto statement")
+    algo, _, hexd = subject.partition(":")
+    subjects = stmt.get("subject") or []
+    if not isinstance(subjects, list) or not any(
+        isinstance(s, dict) and (s.get("digest") or {}).get(algo) == hexd for s in subjects
+    ):
+        raise _Bad(f"{where}: the statement's subject is not {subject}")
+    return stmt, bad_sig
+
+
+def _deps_diff(have: object, want: list[dict[str, object]]) -> str:
+    if not isinstance(have, list):
+        return "resolvedDependencies missing"
+    h = {json.dumps(d, sort_keys=True) for d in have}
+    w = {json.dumps(d, sort_keys=True) for d in want}
+    if h == w:
+        return ""
+    extra, missing = sorted(h - w), sorted(w - h)
+    parts = []
+    if missing:
+        parts.append(f"lock has {missing[0]} which provenance lacks")
+    if extra:
+        parts.append(f"provenance has {extra[0]} which the lock does not")
+    n = len(extra) + len(missing)
+    return "; ".join(parts) + (f" ({n} differences)" if n > 1 else "")
+
+
+def _provenance(
+    client: OCIClient,
+    repo: Reference,
+    spec: ImageSpec,
+    img: PlatformImage,
+    found: list[Referrer],
+    keys: list[PublicKey],
+) -> list[Check]:
+    out: list[Check] = []
+    p, digest = img.platform, img.descriptor.digest
+    want = resolved_dependencies(spec, p)
+    for r in found:
+        try:
+            stmt, bad_sig = _read(client, repo, r, digest, keys)
+        except _Bad as exc:
+            out.append(Check("provenance subject", False, str(exc), p))
+            continue
+        out.append(Check("provenance subject", True, r.descriptor.digest[:19], p))
+        if keys:
+            out.append(Check("provenance signature", bad_sig is None, bad_sig or "", p))
+        pred = stmt.get("predicate")
+        bd = pred.get("buildDefinition") if isinstance(pred, dict) else None
+        if stmt.get("predicateType") != SLSA_PROVENANCE or not isinstance(bd, dict):
+            why = f"predicateType {stmt.get('predicateType')!r}, not SLSA v1 provenance"
+            out.append(Check("provenance dependencies", False, why, p))
+            continue
+        ext = bd.get("externalParameters") or {}
+        named = (ext.get("image"), ext.get("platform")) if isinstance(ext, dict) else None
+        ok = named == (spec.name, p)
+        out.append(Check("provenance parameters", ok, "" if ok else f"names {named}", p))
+        diff = _deps_diff(bd.get("resolvedDependencies"), want)
+        out.append(Check("provenance dependencies", not diff, diff or f"{len(want)} entries", p))
+    return out
+
+
+def _sboms(
+    client: OCIClient,
+    repo: Reference,
+    spec: ImageSpec,
+    img: PlatformImage,
+    found: list[Referrer],
+    keys: list[PublicKey],
+) -> list[Check]:
+    out: list[Check] = []
+    p, digest = img.platform, img.descriptor.digest
+    for r in found:
+        try:
+            stmt, bad_sig = _read(client, repo, r, digest, keys)
+        except _Bad as exc:
+            out.append(Check("sbom subject", False, str(exc), p))
+            continue
+        if keys:
+            out.append(Check("sbom signature", bad_sig is None, bad_sig or "", p))
+        doc = stmt.get("predicate")
+        if stmt.get("predicateType") != SPDX_PREDICATE or not isinstance(doc, dict):
+            out.append(Check("sbom python pins", False, "not an SPDX 2.3 statement", p))
+            continue
+        missing = lock_mismatches(spec, p, doc)
+        detail = "; ".join(missing[:3]) + (f" (+{len(missing) - 3})" if len(missing) > 3 else "")
+        out.append(Check("sbom python pins", not missing, detail, p))
+    return out
+
+
+def _signed(
+    client: OCIClient,
+    repo: Reference,
+    subject: str,
+    found: list[Referrer],
+    keys: list[PublicKey],
+    name: str,
+    platform: str | None,
+) -> Check:
+    """At least one signature artifact of ``subject`` that verifies with one of ``keys``."""
+    ids = {keyid(k) for k in keys}
+    problems = []
+    for r in found:
+        try:
+            stmt, bad_sig = _read(client, repo, r, subject, keys)
+        except _Bad as exc:
+            problems.append(str(exc))
+            continue
+        if bad_sig is None and stmt.get("predicateType") == SIGNATURE_PREDICATE:
+            return Check(name, True, r.descriptor.digest[:19], platform)
+        problems.append(bad_sig or "not a signature statement")
+    if not found:
+        return Check(name, False, "no signature attached", platform)
+    others = {(r.descriptor.annotations or {}).get(KEYID_ANNOTATION, "?")[:12] for r in found}
+    if not ids & others:
+        return Check(name, False, f"signed only by other keys ({', '.join(sorted(others))})",
+                     platform)
+    return Check(name, False, problems[0], platform)
+
+
+def attestation_checks(
+    client: OCIClient,
+    ref: Reference,
+    spec: ImageSpec,
+    images: list[PlatformImage],
+    keys: list[PublicKey],
+    require: bool,
+) -> list[Check]:
+    repo = Reference(ref.host, ref.repository)
+    checks: list[Check] = []
+    try:
+        for img in images:
+            p, digest = img.platform, img.descriptor.digest
+            found, source = list_referrers(client, repo, digest)
+            by_type: dict[str, list[Referrer]] = {}
+            for r in found:
+                by_type.setdefault(r.artifact_type, []).append(r)
+            provs, sboms = by_type.get(PROVENANCE_TYPE, []), by_type.get(SBOM_TYPE, [])
+            if require or provs:
+                via = "referrers API" if source == "api" else "fallback tag"
+                ok = bool(provs)
+                detail = f"{len(provs)} via {via}" if ok else f"none attached ({via})"
+                checks.append(Check("provenance present", ok, detail, p))
+            checks += _provenance(client, repo, spec, img, provs, keys)
+            if require:
+                ok = bool(sboms)
+                checks.append(Check("sbom present", ok, "" if ok else "none attached", p))
+            checks += _sboms(client, repo, spec, img, sboms, keys)
+            if keys:
+                sigs = by_type.get(SIGNATURE_TYPE, [])
+                checks.append(_signed(client, repo, digest, sigs, keys, "signature", p))
+        if keys:
+            index = client.head_manifest(ref)
+            if index is not None:
+                sigs, _ = list_referrers(client, repo, index.digest, SIGNATURE_TYPE)
+                checks.append(_signed(client, repo, index.digest, sigs, keys, "index signature",
+                                      None))
+    except (NetworkError, MalformedManifest) as exc:
+        checks.append(Check("attestations readable", False, str(exc).splitlines()[0]))
+    return checks
+
+
+def index_entries_check(body: bytes) -> Check:
+    """The index lists platform images only: no ``unknown/unknown`` attestation entries (as
+    BuildKit adds), since cannery attaches its attestations as referrers."""
+    try:
+        entries = json.loads(body).get("manifests") or []
+    except (ValueError, AttributeError):
+        return Check("index holds images only", False, "index is not JSON")
+    odd = []
+    for e in entries:
+        if not isinstance(e, dict):
+            continue
+        plat = e.get("platform") or {}
+        if plat.get("os") == "unknown" or "vnd.docker.reference.type" in (e.get("annotations")
+                                                                           or {}):
+            odd.append(str(Descriptor.from_json(e).digest)[:19])
+    return Check("index holds images only", not odd, ", ".join(odd))

@@ -1,0 +1,156 @@
+"""``verify --rebuild``: build a platform again from the catalog and lock, in a containers
+storage of its own (no cache, no image from an earlier build), with the same engine commands a
+push build runs (buildah, ``dir:`` layout, Docker v2s2, config normalized), and compare the
+manifest digest with what the registry serves. On a difference: the first layer (or the
+config) that differs, and the files that differ in it (path, and what differs: content, mode,
+owner, link, type; added or removed). For a byte-level view of one file, run ``diffoscope`` on
+the two layers yourself (Debian package ``diffoscope``); cannery does not call it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path
+
+from cannery.builder.buildah import BuildahEngine
+from cannery.builder.engine import BuildOptions
+from cannery.builder.execute import engine_env
+from cannery.builder.plan import ImageJob, PlatformJob
+from cannery.errors import FatalError
+from cannery.oci.client import OCIClient
+from cannery.oci.reference import Reference
+from cannery.util.cmd import run, stream
+from cannery.verify.model import Check
+
+MAX_FILES = 10
+
+
+def _storage_env(root: Path) -> dict[str, str]:
+    conf = root / "storage.conf"
+    conf.write_text(
+        "[storage]\n"
+        'driver = "overlay"\n'
+        f'graphroot = "{root / "storage"}"\n'
+        f'runroot = "{root / "run"}"\n'
+    )
+    return {**engine_env(), "CONTAINERS_STORAGE_CONF": str(conf)}
+
+
+def rebuild_platform(
+    image: ImageJob, job: PlatformJob, cert_dir: Path | None, network: str | None, log: Path
+) -> Path:
+    """Build ``job`` from scratch in a fresh storage; the ``dir:`` layout it wrote."""
+    engine = BuildahEngine()
+    tmp = Path(tempfile.mkdtemp(prefix="cannery-rebuild-"))
+    env = _storage_env(tmp)
+    context = tmp / "context"
+    context.mkdir()
+    (context / "Dockerfile").write_text(image.dockerfile, encoding="utf-8")
+    work = tmp / "work"
+    work.mkdir()
+    opts = BuildOptions(
+        context=context, dockerfile=context / "Dockerfile", work=work, push_repository=None,
+        oci_output=False, cert_dir=cert_dir, network=network, no_cache=True,
+    )
+    try:
+        for argv in engine.steps(image, job, opts):
+            rc, _ = stream(argv, log, env=env)
+            if rc != 0:
+                raise FatalError(f"{job.platform}: rebuild: {argv[0]} {argv[1]} exited {rc} "
+                                 f"(log: {log})")
+        built = engine.collect(image, job, opts)
+        assert built.layout is not None
+        out = Path(tempfile.mkdtemp(prefix="cannery-rebuilt-"))
+        shutil.copytree(built.layout, out, dirs_exist_ok=True)
+        return out
+    finally:
+        with contextlib.suppress(FatalError):  # the directory goes below all the same
+            run(["buildah", "rmi", "--all", "--force"], env=env, timeout=300)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _members(layer: bytes) -> dict[str, tuple[str, ...]]:
+    """path → (type, mode, uid, gid, link, sha256 of content) of a (gzip) tar layer."""
+    data = gzip.decompress(layer) if layer[:2] == b"\x1f\x8b" else layer
+    out: dict[str, tuple[str, ...]] = {}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        for m in tar:
+            content = ""
+            if m.isfile():
+                f = tar.extractfile(m)
+                content = hashlib.sha256(f.read() if f else b"").hexdigest()
+            out[m.name.removeprefix("./")] = (
+                # Permission bits only: some writers put the file type into the mode field too.
+                m.type.decode(), oct(m.mode & 0o7777), str(m.uid), str(m.gid), m.linkname,
+                content,
+            )
+    return out
+
+
+_FIELDS = ("type", "mode", "uid", "gid", "link", "content")
+
+
+def layer_differences(ours: bytes, theirs: bytes) -> list[str]:
+    """The paths that differ between two layers, with what differs (sorted, at most
+    MAX_FILES, then a count)."""
+    a, b = _members(theirs), _members(ours)
+    out = []
+    for path in sorted(set(a) | set(b)):
+        if path not in b:
+            out.append(f"{path} (only in the registry's)")
+        elif path not in a:
+            out.append(f"{path} (only in the rebuild)")
+        elif a[path] != b[path]:
+            what = [f for f, x, y in zip(_FIELDS, a[path], b[path], strict=True) if x != y]
+            out.append(f"{path} ({', '.join(what)})")
+    if len(out) > MAX_FILES:
+        return [*out[:MAX_FILES], f"and {len(out) - MAX_FILES} more"]
+    return out
+
+
+def compare(
+    client: OCIClient, repo: Reference, digest: str, layout: Path, platform: str
+) -> Check:
+    """The rebuilt layout against the registry's platform manifest ``digest``."""
+    mine = (layout / "manifest.json").read_bytes()
+    mine_digest = "sha256:" + hashlib.sha256(mine).hexdigest()
+    if mine_digest == digest:
+        return Check("rebuild", True, f"same digest {digest[:19]}", platform)
+    theirs = json.loads(client.get_manifest(repo.with_digest(digest))[0])
+    ours = json.loads(mine)
+    t_layers = [str(x["digest"]) for x in theirs.get("layers", [])]
+    o_layers = [str(x["digest"]) for x in ours.get("layers", [])]
+    head = f"rebuilt {mine_digest[:19]}, registry serves {digest[:19]}"
+    for n in range(max(len(t_layers), len(o_layers))):
+        t = t_layers[n] if n < len(t_layers) else None
+        o = o_layers[n] if n < len(o_layers) else None
+        if t == o:
+            continue
+        where = f"layer {n + 1} of {len(t_layers)}"
+        if t is None or o is None:
+            return Check("rebuild", False, f"{head}; {where}: only in the "
+                         f"{'rebuild' if t is None else 'registry'}", platform)
+        with tempfile.TemporaryDirectory() as tmp:
+            theirs_layer = Path(tmp) / "layer"
+            client.fetch_blob(repo, t, theirs_layer)
+            files = layer_differences((layout / o.partition(":")[2]).read_bytes(),
+                                      theirs_layer.read_bytes())
+        return Check("rebuild", False,
+                     f"{head}; first differing {where}: "
+                     f"{', '.join(files) or 'same files (tar headers or compression differ)'}",
+                     platform)
+    t_cfg = json.loads(client.get_blob(repo, str(theirs["config"]["digest"])))
+    o_cfg = json.loads((layout / str(ours["config"]["digest"]).partition(":")[2]).read_bytes())
+    keys = sorted(k for k in set(t_cfg) | set(o_cfg) if t_cfg.get(k) != o_cfg.get(k))
+    cfg = t_cfg.get("config") or {}
+    ocfg = o_cfg.get("config") or {}
+    inner = sorted(k for k in set(cfg) | set(ocfg) if cfg.get(k) != ocfg.get(k))
+    detail = ", ".join(keys) + (f" (config: {', '.join(inner)})" if inner else "")
+    return Check("rebuild", False, f"{head}; same layers, config differs in {detail}", platform)
