@@ -55,7 +55,7 @@ ImagesArg = Annotated[
 CatalogPathArg = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Argument(
-        help="Catalog TOML (default: the embedded catalog)", metavar="[PATH]", show_default=False
+        help="Same as --catalog (kept for older scripts)", metavar="[PATH]", show_default=False
     ),
 ]
 CatalogOpt = Annotated[
@@ -123,11 +123,11 @@ def _root(
 
 
 @catalog_app.command("validate")
-def catalog_validate(catalog: CatalogPathArg = None) -> None:
+def catalog_validate(path: CatalogPathArg = None, catalog: CatalogOpt = None) -> None:
     """Validate a catalog: schema, references, compatibility table."""
     from cannery.commands.validate import validate
 
-    raise typer.Exit(validate(catalog))
+    raise typer.Exit(validate(catalog, path))
 
 
 @app.command("plan")
@@ -381,6 +381,15 @@ def build(
             metavar="DIR",
         ),
     ] = None,
+    context: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--context",
+            help="The checkout images with a `path` component copy (default: the catalog's "
+                 "directory); its commit is read from git",
+            metavar="DIR",
+        ),
+    ] = None,
 ) -> None:
     """Build each platform, push it by digest, merge one index, then move the tag."""
     from cannery.commands.build import BuildRequest, build_cmd
@@ -407,6 +416,7 @@ def build(
                 network=network,
                 log_dir=log_dir,
                 registry_cache=registry_cache,
+                context=context,
                 sign_key=sign_key,
                 attest=attest,
                 sbom=sbom,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cannery.catalog.inputs import fill_url, render_tag, toolkit_downloads
-from cannery.catalog.models import Catalog, Component
+from cannery.catalog.models import OS_FAMILIES, Catalog, Component, Step
 from cannery.catalog.platforms import UNAME_ARCH, arches_of, platform_arch
 from cannery.lock import Lock, git_key
 from cannery.pydeps import python_requests
@@ -69,11 +69,19 @@ class ComponentSpec:
     jobs_limit: int | None
     jobs_reason: str | None
     pin: bool
-    extra_index: tuple[tuple[str, str], ...]
+    # TARGETARCH → extra package indexes for this component's pip calls, in the order written
+    extra_index: tuple[tuple[str, tuple[str, ...]], ...]
+    # A directory of the checkout being built (the build context), and where a source tree goes
+    path: str | None = None
+    dest: str | None = None
+    checkout: str | None = None  # the checkout's commit, once read (verify compares labels)
 
     @property
     def label_version(self) -> str:
-        """What the image label says: version@commit, the pins, or the wheel URLs' digests."""
+        """What the image label says: version@commit, the pins, or the wheel URLs' digests; for
+        a checkout, the build argument that carries its commit (read from git at build time)."""
+        if self.path is not None:
+            return self.checkout or "${" + CHECKOUT_ARG + "}"
         if self.git:
             return f"{self.version}@{self.git.pinned}" if self.version else self.git.pinned
         if self.pip:
@@ -90,6 +98,29 @@ class ToolkitSpec:
     env: tuple[tuple[str, str | tuple[str, ...]], ...]
     devlib: str | None
     env_scripts: tuple[str, ...]
+
+
+# The build argument carrying the checkout's commit (``+dirty…`` when the tree had changes).
+CHECKOUT_ARG = "CANNERY_CHECKOUT"
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """A step after the installs: ``kind`` is uninstall | alternatives | symlink | ldconfig |
+    run; ``args`` its values in the order the renderer prints them."""
+
+    kind: str
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """A runtime variable: ``mode`` is set (one value), or append | prepend | replace (a path
+    list relative to what the toolkit or the base already set)."""
+
+    name: str
+    mode: str
+    values: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -117,7 +148,8 @@ class ImageSpec:
     soc: str
     platforms: tuple[str, ...]
     toolkit: ToolkitSpec
-    apt: tuple[str, ...]
+    packages: tuple[str, ...]
+    package_manager: str  # apt | dnf: what the base's os installs packages with
     pip_tools: tuple[str, ...]
     components: tuple[ComponentSpec, ...]
     smoke_imports: tuple[str, ...]
@@ -134,12 +166,42 @@ class ImageSpec:
     python_locked: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # Where it is published: the registry it is built into first, then its mirrors.
     registries: tuple[RegistryTarget, ...] = ()
-    aliases: tuple[str, ...] = ()
+    # Image settings for the running container, and steps after the installs.
+    runtime_env: tuple[EnvSpec, ...] = ()
+    workdir: str | None = None
+    user: str | None = None
+    entrypoint: tuple[str, ...] | None = None
+    cmd: tuple[str, ...] = ("/bin/bash",)
+    aliases: tuple[str, ...] = ()  # more tags of the same index
+    steps: tuple[StepSpec, ...] = ()
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """Every tag that names this image's index: the tag, then its aliases."""
+        return (self.tag, *self.aliases)
 
     @property
     def python_pinned(self) -> bool:
         """Every platform's Python dependencies come from the lock, with hashes."""
         return bool(self.arches) and {a for a, _ in self.python_locked} == set(self.arches)
+
+    def with_checkout(self, commit: str) -> ImageSpec:
+        """This image with the checkout's commit known: what its labels say once built."""
+        from dataclasses import replace
+
+        comps = tuple(replace(c, checkout=commit) if c.path is not None else c
+                      for c in self.components)
+        revision = commit if self.revision == "${" + CHECKOUT_ARG + "}" else self.revision
+        return replace(self, components=comps, revision=revision)
+
+    def checkout_resolved(self) -> list[str]:
+        """Components whose dependencies pip resolves at build time by design: a checkout's
+        change with the checkout, so the lock cannot hold them (its constraints still apply)."""
+        return [
+            f"component {c.name}: dependencies of the checkout ({c.path})"
+            for c in self.components
+            if c.path is not None and c.install != "none" and "--no-deps" not in c.pip_args
+        ]
 
     def unpinned(self) -> list[str]:
         """Python requirements that would be resolved at build time (not from the lock)."""
@@ -213,7 +275,9 @@ def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) 
         jobs_limit=comp.jobs.limit if comp.jobs else None,
         jobs_reason=comp.jobs.reason if comp.jobs else None,
         pin=comp.pin,
-        extra_index=tuple(sorted(comp.extra_index.items())),
+        extra_index=tuple((a, tuple(comp.indexes(a))) for a in sorted(comp.extra_index)),
+        path=comp.path,
+        dest=comp.dest,
     )
 
 
@@ -258,8 +322,8 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
             locked.append((req.arch, tuple(entry.requirements)))
     extra: dict[str, list[str]] = {}
     for comp in components:
-        for arch, url in comp.extra_index:
-            extra.setdefault(arch, []).append(url)
+        for arch, urls in comp.extra_index:
+            extra.setdefault(arch, []).extend(urls)
     target = img.registry or cat.catalog.registry or ""
     revision = None
     if img.revision_from:
@@ -279,7 +343,8 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         soc=img.soc,
         platforms=tuple(img.platforms),
         toolkit=toolkit,
-        apt=tuple(img.apt),
+        packages=tuple(img.packages),
+        package_manager=OS_FAMILIES[base.os],
         pip_tools=tuple(img.pip_tools),
         components=components,
         smoke_imports=tuple(img.smoke_imports),
@@ -291,8 +356,19 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         python_index=cat.catalog.python_index,
         python_extra_index=tuple((a, tuple(dict.fromkeys(u))) for a, u in sorted(extra.items())),
         python_locked=tuple(locked),
+        runtime_env=tuple(
+            EnvSpec(var, "set", (v,))
+            if isinstance(v, str)
+            else EnvSpec(var, v.mode, tuple(v.items))
+            for var, v in img.env.items()
+        ),
+        workdir=img.workdir,
+        user=img.user,
+        entrypoint=tuple(img.entrypoint) if img.entrypoint else None,
+        cmd=tuple(img.cmd) if img.cmd else ("/bin/bash",),
+        aliases=tuple(render_tag(cat, image, a) for a in img.aliases),
+        steps=tuple(_step(s) for s in img.steps),
         registries=_registries(cat, target, img.mirrors),
-        aliases=tuple(img.aliases),
     )
 
 
@@ -304,6 +380,20 @@ def _registries(
         RegistryTarget(n, cat.registries[n].repository, cat.registries[n].media_types)
         for n in dict.fromkeys(names)
     )
+
+
+def _step(step: Step) -> StepSpec:
+    if step.uninstall is not None:
+        return StepSpec("uninstall", tuple(step.uninstall))
+    if step.alternatives is not None:
+        a = step.alternatives
+        return StepSpec("alternatives", (a.link, a.name, a.path, str(a.priority)))
+    if step.symlink is not None:
+        return StepSpec("symlink", (step.symlink.target, step.symlink.link))
+    if step.ldconfig is not None:
+        return StepSpec("ldconfig", ())
+    assert step.run is not None
+    return StepSpec("run", (step.run,))
 
 
 def plan(cat: Catalog, lock: Lock, names: list[str] | None = None) -> list[ImageSpec]:

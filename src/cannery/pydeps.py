@@ -78,8 +78,8 @@ def python_requests(
     extra: dict[str, list[str]] = {}
     for cname in img.components:
         comp = cat.components[cname]
-        for arch, url in comp.extra_index.items():
-            extra.setdefault(arch, []).append(url)
+        for arch in comp.extra_index:
+            extra.setdefault(arch, []).extend(comp.indexes(arch))
         if comp.pip:
             requirements += comp.pip
         elif comp.git and comp.ref:

@@ -216,7 +216,7 @@ GAPS = [
         "invalid-tag",
         lambda t: t.replace('tag = "t-{cann}', 'tag = "t:{cann}'),
         "tag = ",
-        "renders to 't:8.5.2-910b-py3.11-r', not a valid image tag",
+        "tag 't:{cann}-{chip}-py{python}-{recipe}': use letters, digits",
     ),
 ]
 

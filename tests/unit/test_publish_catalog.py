@@ -51,21 +51,6 @@ CASES = [
         'media_types = "docker-v2"',
         "registries.swr.media_types",
     ),
-    (
-        "alias-owned-twice",
-        lambda t: t.replace('recipe = "r"', 'recipe = "r"\naliases = ["latest"]').replace(
-            'recipe = "s"', 'recipe = "s"\naliases = ["latest"]'
-        ),
-        # the second image's line: `two` extends `one` (so inherits it) and sets its own
-        'recipe = "s"\naliases',
-        "alias 'latest' in registry.example.com/test/images is already owned by image 'one'",
-    ),
-    (
-        "alias-not-a-tag",
-        lambda t: t.replace('recipe = "s"', 'recipe = "s"\naliases = ["not a tag"]'),
-        'aliases = ["not a tag"]',
-        "images.two.aliases[0]: 'not a tag' is not a valid image tag",
-    ),
 ]
 
 

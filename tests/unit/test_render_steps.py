@@ -94,7 +94,7 @@ def test_apt_installs_only_missing_packages_and_leaves_no_lists_or_logs(tmp_path
 
 
 def test_apt_does_nothing_when_the_base_has_everything(tmp_path: Path) -> None:
-    spec = dataclasses.replace(_spec(), apt=())
+    spec = dataclasses.replace(_spec(), packages=())
     needed = {"ca-certificates", "curl", "git"}
     log, root = _apt_world(tmp_path, needed)
     proc = _bash(_apt_step(spec, root), tmp_path)
@@ -104,14 +104,14 @@ def test_apt_does_nothing_when_the_base_has_everything(tmp_path: Path) -> None:
 
 
 def test_curl_and_git_only_when_needed() -> None:
-    spec = dataclasses.replace(_spec("vllm-0-23-a2"), apt=())
+    spec = dataclasses.replace(_spec("vllm-0-23-a2"), packages=())
     assert not spec.toolkit.install  # this base ships its toolkit: nothing to download
     step = next(r for r in _runs(spec) if "dpkg-query" in r)
     assert "for p in ca-certificates git;" in step
     no_git = dataclasses.replace(spec, components=tuple(c for c in spec.components if not c.git))
     step = next(r for r in _runs(no_git) if "dpkg-query" in r)
     assert "for p in ca-certificates;" in step
-    step = next(r for r in _runs(dataclasses.replace(_spec(), apt=())) if "dpkg-query" in r)
+    step = next(r for r in _runs(dataclasses.replace(_spec(), packages=())) if "dpkg-query" in r)
     assert "for p in ca-certificates curl git;" in step
 
 

@@ -81,6 +81,8 @@ class BuildahEngine:
             # framework pushes only its own layers; the cache is not used when forced.
             "--layers",
         ]
+        for key, value in image.build_args:
+            build += ["--build-arg", f"{key}={value}"]
         if opts.no_cache:
             build.append("--no-cache")
         if opts.cert_dir:

@@ -41,6 +41,7 @@ class BuildxEngine:
             str(opts.dockerfile),
             "--build-arg",
             f"SOURCE_DATE_EPOCH={image.epoch}",
+            *(a for k, v in image.build_args for a in ("--build-arg", f"{k}={v}")),
             "--label",
             f"{INPUTS_LABEL}={job.input_digest}",
             # Attestations would turn the platform manifest into an index of its own.

@@ -178,7 +178,8 @@ def _build_platform(
 ) -> tuple[Built, list[str]]:
     repo = Reference.parse(image.repository) if target.client else None
     opts = BuildOptions(
-        context=context,
+        # an image that copies the checkout builds in it; else the Dockerfile is all it needs
+        context=image.context or context,
         dockerfile=context / "Dockerfile",
         work=work,
         push_repository=f"{repo.host}/{repo.repository}" if repo else None,

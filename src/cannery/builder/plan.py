@@ -8,11 +8,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from cannery import __version__
+from cannery.builder.checkout import Checkout
 from cannery.catalog.platforms import platform_arch
+from cannery.errors import InputError
 from cannery.lock import Lock, git_key, parse_time
-from cannery.plan import ImageSpec
+from cannery.plan import CHECKOUT_ARG, ImageSpec
 
 INPUTS_LABEL = "io.cannery.inputs"
 MAJOR = __version__.split(".")[0]
@@ -109,6 +112,10 @@ class ImageJob:
     tags: tuple[str, ...]
     epoch: int
     platforms: tuple[PlatformJob, ...]
+    # An image that copies the checkout: its directory is the build context, and its commit a
+    # build argument (the labels) and part of every platform's input digest.
+    context: Path | None = None
+    build_args: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -121,20 +128,29 @@ def plan_build(
     lock: Lock,
     platforms: list[str] | None = None,
     tag_suffix: str = "",
+    checkout: Checkout | None = None,
 ) -> ImageJob:
-    """One image's build: which platforms, their input digests, the tags to move at the end."""
+    """One image's build: which platforms, their input digests, the tags to move at the end.
+    ``checkout`` is required, and used, when the image copies the checkout."""
     entries = lock_entries(spec, lock)
     chosen = [p for p in spec.platforms if not platforms or p in platforms]
+    uses_checkout = any(c.path is not None for c in spec.components)
+    if uses_checkout and checkout is None:
+        raise InputError(f"{spec.name} copies the checkout: build it from one (--context DIR)")
+    extra = {"checkout": (checkout.commit, "")} if uses_checkout and checkout else {}
     jobs = []
     for p in chosen:
-        digest = input_digest(dockerfile, p, lock_entries(spec, lock, platform_arch(p)))
+        used = {**lock_entries(spec, lock, platform_arch(p)), **extra}
+        digest = input_digest(dockerfile, p, used)
         local = f"localhost/cannery-build/{spec.name}:{p.replace('/', '-')}-{digest[7:19]}"
         jobs.append(PlatformJob(spec.name, p, digest, local))
     return ImageJob(
         spec=spec,
         dockerfile=dockerfile,
         repository=spec.repository,
-        tags=(spec.tag + tag_suffix,),
+        tags=tuple(t + tag_suffix for t in spec.tags),
         epoch=source_date_epoch(entries),
         platforms=tuple(jobs),
+        context=checkout.root if uses_checkout and checkout else None,
+        build_args=((CHECKOUT_ARG, checkout.commit),) if uses_checkout and checkout else (),
     )

@@ -144,7 +144,8 @@ def publish_everywhere(
             indexes.append(None)
             break  # no tag moves anywhere; the registries after it are not touched
     if all(r.error is None for r in results) and len(indexes) == len(results):
-        for tags in (list(image.tags), list(image.spec.aliases)):
+        # The release tag first, everywhere; then the aliases (ImageJob.tags: tag, aliases).
+        for tags in (list(image.tags[:1]), list(image.tags[1:])):
             for target, result, index in zip(where, results, indexes, strict=True):
                 assert index is not None
                 try:

@@ -17,7 +17,8 @@ def fill_url(template: str, *, version: str = "", arch: str) -> str:
     )
 
 
-def render_tag(cat: Catalog, image: str) -> str:
+def render_tag(cat: Catalog, image: str, template: str | None = None) -> str:
+    """The image's tag, or ``template`` (one of its aliases) filled in the same way."""
     img = cat.images[image]
     base = cat.bases[img.base]
     tk = cat.toolkits[img.toolkit]
@@ -32,7 +33,7 @@ def render_tag(cat: Catalog, image: str) -> str:
         "soc": img.soc,
         "family": cat.family_of(img.soc) or "",
     }
-    return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], img.tag)
+    return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], template or img.tag)
 
 
 def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -70,17 +71,67 @@ class _Collector:
         self.lines = lines
         self.errors: list[Problem] = []
         self.warnings: list[Problem] = []
+        # (table, entry) → (key → the entry of the extends chain where that key is written;
+        # "" for a key nobody wrote): a mistake is reported where it is written, once.
+        self.origins: dict[tuple[str, str], dict[str, str]] = {}
+        # (image, labels|env) → (key → the image that wrote it): those tables merge
+        self.label_origins: dict[tuple[str, str], dict[str, str]] = {}
+        self.parents: dict[tuple[str, str], str] = {}
+        self._pending: list[tuple[tuple[str, str], tuple[str, str], str]] = []
+
+    def written(self, fpath: tuple[str | int, ...]) -> tuple[str | int, ...]:
+        """``fpath`` moved to the entry that wrote the key it names (extends resolved)."""
+        if len(fpath) < 2 or (str(fpath[0]), str(fpath[1])) not in self.origins:
+            return fpath
+        table, entry = str(fpath[0]), str(fpath[1])
+        if len(fpath) == 2:
+            return fpath
+        key = str(fpath[2])
+        owner = self.origins[(table, entry)].get(key)
+        if owner is None:  # nobody in the chain wrote it: the chain's first entry lacks it
+            owner = self.chain(table, entry)[-1]
+        if table == "images" and key in MERGED and len(fpath) > 3:
+            owner = self.label_origins.get((entry, key), {}).get(str(fpath[3]), owner)
+        return (table, owner, *fpath[2:])
+
+    def chain(self, table: str, entry: str) -> list[str]:
+        """``entry``, its parent, …, up to the entry that extends nothing."""
+        out = [entry]
+        while (table, out[-1]) in self.parents and len(out) <= len(self.parents):
+            out.append(self.parents[(table, out[-1])])
+        return out
 
     def at(self, fpath: tuple[str | int, ...]) -> Location:
         return Location(self.path, self.lines.line_of(fpath), _fmt_path(fpath))
 
     def error(self, fpath: tuple[str | int, ...], message: str) -> None:
-        self.errors.append(Problem(self.at(fpath), message))
+        fpath = self.written(fpath)
+        if len(fpath) == 2 and (str(fpath[0]), str(fpath[1])) in self.parents:
+            # A whole-entry mistake of an entry that extends another: if an ancestor has the
+            # same one, it is the ancestor's mistake, inherited (already reported there).
+            table, entry = str(fpath[0]), str(fpath[1])
+            for ancestor in self.chain(table, entry)[1:]:
+                self._pending.append(((table, ancestor), (table, entry), message))
+        problem = Problem(self.at(fpath), message)
+        if problem not in self.errors:
+            self.errors.append(problem)
+
+    def problems(self) -> list[str]:
+        """Every error once, in the order found."""
+        inherited = {
+            Problem(self.at(child), message)
+            for ancestor, child, message in self._pending
+            if Problem(self.at(ancestor), message) in self.errors
+        }
+        kept = [p for p in self.errors if p not in inherited]
+        return [str(p) for p in sorted(kept, key=lambda p: p.where.line or 0)]
 
     def warn(self, fpath: tuple[str | int, ...], code: str, message: str) -> None:
         self.warnings.append(Problem(self.at(fpath), f"warning[{code}]: {message}", code))
 
 
+# An image's tables that an `extends` child adds to, key by key, rather than replaces.
+MERGED = ("labels", "env")
 # Tables whose entries may say `extends = "<sibling>"`: the sibling's keys, then their own.
 EXTENDABLE = {"images": "image", "components": "component", "bases": "base", "envs": "env table"}
 
@@ -103,6 +154,10 @@ def _resolve_table_extends(raw: dict[str, Any], table: str, what: str, col: _Col
         if not isinstance(body, dict):
             return None
         parent_name = body.get("extends")
+        col.origins[(table, name)] = {str(k): name for k in body}
+        for sub in MERGED if table == "images" else ():
+            if isinstance(body.get(sub), dict):
+                col.label_origins[(name, sub)] = {str(k): name for k in body[sub]}
         if parent_name is None:
             done[name] = body
             return body
@@ -120,11 +175,20 @@ def _resolve_table_extends(raw: dict[str, Any], table: str, what: str, col: _Col
         parent = resolve(parent_name, [*chain, parent_name])
         if parent is None:
             return None
+        col.parents[(table, name)] = parent_name
+        col.origins[(table, name)] = {
+            **col.origins[(table, parent_name)], **col.origins[(table, name)]
+        }
+        for sub in MERGED if table == "images" else ():
+            col.label_origins[(name, sub)] = {
+                **col.label_origins.get((parent_name, sub), {}),
+                **col.label_origins.get((name, sub), {}),
+            }
         merged = copy.deepcopy(parent)
         merged.pop("extends", None)
         for key, value in body.items():
-            if table == "images" and key == "labels" and isinstance(value, dict):
-                merged["labels"] = {**merged.get("labels", {}), **value}
+            if table == "images" and key in MERGED and isinstance(value, dict):
+                merged[key] = {**merged.get(key, {}), **value}
             elif key != "extends":
                 merged[key] = value
         done[name] = merged
@@ -174,7 +238,7 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
     _merge_knowledge(raw)
     _resolve_extends(raw, col)
     if col.errors:
-        raise CatalogError([str(p) for p in col.errors])
+        raise CatalogError(col.problems())
     try:
         catalog = Catalog.model_validate(raw)
     except ValidationError as exc:
@@ -185,19 +249,47 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
                 parent = _get(raw, loc[:-1])
                 allowed = _allowed_keys(loc[:-1])
                 msg = f"unknown key {loc[-1]!r}"
-                if allowed:
+                if RENAMED.get(str(loc[-1])) in allowed:
+                    msg += f" (renamed to {RENAMED[str(loc[-1])]!r})"
+                elif allowed:
                     msg += f" ({did_you_mean(str(loc[-1]), allowed)})"
                 del parent
             elif err["type"] == "missing":
                 msg = f"missing required key {loc[-1]!r}"
+            elif err["type"] == "literal_error":
+                choices = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
+                got = err["input"]
+                msg = f"{_shown(got)} is not one of {', '.join(choices)}"
+                if isinstance(got, str):
+                    msg += f" ({did_you_mean(got, choices)})"
+            elif err["type"].endswith("_type"):
+                msg = f"{msg}, got {_toml_type(err['input'])} {_shown(err['input'])}"
             col.error(loc, msg)
-        raise CatalogError([str(p) for p in col.errors]) from None
+        raise CatalogError(col.problems()) from None
 
     _cross_check(catalog, col)
+    if not col.errors:
+        _lint_run_steps(catalog, col)
     if col.errors:
-        raise CatalogError([str(p) for p in col.errors])
+        raise CatalogError(col.problems())
     digest = hashlib.sha256(text.encode()).hexdigest()
     return LoadedCatalog(catalog, shown, digest, col.warnings)
+
+
+# Keys of earlier versions → their names now.
+RENAMED = {"apt": "packages"}
+
+
+def _toml_type(value: Any) -> str:
+    """The TOML word for a value's type, for messages such as 'a boolean, got string "no"'."""
+    kinds = ((bool, "boolean"), (int, "integer"), (float, "float"), (str, "string"),
+             (list, "array"), (dict, "table"))
+    return next((word for t, word in kinds if isinstance(value, t)), type(value).__name__)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _get(raw: Any, loc: tuple[Any, ...]) -> Any:
@@ -252,10 +344,8 @@ def _check_publish(
     iname: str,
     registry: str | None,
     col: _Collector,
-    aliases: dict[tuple[str, str], str],
 ) -> None:
-    """Mirrors name known registries other than the image's own; an alias is a valid tag that
-    one image owns in a repository (two owners would race for it)."""
+    """Mirrors name known registries other than the image's own, each once."""
     img = cat.images[iname]
     where = ("images", iname)
     if img.mirrors is not None:
@@ -268,20 +358,47 @@ def _check_publish(
                           f"{name!r} is the image's own registry, not a mirror")
         if len(set(img.mirrors)) != len(img.mirrors):
             col.error((*where, "mirrors"), "a registry is listed twice")
-    targets = [registry or "", *(img.mirrors if img.mirrors is not None else cat.catalog.mirrors)]
-    for i, alias in enumerate(img.aliases):
-        if not IMAGE_TAG.match(alias) or "{" in alias:
-            col.error((*where, "aliases", i), f"{alias!r} is not a valid image tag")
+
+
+# Lint rules whose finding on a `run` step refuses the catalog (the review defects cannery's
+# own output never has), besides any error-level finding.
+REVIEW_RULES = (
+    "tls-verification-disabled",
+    "unverified-download",
+    "env-not-persisted",
+    "ineffective-source",
+    "global-build-throttle",
+)
+
+
+def _lint_run_steps(cat: Catalog, col: _Collector) -> None:
+    """Each `run` step, linted in the Dockerfile it renders into (so the rules see the base's
+    shell and the toolkit's ENV): a review defect is an error at the step's line."""
+    from cannery.lint.config import LintConfig
+    from cannery.lint.engine import Engine
+    from cannery.lint.model import Severity
+    from cannery.lock import Lock
+    from cannery.plan import plan_image
+    from cannery.render.dockerfile import render_dockerfile, run_step_text
+
+    engine: Engine | None = None
+    for iname, img in cat.images.items():
+        runs = [(i, s.run) for i, s in enumerate(img.steps) if s.run is not None]
+        if not runs:
             continue
-        for name in targets:
-            if name not in cat.registries:
-                continue
-            key = (cat.registries[name].repository, alias)
-            owner = aliases.setdefault(key, iname)
-            if owner != iname:
-                col.error((*where, "aliases", i),
-                          f"alias {alias!r} in {key[0]} is already owned by image {owner!r}")
-                break
+        engine = engine or Engine(LintConfig())
+        text = render_dockerfile(plan_image(cat, iname, Lock()))
+        lines = text.split("\n")
+        findings = engine.lint_text(f"{iname}.Dockerfile", text, "dockerfile")
+        for i, run in runs:
+            rendered = run_step_text(run).render().split("\n")
+            start = lines.index(rendered[0]) + 1
+            end = start + len(rendered) - 1
+            for f in findings:
+                if start <= f.span.line <= end and (
+                    f.severity >= Severity.ERROR or f.rule in REVIEW_RULES
+                ):
+                    col.error(("images", iname, "steps", i, "run"), f"{f.rule}: {f.message}")
 
 
 def _cross_check(cat: Catalog, col: _Collector) -> None:
@@ -311,23 +428,14 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                     ("toolkits", tname, "packages", i, "family"),
                     f"unknown SoC family {pkg.family!r} ({did_you_mean(pkg.family, cat.families)})",
                 )
-    for ename, env in cat.envs.items():
-        for var in env:
-            if not var.replace("_", "a").isalnum() or var[0].isdigit():
-                col.error(("envs", ename, var), f"{var!r} is not a valid environment variable name")
     for iname, img in cat.images.items():
         for i, platform in enumerate(img.platforms):
             if platform not in cat.ci.runners:
                 col.error(("images", iname, "platforms", i),
                           f"no CI runner for {platform} (add it to ci.runners)")
-    for cname, comp in cat.components.items():
-        if comp.jobs and not comp.git:
-            col.error(
-                ("components", cname, "jobs"), "a job limit applies to a built (git) component"
-            )
     socs = [soc for f in cat.families.values() for soc in f.socs]
     tags: dict[str, str] = {}
-    aliases: dict[tuple[str, str], str] = {}
+    acknowledged: dict[tuple[str | int, ...], bool] = {}
     for iname, img in cat.images.items():
         where = ("images", iname)
         refs_ok = True
@@ -357,7 +465,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             col.error(where, "no registry: set images.<name>.registry or catalog.registry")
         elif registry not in cat.registries:
             col.error((*where, "registry"), f"unknown registry {registry!r}")
-        _check_publish(cat, iname, registry, col, aliases)
+        _check_publish(cat, iname, registry, col)
         family = cat.family_of(img.soc)
         if family is None:
             col.error(
@@ -383,17 +491,37 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                 f"toolkit {img.toolkit!r} has no package for family {family} "
                 f"(it has: {', '.join(sorted(fams))})",
             )
-        tag = render_tag(cat, iname)
-        if not IMAGE_TAG.match(tag):
-            col.error(
-                (*where, "tag"),
-                f"renders to {tag!r}, not a valid image tag (letters, digits, '_', '.', '-'; "
-                "at most 128; not starting with '.' or '-')",
-            )
-        if tag in tags:
-            col.error((*where, "tag"), f"tag {tag!r} is also produced by image {tags[tag]!r}")
-        tags[tag] = iname
+        repository = cat.registries[registry].repository if registry in cat.registries else ""
+        named = [("tag", render_tag(cat, iname))]
+        named += [(f"aliases[{i}]", render_tag(cat, iname, a)) for i, a in enumerate(img.aliases)]
+        for fieldname, tag in named:
+            at = (*where, "aliases", int(fieldname[8:-1])) if "[" in fieldname else (*where, "tag")
+            if not IMAGE_TAG.fullmatch(tag):
+                col.error(
+                    at,
+                    f"renders to {tag!r}, not a valid image tag (letters, digits, '_', '.', '-'; "
+                    "at most 128; not starting with '.' or '-')",
+                )
+            # A tag has one owner: two images moving it would each undo the other's push.
+            owner = tags.get(f"{repository}:{tag}")
+            if owner is not None and owner != iname:
+                col.error(at, f"tag {tag!r} in {repository} is claimed by images {owner!r} and "
+                          f"{iname!r}: a tag has one owner")
+            elif owner == iname:
+                col.error(at, f"tag {tag!r} is given twice for this image")
+            tags[f"{repository}:{tag}"] = iname
+        tk_env = cat.envs.get(tk.env, {})
+        for var, value in img.env.items():
+            if isinstance(value, str) and isinstance(tk_env.get(var), list):
+                col.error(
+                    (*where, "env", var),
+                    f"{var} is a search path the toolkit sets; a plain value would drop the "
+                    f"toolkit's entries: write {var} = {{ append = [...] }}, prepend, or "
+                    "replace to say so",
+                )
+        fired: set[str] = set()
         for level, code, fieldname, message in check_image(cat, iname):
+            fired.add(code)
             if level == "error":
                 col.error((*where, fieldname), message)
             elif code not in img.acknowledge:
@@ -402,3 +530,13 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                     code,
                     message + f" (add {code!r} to images.{iname}.acknowledge to accept)",
                 )
+        for i, code in enumerate(img.acknowledge):
+            written = col.written((*where, "acknowledge", i))
+            acknowledged[written] = acknowledged.get(written, False) or code in fired
+    for written, used in acknowledged.items():
+        if not used:
+            # Accepting a warning that does not occur has no effect: say so, or it hides the
+            # next real one. Written once and inherited: an error only if no image needs it.
+            code = cat.images[str(written[1])].acknowledge[int(written[3])]
+            col.error(written, f"{code!r} is acknowledged but no image that inherits it has that "
+                      "warning: remove it")

@@ -5,10 +5,18 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.config import JsonDict, JsonValue
 
 from cannery.catalog.platforms import ARCHES, PLATFORM, platform_arch
-from cannery.util.patterns import COMMIT, SHORT_COMMIT
+from cannery.util.patterns import SHORT_COMMIT
 from cannery.util.text import did_you_mean
 
 NAME = r"^[a-z0-9][a-z0-9_.-]*$"
@@ -37,10 +45,50 @@ URL_FIELDS = ("version", "uname_arch", "arch")
 SECRET_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 RUNNER_LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 REL_PATH = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
+# https, no user:password@ (a credential in a URL ends up in the Dockerfile, lock and logs).
+HTTPS_URL = r"^https://[^/@]+(/.*)?$"
+# A URL template: literal text and {field}s of URL_FIELDS only.
+URL_TEMPLATE = rf"^https://[^/@{{}}]+(/([^{{}}]|\{{({'|'.join(URL_FIELDS)})\}})*)?$"
+# An image tag template: tag characters and {field}s of TAG_FIELDS only.
+TAG_TEMPLATE = rf"^([A-Za-z0-9_.-]|\{{({'|'.join(TAG_FIELDS)})\}})+$"
+# A base image with a tag and no digest (the lock records the digest).
+TAGGED_IMAGE = r"^[^@]*:[^/@:]+$"
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+EXTRA_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+# https, ssh, git or file URLs without user:password@, or scp-style user@host:path.
+GIT_URL = r"^((https|ssh|git|file)://[^/@]*(/.*)?|[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:.*)$"
+ABS_PATH = r"^/[A-Za-z0-9_.+/-]*$"
+# A value that can appear in an image tag (os_version, chip, recipe, the toolkit version).
+TAG_VALUE = r"^[A-Za-z0-9_.-]*$"
+CRON = r"^ *[^ \t\n]+([ \t]+[^ \t\n]+){4} *$"
+OS_FAMILIES = {"ubuntu": "apt", "debian": "apt", "openeuler": "dnf"}
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: TOML has real booleans and integers, so "no" is never false and "2" never 2.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _schema(pattern: str, **extra: JsonValue) -> JsonDict:
+    """A field's JSON Schema addition: the pattern its validator checks (one definition)."""
+    return {"pattern": pattern, **extra}
+
+
+def _inside_repo(pattern: str, **extra: JsonValue) -> JsonDict:
+    """JSON Schema of a relative path inside the repository (what `_relative` checks)."""
+    return {
+        "allOf": [
+            {"pattern": pattern},
+            {"not": {"pattern": "(^|/)[.][.](/|$)"}},
+            {"not": {"pattern": "/$"}},
+        ],
+        **extra,
+    }
+
+
+def _full(pattern: str, value: str) -> bool:
+    # fullmatch gives `^…$` the meaning JSON Schema (ECMA-262) gives it: no trailing newline.
+    return re.fullmatch(pattern, value) is not None
 
 
 def _no_userinfo(url: str) -> str:
@@ -50,10 +98,13 @@ def _no_userinfo(url: str) -> str:
     return url
 
 
-def _https(url: str) -> str:
+def _https(url: str, pattern: str = HTTPS_URL) -> str:
     if not url.startswith("https://"):
         raise ValueError(f"download URL must be https:// (TLS-verified), got {url!r}")
-    return _no_userinfo(url)
+    _no_userinfo(url)
+    if not _full(pattern, url):
+        raise ValueError(f"{url!r} is not an https://host/path URL")
+    return url
 
 
 class CatalogMeta(Strict):
@@ -68,6 +119,7 @@ class CatalogMeta(Strict):
     python_index: str = Field(
         "https://pypi.org/simple",
         description="Python package index `cannery lock` resolves against and images install from",
+        json_schema_extra=_schema(HTTPS_URL),
     )
 
     @field_validator("python_index")
@@ -79,7 +131,10 @@ class CatalogMeta(Strict):
 class PushTarget(Strict):
     """A ``[registries.NAME]`` table: where images are pushed (the OCI client is elsewhere)."""
 
-    repository: str = Field(description="Repository images are pushed to, e.g. quay.io/ascend/verl")
+    repository: str = Field(
+        description="Repository images are pushed to, e.g. quay.io/ascend/verl",
+        json_schema_extra=_schema(REPOSITORY.pattern),
+    )
     user_secret: str = Field(
         "REGISTRY_USER", pattern=SECRET_NAME,
         description="CI secret holding the registry user (the rendered workflow reads it)",
@@ -98,7 +153,7 @@ class PushTarget(Strict):
     @field_validator("repository")
     @classmethod
     def _repository(cls, v: str) -> str:
-        if REPOSITORY.match(v):
+        if REPOSITORY.fullmatch(v):
             return v
         if ":" in v.rsplit("/", 1)[-1] or "@" in v:
             raise ValueError(f"{v!r}: give the repository only, without a tag or digest")
@@ -107,14 +162,25 @@ class PushTarget(Strict):
         raise ValueError(f"{v!r} is not a valid repository name (e.g. quay.io/ascend/verl)")
 
 
+EXTENDS = Field(
+    None, description="A sibling entry whose keys this one starts from (its own keys win)"
+)
+
+
 class Base(Strict):
+    extends: str | None = EXTENDS
     image: str = Field(
-        description="Base image reference with a tag; `cannery lock` pins its digest"
+        description="Base image reference with a tag; `cannery lock` pins its digest",
+        json_schema_extra=_schema(TAGGED_IMAGE),
     )
-    python: str = Field(pattern=r"^3\.\d+$")
-    os: str
-    os_version: str
-    chip: str = Field(description="Chip token of the base image tag: 910b, a3, 310p, 950")
+    python: str = Field(pattern=r"^3\.[0-9]+$")
+    os: Literal["ubuntu", "debian", "openeuler"] = Field(
+        description="Decides the package manager: apt (ubuntu, debian) or dnf (openeuler)"
+    )
+    os_version: str = Field(pattern=TAG_VALUE)
+    chip: str = Field(
+        description="Chip token of the base image tag: 910b, a3, 310p, 950", pattern=TAG_VALUE
+    )
     toolkit_version: str | None = Field(None, description="CANN version the base already ships")
 
     @field_validator("image")
@@ -125,28 +191,34 @@ class Base(Strict):
             raise ValueError("give the tag, not a digest: `cannery lock` records the digest")
         if ":" not in last:
             raise ValueError(f"base image {v!r} has no tag")
+        if not _full(TAGGED_IMAGE, v):
+            raise ValueError(f"base image {v!r} is not a reference name:tag")
         return v
 
 
 class Package(Strict):
     name: str
-    url: str = Field(description="https URL template; {version} and {uname_arch} are filled in")
+    url: str = Field(
+        description="https URL template; {version} and {uname_arch} are filled in",
+        json_schema_extra=_schema(URL_TEMPLATE),
+    )
     family: str | None = Field(None, description="Only for this SoC family (ops packages)")
 
     @field_validator("url")
     @classmethod
     def _fields(cls, v: str) -> str:
-        _https(v)
-        for name in re.findall(r"\{([^}]*)\}", v):
-            if name not in URL_FIELDS:
-                raise ValueError(
-                    f"unknown template field {{{name}}} (known: {', '.join(URL_FIELDS)})"
-                )
-        return v
+        return _url_template(v)
+
+
+def _url_template(v: str) -> str:
+    for name in re.findall(r"\{([^}]*)\}", v):
+        if name not in URL_FIELDS:
+            raise ValueError(f"unknown template field {{{name}}} (known: {', '.join(URL_FIELDS)})")
+    return _https(v, URL_TEMPLATE)
 
 
 class Toolkit(Strict):
-    version: str
+    version: str = Field(pattern=TAG_VALUE)
     layout: Literal["cann", "ascend-toolkit"] = "cann"
     env: str = Field(description="Name of the env table (an envs key) set_env.sh corresponds to")
     devlib: str | None = Field(None, description="Build-only stub library dir; never in image ENV")
@@ -162,33 +234,155 @@ class Jobs(Strict):
     reason: str = Field(min_length=3)
 
 
+# Fields that only a component built from source (git, or a path of the checkout) uses: on a
+# pip or wheel component they would have no effect, so they are errors there.
+BUILT = (
+    "subdir", "extras", "pyproject", "requirements", "build_env", "toolkit_build", "jobs", "dest"
+)
+GIT_ONLY = ("ref", *BUILT)
+SOURCES = ("git", "pip", "wheel", "path")
+
+
+def _component_rules() -> JsonDict:
+    """The cross-field rules of Component, as JSON Schema (the model validators below say the
+    same): one source per entry; git-only fields and `pin` only with their source; an entry that
+    does not `extends` another needs a source, and a git source needs a ref."""
+    def has(*keys: str) -> JsonDict:
+        return {"required": list(keys)}
+
+    return {
+        "allOf": [
+            {"not": {"anyOf": [
+                has(a, b) for i, a in enumerate(SOURCES) for b in SOURCES[i + 1:]
+            ]}},
+            {
+                "if": {"anyOf": [has("pip"), has("wheel")]},
+                "then": {
+                    "not": {"anyOf": [has(f) for f in GIT_ONLY]},
+                    "properties": {"install": {"const": "pip"}},
+                },
+            },
+            {"if": has("path"), "then": {"not": has("ref")}},
+            {"if": {"anyOf": [has("git"), has("wheel"), has("path")]},
+             "then": {"properties": {"pin": {"const": False}}}},
+            {
+                "if": {"not": has("extends")},
+                "then": {
+                    "anyOf": [has(k) for k in SOURCES],
+                    "if": has("git"),
+                    "then": has("ref"),
+                },
+            },
+        ]
+    }
+
+
 class Component(Strict):
-    git: str | None = Field(None, description="Git repository URL")
-    ref: str | None = Field(None, description="Tag, branch or full commit; `cannery lock` pins it")
+    model_config = ConfigDict(json_schema_extra=_component_rules())
+
+    extends: str | None = EXTENDS
+    git: str | None = Field(
+        None, description="Git repository URL", json_schema_extra=_schema(GIT_URL)
+    )
     pip: list[str] | None = Field(None, description="pip requirement specifiers")
-    wheel: str | None = Field(None, description="https wheel URL template ({uname_arch}, {arch})")
+    wheel: str | None = Field(
+        None,
+        description="https URL template of a wheel, or a .zip/.tar.gz of wheels "
+                    "({uname_arch}, {arch})",
+        json_schema_extra=_schema(URL_TEMPLATE),
+    )
+    path: str | None = Field(
+        None,
+        description="A directory of the repository being built (the build context, e.g. \".\"),"
+                    " copied in; its commit is read from git at build time",
+        json_schema_extra=_inside_repo(REL_PATH.pattern),
+    )
+    dest: str | None = Field(
+        None, pattern=ABS_PATH,
+        description="Where the source tree goes in the image (default /opt/src/NAME)",
+    )
+    ref: str | None = Field(
+        None, description="Tag, branch or full commit; `cannery lock` pins it", min_length=1,
+        json_schema_extra={"not": {"pattern": SHORT_COMMIT.pattern}},
+    )
     package: str | None = Field(None, description="Distribution name, if not the component name")
     version: str | None = Field(None, description="Release this source corresponds to (for compat)")
-    install: Literal["pip", "editable", "none"] = "pip"
-    subdir: str | None = Field(None, description="Directory of the Python project in the repo")
-    extras: list[str] = Field([], description="Extras to install, e.g. all_npu")
+    install: Literal["pip", "editable", "none"] = Field(
+        "pip", description="git only: editable keeps the tree, none only fetches it"
+    )
+    subdir: str | None = Field(
+        None, description="Directory of the Python project in the repo",
+        json_schema_extra=_inside_repo(REL_PATH.pattern),
+    )
+    extras: list[str] = Field(
+        [], description="Extras to install, e.g. all_npu",
+        json_schema_extra={"items": {"type": "string", "pattern": EXTRA_NAME}},
+    )
     pyproject: str | None = Field(
-        None, description="File in the project directory to build with as its pyproject.toml"
+        None, description="File in the project directory to build with as its pyproject.toml",
+        json_schema_extra=_inside_repo(REL_PATH.pattern),
     )
     requirements: list[str] = []
     pip_args: list[str] = []
-    build_env: dict[str, str] = {}
+    build_env: dict[str, str] = Field(
+        {}, json_schema_extra={"propertyNames": {"pattern": ENV_NAME}}
+    )
     toolkit_build: bool = Field(False, description="Compiles against CANN (devlib, SOC_VERSION)")
     jobs: Jobs | None = None
     pin: bool = Field(False, description="Installed first; later installs are constrained to it")
-    extra_index: dict[str, str] = Field(
-        {}, description="Extra package index per TARGETARCH (amd64, arm64, …), per command only"
+    extra_index: dict[str, str | list[str]] = Field(
+        {},
+        description="Extra package indexes per TARGETARCH (amd64, arm64, …): a URL or a list; "
+                    "used by `cannery lock` and in the build's pip commands, never saved in the "
+                    "image",
+        json_schema_extra={
+            "propertyNames": {"enum": list(ARCHES)},
+            "additionalProperties": {
+                "anyOf": [
+                    {"type": "string", "pattern": HTTPS_URL},
+                    {"type": "array", "items": {"type": "string", "pattern": HTTPS_URL}},
+                ]
+            },
+        },
     )
+
+    @field_validator(*GIT_ONLY, "install")
+    @classmethod
+    def _git_only(cls, v: object, info: ValidationInfo) -> object:
+        other = next((k for k in ("pip", "wheel") if info.data.get(k) is not None), None)
+        if other is not None and (info.field_name != "install" or v != "pip"):
+            raise ValueError(
+                f"{info.field_name} has no effect on a {other} component (only git and path "
+                "components are built from source)"
+            )
+        if info.field_name == "ref" and info.data.get("path") is not None:
+            raise ValueError(
+                "ref has no effect on a path component: its commit is read from git at build time"
+            )
+        return v
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, v: str | None) -> str | None:
+        if v is not None and (
+            not REL_PATH.fullmatch(v) or ".." in v.split("/") or v.endswith("/")
+        ):
+            raise ValueError(f"{v!r}: give a relative path inside the repository")
+        return v
+
+    @field_validator("pin")
+    @classmethod
+    def _pin(cls, v: bool, info: ValidationInfo) -> bool:
+        other = next((k for k in ("git", "wheel") if info.data.get(k) is not None), None)
+        other = other or ("path" if info.data.get("path") is not None else None)
+        if v and other is not None:
+            raise ValueError(f"pin is only for pip components (this one is {other})")
+        return v
 
     @field_validator("ref")
     @classmethod
     def _ref(cls, v: str | None) -> str | None:
-        if v is not None and not COMMIT.match(v) and SHORT_COMMIT.match(v):
+        if v is not None and SHORT_COMMIT.fullmatch(v):
             raise ValueError(f"ref {v!r} looks like a short SHA: give the full 40-hex commit")
         return v
 
@@ -199,18 +393,24 @@ class Component(Strict):
             if v.startswith("http://"):
                 raise ValueError("git URL must not be http:// (use https://)")
             _no_userinfo(v)
+            if not _full(GIT_URL, v):
+                raise ValueError(
+                    f"{v!r}: give an https://, ssh://, git:// or file:// URL, or user@host:path"
+                )
         return v
 
     @field_validator("wheel")
     @classmethod
     def _wheel(cls, v: str | None) -> str | None:
-        return _https(v) if v is not None else v
+        return _url_template(v) if v is not None else v
 
     @field_validator("subdir", "pyproject")
     @classmethod
     def _inside(cls, v: str | None) -> str | None:
         # Used in paths inside the fetched source: never outside it, nothing the shell expands.
-        if v is not None and (not REL_PATH.match(v) or ".." in v.split("/")):
+        if v is not None and (
+            not REL_PATH.fullmatch(v) or ".." in v.split("/") or v.endswith("/")
+        ):
             raise ValueError(f"{v!r}: give a relative path inside the repository")
         return v
 
@@ -218,67 +418,216 @@ class Component(Strict):
     @classmethod
     def _extras(cls, v: list[str]) -> list[str]:
         for extra in v:
-            if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", extra):
+            if not _full(EXTRA_NAME, extra):
                 raise ValueError(f"bad extra name {extra!r}")
+        return v
+
+    @field_validator("build_env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        for var in v:
+            if not _full(ENV_NAME, var):
+                raise ValueError(f"{var!r} is not a valid environment variable name")
         return v
 
     @field_validator("extra_index")
     @classmethod
-    def _index(cls, v: dict[str, str]) -> dict[str, str]:
-        for arch, url in v.items():
+    def _index(cls, v: dict[str, str | list[str]]) -> dict[str, str | list[str]]:
+        for arch, urls in v.items():
             if arch not in ARCHES:
                 raise ValueError(f"unknown architecture {arch!r} ({did_you_mean(arch, ARCHES)})")
-            _https(url)
+            for url in [urls] if isinstance(urls, str) else urls:
+                _https(url)
         return v
 
     @model_validator(mode="after")
     def _one_source(self) -> Component:
-        kinds = [k for k in ("git", "pip", "wheel") if getattr(self, k) is not None]
+        kinds = [k for k in SOURCES if getattr(self, k) is not None]
         if len(kinds) != 1:
-            raise ValueError("give exactly one of git, pip, wheel")
+            raise ValueError("give exactly one of git, pip, wheel, path")
         if self.git is not None and not self.ref:
             raise ValueError("a git component needs a ref")
-        if self.git is None and self.ref is not None:
-            raise ValueError("ref is only for git components")
-        if self.pin and self.pip is None:
-            raise ValueError("pin is only for pip components")
-        if (self.subdir or self.extras or self.pyproject) and self.git is None:
-            raise ValueError("subdir, extras and pyproject are for git components")
         return self
+
+    def indexes(self, arch: str) -> list[str]:
+        """The extra package indexes of ``arch``, in the order written."""
+        urls = self.extra_index.get(arch, [])
+        return [urls] if isinstance(urls, str) else list(urls)
+
+
+# ---------------------------------------------------------------- image settings and steps
+USER_NAME = r"^[a-z_][a-z0-9_-]{0,31}$"
+
+
+def _one_of(*keys: str) -> JsonDict:
+    return {"oneOf": [{"required": [k]} for k in keys]}
+
+
+class PathEdit(Strict):
+    """A search-path variable changed relative to what is already set (the toolkit's list, or
+    the base image's): exactly one of the three."""
+
+    model_config = ConfigDict(json_schema_extra=_one_of("append", "prepend", "replace"))
+
+    append: list[str] | None = Field(None, description="Added after the current value")
+    prepend: list[str] | None = Field(None, description="Added before the current value")
+    replace: list[str] | None = Field(None, description="The whole value, the current one dropped")
+
+    @model_validator(mode="after")
+    def _one(self) -> PathEdit:
+        if sum(x is not None for x in (self.append, self.prepend, self.replace)) != 1:
+            raise ValueError("give exactly one of append, prepend, replace")
+        return self
+
+    @property
+    def mode(self) -> str:
+        return next(k for k in ("append", "prepend", "replace") if getattr(self, k) is not None)
+
+    @property
+    def items(self) -> list[str]:
+        return list(getattr(self, self.mode))
+
+
+class Alternative(Strict):
+    """`update-alternatives --install LINK NAME PATH PRIORITY` (Debian and openEuler alike)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.+-]+$")
+    link: str = Field(pattern=ABS_PATH)
+    path: str = Field(pattern=ABS_PATH)
+    priority: int = Field(ge=0)
+
+
+class Symlink(Strict):
+    target: str = Field(pattern=ABS_PATH, description="What the link points to")
+    link: str = Field(pattern=ABS_PATH, description="The link created (its directory too)")
+
+
+class Step(Strict):
+    """One step after the installs: a typed one, or `run` (shell, linted at render time)."""
+
+    model_config = ConfigDict(
+        json_schema_extra=_one_of("uninstall", "alternatives", "symlink", "ldconfig", "run")
+    )
+
+    uninstall: list[str] | None = Field(
+        None, min_length=1, description="Python distributions to remove (pip uninstall -y)",
+        json_schema_extra={"items": {"type": "string", "pattern": EXTRA_NAME}},
+    )
+    alternatives: Alternative | None = None
+    symlink: Symlink | None = None
+    ldconfig: Literal[True] | None = Field(None, description="Refresh the dynamic linker cache")
+    run: str | None = Field(
+        None, min_length=1, pattern=r"^[^\n]+$",
+        description="Shell for what no typed step says; linted with cannery's Dockerfile rules",
+    )
+
+    @field_validator("uninstall")
+    @classmethod
+    def _names(cls, v: list[str] | None) -> list[str] | None:
+        for name in v or ():
+            if not _full(EXTRA_NAME, name):
+                raise ValueError(f"bad distribution name {name!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _one(self) -> Step:
+        given = [k for k in Step.model_fields if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "a step is exactly one of uninstall, alternatives, symlink, ldconfig, run"
+            )
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in Step.model_fields if getattr(self, k) is not None)
+
+
+PLATFORMS: list[JsonValue] = [*(f"linux/{a}" for a in ARCHES), "linux/arm64/v8"]
+# A distribution package name (Debian and RPM naming both fit; nothing the shell expands).
+OS_PACKAGE = r"^[A-Za-z0-9][A-Za-z0-9+._-]*$"
 
 
 class Image(Strict):
-    extends: str | None = None
+    extends: str | None = EXTENDS
     base: str
     toolkit: str
     soc: str = Field(description="SOC_VERSION, e.g. ascend910b1")
-    recipe: str = ""
-    platforms: list[str] = Field(min_length=1)
-    tag: str
+    recipe: str = Field("", pattern=TAG_VALUE)
+    platforms: list[str] = Field(
+        min_length=1,
+        json_schema_extra={"items": {"type": "string", "enum": PLATFORMS}, "uniqueItems": True},
+    )
+    tag: str = Field(json_schema_extra=_schema(TAG_TEMPLATE))
     registry: str | None = None
     mirrors: list[str] | None = Field(
         None, description="Registries this image is also published to (default: catalog.mirrors)"
     )
-    aliases: list[str] = Field(
+    packages: list[str] = Field(
         [],
-        description="Rolling tags (latest, main) moved after the release tag is in every "
-        "registry; one image owns each alias",
+        description="Distribution packages, installed with the base's package manager (apt or dnf)",
+        json_schema_extra={"items": {"type": "string", "pattern": OS_PACKAGE}},
     )
-    apt: list[str] = []
     pip_tools: list[str] = []
     components: list[str] = []
     revision_from: str | None = None
     smoke_imports: list[str] = Field(
         [], description="Python modules `cannery verify` imports in the built image"
     )
-    acknowledge: list[str] = Field([], description="Compatibility warnings accepted for this image")
+    acknowledge: list[str] = Field(
+        [], description="Compatibility warnings accepted for this image",
+        json_schema_extra={"items": {"type": "string", "enum": list(COMPAT_CODES)}},
+    )
     labels: dict[str, str] = {}
+    # Image settings for the running container; set after every build step.
+    env: dict[str, str | PathEdit] = Field(
+        {}, description="Runtime env: a value, or {append|prepend|replace = [...]} for a path list",
+        json_schema_extra={"propertyNames": {"pattern": ENV_NAME}},
+    )
+    workdir: str | None = Field(None, pattern=ABS_PATH)
+    user: str | None = Field(
+        None, pattern=USER_NAME, description="Runs as this user, created if the base lacks it"
+    )
+    entrypoint: list[str] | None = Field(None, min_length=1)
+    cmd: list[str] | None = Field(None, min_length=1, description="Default: [\"/bin/bash\"]")
+    aliases: list[str] = Field(
+        [], description="More tags (templates) for the same index: rolling, latest-style",
+        json_schema_extra={
+            "items": {"type": "string", "pattern": TAG_TEMPLATE}, "uniqueItems": True
+        },
+    )
+    steps: list[Step] = Field([], description="Steps after the installs, in order")
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str | PathEdit]) -> dict[str, str | PathEdit]:
+        for var in v:
+            if not _full(ENV_NAME, var):
+                raise ValueError(f"{var!r} is not a valid environment variable name")
+        return v
+
+    @field_validator("aliases")
+    @classmethod
+    def _aliases(cls, v: list[str]) -> list[str]:
+        for alias in v:
+            cls._tag(alias)
+        if len(set(v)) != len(v):
+            raise ValueError("an alias is listed twice")
+        return v
+
+    @field_validator("packages")
+    @classmethod
+    def _packages(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not _full(OS_PACKAGE, name):
+                raise ValueError(f"bad package name {name!r}")
+        return v
 
     @field_validator("platforms")
     @classmethod
     def _platforms(cls, v: list[str]) -> list[str]:
         for p in v:
-            if not PLATFORM.match(p):
+            if not PLATFORM.fullmatch(p):
                 raise ValueError(f"bad platform {p!r}: expected os/arch such as linux/arm64")
         seen: dict[str, str] = {}
         for p in v:
@@ -305,12 +654,16 @@ class Image(Strict):
 
     @field_validator("tag")
     @classmethod
-    def _tag(cls, v: str) -> str:
+    def _tag(cls, v: str) -> str:  # also checks each alias
         for name in re.findall(r"\{([^}]*)\}", v):
             if name not in TAG_FIELDS:
                 raise ValueError(
                     f"unknown tag template field {{{name}}} (known: {', '.join(TAG_FIELDS)})"
                 )
+        if not _full(TAG_TEMPLATE, v):
+            raise ValueError(
+                f"tag {v!r}: use letters, digits, '_', '.', '-' and {{field}}s only"
+            )
         return v
 
 
@@ -345,9 +698,15 @@ class Ci(Strict):
     runners: dict[str, str] = Field(
         {"linux/amd64": "ubuntu-latest", "linux/arm64": "ubuntu-24.04-arm"},
         description="Native runner label per platform",
+        json_schema_extra={
+            "propertyNames": {"enum": PLATFORMS},
+            "additionalProperties": {"type": "string", "pattern": RUNNER_LABEL},
+        },
     )
     branches: list[str] = Field(["main"], description="Branches whose pushes build images")
-    schedule: str | None = Field(None, description="Optional cron for periodic rebuilds")
+    schedule: str | None = Field(
+        None, description="Optional cron for periodic rebuilds", json_schema_extra=_schema(CRON)
+    )
     install: str = Field("", description="pip requirement CI installs cannery from "
                                          "(default: this cannery's exact version)")
     environment: str | None = Field(
@@ -355,19 +714,21 @@ class Ci(Strict):
         description="Deployment environment of the jobs that read registry secrets "
                     "(protection rules and environment secrets apply to them only)",
     )
-    python: str = Field("3.12", pattern=r"^3\.\d+$", description="Python CI runs cannery with")
-    workflow: str = Field(".github/workflows/cannery-images.yml")
-    dockerfiles: str = Field("dockerfiles")
-    bake: str = Field("docker-bake.json")
-    docs: str = Field("TAGS.md")
+    python: str = Field("3.12", pattern=r"^3\.[0-9]+$", description="Python CI runs cannery with")
+    workflow: str = Field(
+        ".github/workflows/cannery-images.yml", json_schema_extra=_inside_repo(REL_PATH.pattern)
+    )
+    dockerfiles: str = Field("dockerfiles", json_schema_extra=_inside_repo(REL_PATH.pattern))
+    bake: str = Field("docker-bake.json", json_schema_extra=_inside_repo(REL_PATH.pattern))
+    docs: str = Field("TAGS.md", json_schema_extra=_inside_repo(REL_PATH.pattern))
 
     @field_validator("runners")
     @classmethod
     def _runners(cls, v: dict[str, str]) -> dict[str, str]:
         for platform, label in v.items():
-            if not PLATFORM.match(platform):
+            if not PLATFORM.fullmatch(platform):
                 raise ValueError(f"bad platform {platform!r}: expected os/arch such as linux/arm64")
-            if not re.match(RUNNER_LABEL, label):
+            if not _full(RUNNER_LABEL, label):
                 raise ValueError(f"bad runner label {label!r}")
         return v
 
@@ -375,26 +736,41 @@ class Ci(Strict):
     @classmethod
     def _relative(cls, v: str) -> str:
         # Written below the catalog's directory: never outside it, never an odd file name.
-        if not REL_PATH.match(v) or ".." in v.split("/") or v.endswith("/"):
+        if not REL_PATH.fullmatch(v) or ".." in v.split("/") or v.endswith("/"):
             raise ValueError(f"{v!r}: give a relative path inside the repository")
         return v
 
     @field_validator("schedule")
     @classmethod
     def _cron(cls, v: str | None) -> str | None:
-        if v is not None and len(v.split()) != 5:
+        if v is not None and not _full(CRON, v):
             raise ValueError(f"cron {v!r} needs five fields")
         return v
 
 
+NAMED: JsonDict = {"propertyNames": {"pattern": NAME}}
+
+
 class Catalog(Strict):
     catalog: CatalogMeta
-    registries: dict[str, PushTarget] = {}
-    bases: dict[str, Base] = {}
-    envs: dict[str, dict[str, EnvValue]] = {}
-    toolkits: dict[str, Toolkit] = {}
-    components: dict[str, Component] = {}
-    images: dict[str, Image] = {}
+    registries: dict[str, PushTarget] = Field({}, json_schema_extra=NAMED)
+    bases: dict[str, Base] = Field({}, json_schema_extra=NAMED)
+    envs: dict[str, dict[str, EnvValue]] = Field(
+        {},
+        json_schema_extra={
+            "propertyNames": {"pattern": NAME},
+            "additionalProperties": {
+                "type": "object",
+                "propertyNames": {"pattern": ENV_NAME},
+                "additionalProperties": {
+                    "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+                },
+            },
+        },
+    )
+    toolkits: dict[str, Toolkit] = Field({}, json_schema_extra=NAMED)
+    components: dict[str, Component] = Field({}, json_schema_extra=NAMED)
+    images: dict[str, Image] = Field({}, json_schema_extra=NAMED)
     families: dict[str, Family] = {}
     compat: Compat = Compat()
     ci: Ci = Ci()
@@ -403,8 +779,17 @@ class Catalog(Strict):
     @classmethod
     def _names(cls, v: dict[str, object]) -> dict[str, object]:
         for key in v:
-            if not re.match(NAME, key):
+            if not _full(NAME, key):
                 raise ValueError(f"name {key!r}: use lowercase letters, digits, '-', '_', '.'")
+        return v
+
+    @field_validator("envs")
+    @classmethod
+    def _env_vars(cls, v: dict[str, dict[str, EnvValue]]) -> dict[str, dict[str, EnvValue]]:
+        for env in v.values():
+            for var in env:
+                if not _full(ENV_NAME, var):
+                    raise ValueError(f"{var!r} is not a valid environment variable name")
         return v
 
     def family_of(self, soc: str) -> str | None:

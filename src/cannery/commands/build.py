@@ -27,7 +27,7 @@ from cannery.builder.plan import ImageJob, plan_build
 from cannery.builder.progress import reporter_for
 from cannery.builder.registries import publish_credentials
 from cannery.catalog.models import IMAGE_TAG, Catalog
-from cannery.commands.common import err, load, load_with_lock, out, select
+from cannery.commands.common import checkout_for, err, load, load_with_lock, out, select
 from cannery.errors import InputError
 from cannery.lock import (
     Input,
@@ -74,6 +74,7 @@ class BuildRequest:
     network: str | None
     log_dir: Path
     registry_cache: bool = False
+    context: Path | None = None  # the checkout images with a `path` component copy
     sign_key: str | None = None  # FILE or env:NAME (the key itself never in argv)
     attest: bool = True
     sbom: bool = False
@@ -164,20 +165,26 @@ def _jobs(req: BuildRequest) -> tuple[list[ImageJob], Lock]:
                 f"{spec.name}: --platform {', '.join(unknown)} is not one of its platforms "
                 f"({', '.join(spec.platforms)})"
             )
-        if not IMAGE_TAG.match(spec.tag + req.tag_suffix):
-            usage.append(f"--tag-suffix {req.tag_suffix!r}: {spec.tag + req.tag_suffix!r} is "
-                         "not a valid image tag")
+        for tag in spec.tags:
+            if not IMAGE_TAG.match(tag + req.tag_suffix):
+                usage.append(f"--tag-suffix {req.tag_suffix!r}: {tag + req.tag_suffix!r} is "
+                             "not a valid image tag")
     if usage:
         raise InputError("\n".join(dict.fromkeys(usage)))
     lk = ensure_locked(loaded.catalog, lk, path, req, names)
     jobs = []
     problems = []
-    for spec in plan(loaded.catalog, lk, names):
+    specs = plan(loaded.catalog, lk, names)
+    # said on stderr with the progress lines, JSON or not
+    checkout = checkout_for(specs, req.context, req.catalog)
+    for spec in specs:
         for item in spec.unlocked():
             problems.append(f"{spec.name}: {item} is not in {path}")
         if spec.unpinned():
             problems.append(f"{spec.name}: Python dependencies are not in {path}")
-        jobs.append(plan_build(spec, render_dockerfile(spec), lk, req.platforms, req.tag_suffix))
+        jobs.append(
+            plan_build(spec, render_dockerfile(spec), lk, req.platforms, req.tag_suffix, checkout)
+        )
     if problems:
         hint = "" if not req.frozen else " (--frozen never resolves: run `cannery lock`)"
         raise InputError("\n".join(problems) + hint)

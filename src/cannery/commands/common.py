@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from cannery.builder.checkout import Checkout
 from cannery.catalog.load import LoadedCatalog, load_catalog
 from cannery.errors import InputError
 from cannery.lock import Lock, read_lock
@@ -61,3 +62,24 @@ def require_locked(specs: list[ImageSpec]) -> None:
             f"--locked: {len(items)} unlocked input(s); run `cannery lock` first:\n"
             + "\n".join(items)
         )
+
+
+def checkout_for(
+    specs: list[ImageSpec], context: Path | None, catalog: Path | None, quiet: bool = False
+) -> Checkout | None:
+    """The checkout images with a `path` component are built from: ``context``, else the
+    catalog's directory (the repository root), else the current directory. None when no image
+    copies the checkout. A dirty tree is said once."""
+    from cannery.builder.checkout import read_checkout
+
+    if not any(c.path is not None for s in specs for c in s.components):
+        return None
+    root = context or (catalog.parent if catalog is not None else Path("."))
+    checkout = read_checkout(root)
+    if checkout.dirty and not quiet:
+        err.print(
+            f"cannery: note: {root} has uncommitted changes: images that copy it are labelled "
+            f"{checkout.commit}",
+            markup=False,
+        )
+    return checkout

@@ -53,10 +53,14 @@ def render_kind(
     """The files of one kind: path → text. ``out_path`` overrides the catalog's location."""
     cat = ctx.loaded.catalog
     if kind == "dockerfile":
-        from cannery.render.dockerfile import render_dockerfile
+        from cannery.render.dockerfile import render_dockerfile, render_dockerignore
 
         out_dir = out_path if out_path is not None else ctx.root / cat.ci.dockerfiles
-        return {out_dir / dockerfile_name(s.name): render_dockerfile(s) for s in ctx.specs(images)}
+        files = {out_dir / dockerfile_name(s.name): render_dockerfile(s) for s in ctx.specs(images)}
+        ignore = render_dockerignore(ctx.specs(), cat.catalog.name)
+        if ignore is not None:  # some image is built from the checkout: the context's root
+            files[ctx.root / ".dockerignore"] = ignore
+        return files
     if kind == "workflow":
         from cannery.render.actions import load_pins
         from cannery.render.workflow import render_workflow

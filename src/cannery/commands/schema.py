@@ -1,19 +1,31 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from cannery.catalog.models import Catalog
 
+# Tables whose entries may `extends` a sibling (cannery.catalog.load.EXTENDABLE): such an entry
+# inherits its required keys, so they are required only of an entry that extends nothing.
+_EXTENDABLE = ("Base", "Component", "Image")
 
-def catalog_schema() -> dict[str, object]:
-    schema = Catalog.model_json_schema()
+
+def catalog_schema() -> dict[str, Any]:
+    """The catalog's JSON Schema (draft 2020-12), generated from the models that validate it.
+
+    It checks every table on its own, as `catalog validate` does; what spans tables (a name
+    that must exist elsewhere, `extends` chains, the compatibility table, tag owners) only
+    `catalog validate` can check.
+    """
+    schema: dict[str, Any] = Catalog.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "cannery catalog"
-    # An image that `extends` another inherits its required fields, so in the file itself
-    # only `base`-less inheritance is checked by cannery, not by the schema.
-    schema["$defs"]["Image"].pop("required", None)
+    for name in _EXTENDABLE:
+        model = schema["$defs"][name]
+        required = model.pop("required", [])
+        rule = {"if": {"not": {"required": ["extends"]}}, "then": {"required": required}}
+        model.setdefault("allOf", []).append(rule)
     # SoC families and the compatibility table come from cannery's own data when absent.
-    schema.pop("required", None)
     schema["required"] = ["catalog"]
     return schema
 

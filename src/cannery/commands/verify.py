@@ -12,7 +12,7 @@ from cannery.attest.sign import load_public_key
 from cannery.builder.plan import ImageJob, plan_build
 from cannery.builder.registries import publish_credentials, registry_hosts
 from cannery.commands.build import _cert_dir
-from cannery.commands.common import err, load_with_lock, out, select
+from cannery.commands.common import checkout_for, err, load_with_lock, out, select
 from cannery.errors import FatalError, InputError
 from cannery.oci import Credentials, OCIClient, Reference
 from cannery.plan import ImageSpec, plan
@@ -110,13 +110,19 @@ def verify_cmd(
     specs = plan(loaded.catalog, lk, select(loaded, [image] if image else None))
     spec = specs[0] if image else _spec_for(ref, specs)
     checks: list[Check] = []
-    job = plan_build(spec, render_dockerfile(spec), lk)
     creds = (
-        publish_credentials([job])
+        publish_credentials([plan_build(spec, render_dockerfile(spec), lk)])
         if all_registries
-        else Credentials(env_host=ref.host, registries=registry_hosts([job]))
+        else Credentials(
+            env_host=ref.host,
+            registries=registry_hosts([plan_build(spec, render_dockerfile(spec), lk)]),
+        )
     )
     with OCIClient(ssl_context(ca_cert), credentials=creds) as client:
+        checkout = checkout_for([spec], None, catalog, quiet=as_json)
+        job = plan_build(spec, render_dockerfile(spec), lk, checkout=checkout)
+        if checkout is not None:
+            spec = spec.with_checkout(checkout.commit)
         inputs = {p.platform: p.input_digest for p in job.platforms}
         found, images = registry_checks(client, ref, spec, inputs)
         checks += found

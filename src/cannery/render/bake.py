@@ -28,7 +28,7 @@ def render_bake(specs: Sequence[ImageSpec], dockerfiles: Mapping[str, str]) -> s
             "context": ".",
             "dockerfile": dockerfiles[spec.name],
             "platforms": list(spec.platforms),
-            "tags": [spec.reference],
+            "tags": [f"{spec.repository}:{t}" for t in spec.tags],
             "labels": {
                 "org.opencontainers.image.source": spec.source,
                 "org.opencontainers.image.version": spec.tag,

@@ -13,7 +13,8 @@ What the output guarantees (each a defect found in review of hand-written images
 - git sources are fetched at their locked commit with depth 1, and leave no ``.git`` behind;
 - torch pins are installed first and constrain every later pip call;
 - no mirror, index or trusted-host config is left in the image;
-- apt installs only what the base lacks and leaves no lists, caches or logs;
+- apt or dnf (from the base's os) installs only what the base lacks and leaves no lists,
+  caches or logs;
 - layers run from least to most often changed, so bumping the framework rebuilds the tail only.
 """
 
@@ -23,18 +24,22 @@ import re
 import shlex
 
 from cannery import __version__
-from cannery.plan import UNAME_ARCH, ComponentSpec, Download, ImageSpec
+from cannery.plan import CHECKOUT_ARG, UNAME_ARCH, ComponentSpec, Download, ImageSpec
 from cannery.render.instructions import (
     Arg,
     Blank,
     Cmd,
     Comment,
+    Copy,
+    Entrypoint,
     Env,
     From,
     Instruction,
     Label,
     Run,
     Shell,
+    User,
+    Workdir,
     render_all,
 )
 
@@ -45,6 +50,9 @@ SRC = "/opt/src"
 ARCH_VAR = "CANN_ARCH"  # x86_64 | aarch64, set per platform in the arch-* stages
 UNLOCKED = "UNLOCKED"
 PIP = "python3 -m pip install --no-cache-dir"
+DEFAULT_INDEX = "https://pypi.org/simple"
+# Wheel bundles by file name ending (torch_npu ships a .tar.gz, sgl-kernel-npu a .zip).
+BUNDLES = {".zip": "zip", ".tar.gz": "tar.gz", ".tgz": "tar.gz"}
 
 
 def _q(text: str) -> str:
@@ -128,6 +136,14 @@ def _finish(lines: list[str]) -> list[str]:
     return lines
 
 
+def _index_url(spec: ImageSpec, resolves: bool) -> str:
+    """The catalog's python_index for a pip call that resolves at build time (PyPI, pip's own
+    default, needs no option); a call that only installs locked files needs none."""
+    if not resolves or spec.python_index.rstrip("/") == DEFAULT_INDEX:
+        return ""
+    return f" --index-url {_q(spec.python_index)}"
+
+
 def _jobs_lines(comp: ComponentSpec) -> list[str]:
     if comp.jobs_limit is not None:
         n = str(comp.jobs_limit)
@@ -140,15 +156,28 @@ def _jobs_lines(comp: ComponentSpec) -> list[str]:
 
 def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[Instruction]:
     out: list[Instruction] = []
-    pip = PIP + (f" -c {CONSTRAINTS}" if constrained else "")
+    pip = PIP + _index_url(spec, resolves=comp.path is not None or not spec.python_pinned)
+    pip += f" -c {CONSTRAINTS}" if constrained else ""
     extra = [*comp.pip_args]
-    if spec.python_pinned:
+    if spec.python_pinned and comp.path is None:
         if comp.pip:
             return []  # installed, with hashes, by the locked Python step
         # dependencies and build requirements come from the lock: pip fetches nothing more
         extra += [a for a in ("--no-deps", "--no-build-isolation") if a not in extra]
         if comp.wheels:
             extra = [a for a in extra if a != "--no-build-isolation"]
+    # The component's extra indexes, for its pip calls only ("$@": POSIX, no bash arrays);
+    # with a lock nothing is resolved here, so none is needed.
+    index: list[str] = []
+    if comp.extra_index and not spec.python_pinned:
+        urls = dict(comp.extra_index)
+        branches = {
+            a: [" ".join(["set --", *(_q(f"--extra-index-url={u}") for u in urls.get(a, ()))])
+                + ";"]
+            for a in spec.arches
+        }
+        index = _arch_case(spec, f"package index choice for {comp.name}", branches)
+        pip += ' "$@"'
     if comp.pin:
         reqs = " ".join(_q(r) for r in comp.pip)
         out.append(
@@ -158,36 +187,34 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
                 "constrained to these versions, so nothing re-pins them."
             )
         )
-        lines = ["set -eu;"]
-        if comp.extra_index:
-            index = dict(comp.extra_index)
-            branches = {
-                a: [f"index={_q('--extra-index-url=' + index[a])};"]
-                if a in index
-                else ["index='';"]
-                for a in spec.arches
-            }
-            lines += _arch_case(spec, f"package index choice for {comp.name}", branches)
+        lines = ["set -eu;", *index]
         lines.append("mkdir -p /opt/cannery;")
         lines.append(f"printf '%s\\n' {reqs} >> {CONSTRAINTS};")
-        idx = ' ${index:+"${index}"}' if comp.extra_index else ""
+        idx = ' "$@"' if index else ""
         lines.append(f"{PIP}{idx} -c {CONSTRAINTS} {' '.join([*extra, reqs])}".rstrip() + ";")
         out.append(Run(_finish(lines)))
         return out
     if comp.pip:
         out.append(Comment(f"{comp.name}: {' '.join(comp.pip)}"))
         args = " ".join([*extra, *(_q(r) for r in comp.pip)])
-        out.append(Run([f"{pip} {args}"]))
+        lines = ["set -eu;", *index, f"{pip} {args}"] if index else [f"{pip} {args}"]
+        out.append(Run(lines))
         return out
     if comp.wheels:
         out.append(Comment(f"{comp.name}: wheel, checked against its sha256 from cannery.lock"))
-        lines = ["set -eu;", *_downloads_run(spec, comp.wheels, f"{comp.name} wheel")]
+        lines = ["set -eu;", *index, *_downloads_run(spec, comp.wheels, f"{comp.name} wheel")]
         v = _var(comp.name)
-        if all(w.url.endswith(".zip") for w in comp.wheels):
+        bundle = next(
+            (k for k in BUNDLES if all(w.url.endswith(k) for w in comp.wheels)), None
+        )
+        if bundle is not None:
             # A release bundle of wheels: every wheel in it is installed, in one pip call.
-            out[-1] = Comment(f"{comp.name}: a zip of wheels, checked against its sha256 from "
-                              "cannery.lock")
-            lines.append(f"python3 -m zipfile -e /tmp/{v}.run /tmp/{v}/;")
+            out[-1] = Comment(f"{comp.name}: a {BUNDLES[bundle]} of wheels, checked against its "
+                              "sha256 from cannery.lock")
+            lines.append(
+                f"python3 -m zipfile -e /tmp/{v}.run /tmp/{v}/;" if bundle == ".zip"
+                else f"mkdir -p /tmp/{v}; tar -xzf /tmp/{v}.run -C /tmp/{v};"
+            )
             lines.append(" ".join(
                 [f"find /tmp/{v} -name '*.whl' -print0 | xargs -0 {pip}", *extra]) + ";")
             lines.append(f"rm -rf /tmp/{v} /tmp/{v}.run;")
@@ -199,14 +226,16 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         )
         out.append(Run(_finish(lines)))
         return out
-    assert comp.git is not None
     git = comp.git
     head = f"{comp.name}"
     if comp.version:
         head += f" {comp.version}"
-    head += f" at {git.commit[:12]}" if git.commit else f" at ref {git.ref}"
+    if git is not None:
+        head += f" at {git.commit[:12]}" if git.commit else f" at ref {git.ref}"
+    else:
+        head += f": this repository's checkout ({comp.path})"
     notes = [head + (f" ({comp.install})" if comp.install != "pip" else "")]
-    if not git.commit:
+    if git is not None and not git.commit:
         notes.append(f"cannery: UNLOCKED git ref {git.ref!r}: run `cannery lock` to pin a commit.")
     env_names = [k for k, _ in comp.build_env] + (["SOC_VERSION"] if comp.toolkit_build else [])
     if comp.toolkit_build and spec.toolkit.devlib:
@@ -216,7 +245,14 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         notes.append(f"Build env for this step only: {what}.")
     if comp.jobs_limit is not None:
         notes.append(f"Job limit {comp.jobs_limit}, for this step only: {comp.jobs_reason}.")
-    if comp.install == "pip":
+    dest = comp.dest or f"{SRC}/{comp.name}"
+    if git is None:
+        notes.append(
+            "Copied from the build context (.git left out by the rendered .dockerignore); the\n"
+            "commit, read from git at build time, is in the label\n"
+            f"io.cannery.component.{comp.name}."
+        )
+    elif comp.install == "pip":
         notes.append(
             "The source tree is removed once installed; the commit is in the label\n"
             f"io.cannery.component.{comp.name}."
@@ -227,15 +263,18 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             f"the commit is in the label io.cannery.component.{comp.name}."
         )
     out.append(Comment("\n".join(notes)))
-    dest = f"{SRC}/{comp.name}"
-    lines = ["set -eu;"]
-    if not git.commit:
-        lines.append(_refuse(f"git ref {git.ref} of {comp.name} has no commit"))
-    lines += [
-        f"git init -q {dest};",
-        f"git -C {dest} fetch -q --depth 1 {_q(git.url)} {_q(git.pinned)};",
-        f"git -C {dest} checkout -q FETCH_HEAD;",
-    ]
+    lines = ["set -eu;", *index]
+    if git is None:
+        assert comp.path is not None
+        out.append(Copy(comp.path, dest))
+    else:
+        if not git.commit:
+            lines.append(_refuse(f"git ref {git.ref} of {comp.name} has no commit"))
+        lines += [
+            f"git init -q {dest};",
+            f"git -C {dest} fetch -q --depth 1 {_q(git.url)} {_q(git.pinned)};",
+            f"git -C {dest} checkout -q FETCH_HEAD;",
+        ]
     if comp.install != "none":
         lines += _jobs_lines(comp)
         for key, value in comp.build_env:
@@ -247,7 +286,7 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             lines.append(
                 f'export LD_LIBRARY_PATH="{devlib}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}";'
             )
-        for req in comp.requirements if not spec.python_pinned else ():
+        for req in comp.requirements if not spec.python_pinned or git is None else ():
             lines.append(f"{pip} -r {_q(dest + '/' + req)};")
         project = f"{dest}/{comp.subdir}" if comp.subdir else dest
         if comp.pyproject:
@@ -255,8 +294,10 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         spec_ = project + (f"[{','.join(comp.extras)}]" if comp.extras else "")
         target = f"-e {_q(spec_)}" if comp.install == "editable" else _q(spec_)
         lines.append(f"{pip} {' '.join([*extra, target])};")
-    lines.append(f"rm -rf {dest};" if comp.install == "pip" else f"rm -rf {dest}/.git;")
-    out.append(Run(_finish(lines)))
+    if git is not None:
+        lines.append(f"rm -rf {dest};" if comp.install == "pip" else f"rm -rf {dest}/.git;")
+    if len(lines) > 1:
+        out.append(Run(_finish(lines)))
     return out
 
 
@@ -298,23 +339,38 @@ def _refuse_base(spec: ImageSpec) -> list[Instruction]:
     return [Run([_refuse(f"base image {spec.base_image} has no digest")[:-1]])]
 
 
-def _apt_lines(spec: ImageSpec) -> list[str]:
-    """Install only the packages the base lacks, then drop apt's lists, caches and logs.
+def _package_lines(spec: ImageSpec) -> list[str]:
+    """Install only the packages the base lacks, with the base's package manager, then drop
+    its lists, caches and logs in the same step.
 
     curl is added only when the image downloads something, git only when it has a git
-    component. The lists, binary caches and logs differ on every run, so leaving them would
-    make the layer irreproducible.
+    component. The lists, caches and logs differ on every run, so leaving them would make the
+    layer irreproducible. Signature checks stay as the base configures them; no repository or
+    mirror configuration is written.
     """
-    apt = list(spec.apt)
+    packages = list(spec.packages)
     needs = ["ca-certificates"]
     if (spec.toolkit.install and spec.toolkit.downloads) or any(c.wheels for c in spec.components):
         needs.append("curl")
     if any(c.git for c in spec.components):
         needs.append("git")
-    apt += [n for n in needs if n not in apt]
+    packages += [n for n in needs if n not in packages]
+    names = " ".join(packages)
+    if spec.package_manager == "dnf":
+        return [
+            "set -eu;",
+            f'missing=$(for p in {names}; do rpm -q --quiet "$p" || echo "$p"; done);',
+            'if [ -n "${missing}" ]; then',
+            # unquoted on purpose: one word per missing package
+            "  dnf install -y --setopt=install_weak_deps=False ${missing};",
+            "fi;",
+            "dnf clean all;",
+            "rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log"
+            " /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache",
+        ]
     return [
         "set -eu;",
-        f"missing=$(for p in {' '.join(apt)}; do",
+        f"missing=$(for p in {names}; do",
         "  dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null | grep -q 'ok installed'"
         ' || echo "$p";',
         "done);",
@@ -339,6 +395,9 @@ def render_dockerfile(spec: ImageSpec) -> str:
     ]
     for item in spec.unlocked():
         header.append(f"cannery: UNLOCKED {item}; run `cannery lock`.")
+    for item in spec.checkout_resolved():
+        header.append(f"cannery: {item} are resolved by pip at build time, under the lock's "
+                      "constraints.")
     if spec.unpinned():
         header.append(
             "cannery: UNPINNED Python dependencies: pip resolves them at build time, so this\n"
@@ -368,9 +427,10 @@ def render_dockerfile(spec: ImageSpec) -> str:
         Blank(),
     ]
 
-    body += [Comment("System packages (change least often)."), Run(_apt_lines(spec))]
+    body += [Comment("System packages (change least often)."), Run(_package_lines(spec))]
     if spec.pip_tools and not spec.python_pinned:
-        body.append(Run([f"{PIP} --upgrade {' '.join(_q(t) for t in spec.pip_tools)}"]))
+        body.append(Run([f"{PIP}{_index_url(spec, True)} --upgrade "
+                         f"{' '.join(_q(t) for t in spec.pip_tools)}"]))
     body.append(Blank())
 
     tk = spec.toolkit
@@ -414,6 +474,9 @@ def render_dockerfile(spec: ImageSpec) -> str:
         body += _component(spec, comp, constrained and not comp.pin)
         body.append(Blank())
 
+    body += _steps(spec)
+    body += _settings_head(spec)
+
     labels: list[tuple[str, str]] = [
         ("org.opencontainers.image.source", spec.source),
         ("org.opencontainers.image.version", spec.tag),
@@ -429,5 +492,104 @@ def render_dockerfile(spec: ImageSpec) -> str:
     ]
     labels += [(f"io.cannery.component.{c.name}", c.label_version) for c in spec.components]
     labels += list(spec.labels)
-    body += [Label(tuple(labels)), Cmd(("/bin/bash",))]
+    if any(c.path is not None for c in spec.components):
+        body += [
+            Comment("The checkout's commit, read from git by `cannery build` (+dirty… when the "
+                    "tree had changes)."),
+            Arg(CHECKOUT_ARG, "unknown"),
+        ]
+    body.append(Label(tuple(labels)))
+    if spec.user:
+        body.append(User(spec.user))
+    if spec.entrypoint:
+        body.append(Entrypoint(spec.entrypoint))
+    body.append(Cmd(spec.cmd))
     return render_all(body)
+
+
+def render_dockerignore(specs: list[ImageSpec], catalog_name: str) -> str | None:
+    """The build context's ``.dockerignore`` when an image copies the checkout (a component
+    with ``path``); None when no image does (the context is then the Dockerfile alone)."""
+    paths = sorted({c.path for s in specs for c in s.components if c.path is not None})
+    if not paths:
+        return None
+    return "\n".join([
+        f"# Generated by cannery {__version__.split('+')[0]} from catalog {catalog_name!r}. "
+        "Do not edit: change the catalog, then run `cannery render`.",
+        f"# The build context of images that copy this checkout ({', '.join(paths)}).",
+        "# Version-control data stays out of the image: `cannery build` reads the commit from",
+        "# git and puts it in the image's labels and input digest.",
+        ".git",
+        "**/.git",
+        "",
+    ])
+
+
+def run_step_text(text: str) -> Run:
+    """A catalog `run` step as the RUN it renders to (the render-time lint looks for it)."""
+    return Run([text])
+
+
+def _steps(spec: ImageSpec) -> list[Instruction]:
+    """Steps after the installs, in catalog order: typed ones print their own command."""
+    out: list[Instruction] = []
+    for step in spec.steps:
+        a = step.args
+        if step.kind == "uninstall":
+            out += [Comment(f"Removed after the installs: {', '.join(a)}."),
+                    Run([f"python3 -m pip uninstall -y {' '.join(_q(n) for n in a)}"])]
+        elif step.kind == "alternatives":
+            out += [Comment(f"{a[0]} -> {a[2]} (update-alternatives, priority {a[3]})."),
+                    Run([f"update-alternatives --install {_q(a[0])} {_q(a[1])} {_q(a[2])} {a[3]}"])]
+        elif step.kind == "symlink":
+            out += [Comment(f"{a[1]} -> {a[0]}."),
+                    Run([f'mkdir -p "$(dirname {_q(a[1])})";', f"ln -sfn {_q(a[0])} {_q(a[1])}"])]
+        elif step.kind == "ldconfig":
+            out += [Comment("The dynamic linker cache, refreshed after the installs."),
+                    Run(["ldconfig"])]
+        else:
+            out += [Comment("A catalog `run` step (linted with cannery's Dockerfile rules)."),
+                    run_step_text(a[0])]
+        out.append(Blank())
+    return out
+
+
+def runtime_env(spec: ImageSpec) -> tuple[tuple[str, str], ...]:
+    """The image's own runtime ENV pairs: a value, or a path list appended to, prepended to or
+    replacing what is already set (the toolkit's ENV, or the base's)."""
+    # Earlier ENV instructions (the toolkit's) expand by themselves; within this one, a
+    # reference to a variable it sets would see the old value, so those are substituted.
+    known: dict[str, str] = {}
+    pairs: list[tuple[str, str]] = []
+    for e in spec.runtime_env:
+        joined = ":".join(_expand(v, known) for v in e.values)
+        var = e.name
+        if e.mode == "append":
+            text = f"${{{var}:+${{{var}}}:}}{joined}"
+        elif e.mode == "prepend":
+            text = f"{joined}${{{var}:+:${{{var}}}}}"
+        else:  # set, replace
+            text = joined
+            known[var] = text
+        pairs.append((var, text))
+    return tuple(pairs)
+
+
+def _settings_head(spec: ImageSpec) -> list[Instruction]:
+    """The running container's settings: set after every build step, so changing one rebuilds
+    nothing before it and no build step runs with them."""
+    out: list[Instruction] = []
+    if spec.user:
+        # Created only if the base lacks it; the same useradd on Debian and openEuler.
+        out += [Comment(f"The user the container runs as ({spec.user}), created if missing."),
+                Run([f"id -u {spec.user} >/dev/null 2>&1 || useradd --create-home "
+                     f"--user-group {spec.user}"])]
+    pairs = runtime_env(spec)
+    if pairs:
+        out += [Comment("Runtime environment of the image (catalog env), for the running "
+                        "container."), Env(pairs)]
+    if spec.workdir:
+        out.append(Workdir(spec.workdir))
+    if out:
+        out.append(Blank())
+    return out

@@ -40,8 +40,9 @@ def render_docs(
     for s in specs:
         link = posixpath.relpath(dockerfiles[s.name], here)
         comps = "<br>".join(_cell(_pin(c)) for c in s.components)
+        tags = "<br>".join(f"`{_cell(f'{s.repository}:{t}')}`" for t in s.tags)
         lines.append(
-            f"| {_cell(s.name)} | `{_cell(s.reference)}` | {', '.join(s.platforms)} "
+            f"| {_cell(s.name)} | {tags} | {', '.join(s.platforms)} "
             f"| {_cell(s.toolkit.version)} | {_cell(s.family)} ({_cell(s.soc)}) "
             f"| `{_cell(s.base_image)}` | {comps} "
             f"| [{posixpath.basename(link)}]({link}) |"

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_./:@%+=,${}-]*$")
+# The one build argument a label may carry: the checkout's commit (cannery.plan.CHECKOUT_ARG).
+_ARG_REF = re.compile(r"\$\{CANNERY_CHECKOUT\}")
 
 
 def _quote_value(value: str) -> str:
@@ -21,7 +23,10 @@ def _quote_value(value: str) -> str:
 
 
 def _quote_label(value: str) -> str:
-    """A LABEL value: always quoted, ``$`` escaped so the text is taken literally."""
+    """A LABEL value: always quoted, ``$`` escaped so the text is taken literally, except a
+    value that is exactly ``${CANNERY_CHECKOUT}``, which the build fills in."""
+    if _ARG_REF.fullmatch(value):
+        return f'"{value}"'
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
 
 
@@ -94,6 +99,41 @@ class Cmd:
 
 
 @dataclass(frozen=True)
+class Copy:
+    """COPY from the build context (a path of the checkout being built)."""
+
+    source: str
+    dest: str
+
+    def render(self) -> str:
+        return f"COPY {self.source} {self.dest}"
+
+
+@dataclass(frozen=True)
+class Entrypoint:
+    argv: tuple[str, ...]
+
+    def render(self) -> str:
+        return "ENTRYPOINT " + json.dumps(list(self.argv))
+
+
+@dataclass(frozen=True)
+class Workdir:
+    path: str
+
+    def render(self) -> str:
+        return f"WORKDIR {self.path}"
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+
+    def render(self) -> str:
+        return f"USER {self.name}"
+
+
+@dataclass(frozen=True)
 class Run:
     """A shell-form RUN. Each line is a complete shell fragment, including its own ``;``."""
 
@@ -106,7 +146,10 @@ class Run:
         return "RUN " + " \\\n    ".join(self.lines)
 
 
-Instruction = Comment | Blank | From | Arg | Env | Label | Shell | Cmd | Run
+Instruction = (
+    Comment | Blank | From | Arg | Env | Label | Shell | Cmd | Run | Copy | Entrypoint | Workdir
+    | User
+)
 
 
 def render_all(instructions: Sequence[Instruction]) -> str:

@@ -20,6 +20,15 @@ def expected_env(spec: ImageSpec, arch: str) -> dict[str, tuple[str, bool]]:
         text = text.replace("${" + ARCH_VAR + "}", UNAME_ARCH[arch])
         inherits = bool(_INHERIT.search(text))
         out[name] = (_INHERIT.sub("", text), inherits)
+    # The image's own runtime env (catalog images.NAME.env), set after the toolkit's.
+    for e in spec.runtime_env:
+        value = ":".join(e.values).replace("{uname_arch}", UNAME_ARCH[arch])
+        if e.mode in ("set", "replace"):
+            out[e.name] = (value, False)
+        elif e.mode == "prepend":
+            old = out.get(e.name)
+            out[e.name] = (value + (":" + old[0] if old else ""), old[1] if old else True)
+        # append: the toolkit's expectation (a prefix) still holds; nothing more to say
     return out
 
 

@@ -60,13 +60,13 @@ ENV ASCEND_TOOLKIT_HOME=/usr/local/Ascend/cann-9.1.0 \
 # constrained to these versions, so nothing re-pins them.
 RUN set -eu; \
     case "${TARGETARCH}" in \
-      amd64) index=--extra-index-url=https://download.pytorch.org/whl/cpu ;; \
-      arm64) index='' ;; \
+      amd64) set -- --extra-index-url=https://download.pytorch.org/whl/cpu ;; \
+      arm64) set -- ;; \
       *) echo "cannery: no package index choice for torch-2-10 for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
     esac; \
     mkdir -p /opt/cannery; \
     printf '%s\n' torch==2.10.0 torch_npu==2.10.0.post4 torchvision==0.25.0 >> /opt/cannery/constraints.txt; \
-    python3 -m pip install --no-cache-dir ${index:+"${index}"} -c /opt/cannery/constraints.txt torch==2.10.0 torch_npu==2.10.0.post4 torchvision==0.25.0
+    python3 -m pip install --no-cache-dir "$@" -c /opt/cannery/constraints.txt torch==2.10.0 torch_npu==2.10.0.post4 torchvision==0.25.0
 
 # Parallel jobs for every build step; empty means the builder's cores.
 ARG BUILD_JOBS=""

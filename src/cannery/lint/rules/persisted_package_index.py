@@ -15,7 +15,9 @@ INDEX_ENV = {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "UV_INDEX
              "CONDA_CHANNELS", "GOPROXY"}
 URL = re.compile(r"(?<![a-z])[a-z]{1,15}://[^\s'\"]+")  # bounded scheme: linear on long words
 HOSTISH = re.compile(r"://|\w\.\w")  # a sed expression that rewrites a host
-CONFIG_FILES = re.compile(r"(pip\.conf|pip\.ini|\.npmrc|\.condarc|sources\.list|\.pypirc)$")
+CONFIG_FILES = re.compile(
+    r"(pip\.conf|pip\.ini|\.npmrc|\.condarc|sources\.list|\.pypirc|\.repo|yum\.conf|dnf\.conf)$"
+)
 # The file `pip config set` writes, by scope option (default: the user's file)
 PIP_SCOPE_FILES = {"--global": re.compile(r"^/etc/(xdg/pip/)?pip\.conf$"),
                    "--user": re.compile(r"^/root/\.config/pip/pip\.conf$"),
@@ -77,7 +79,8 @@ class PersistedPackageIndex(Rule):
     PIP_INDEX_URL`/`PIP_EXTRA_INDEX_URL`, `pip config set …index-url`, `npm config set
     registry`, index settings written into `pip.conf`, `.npmrc` or `.condarc` (by `echo`,
     `printf`, `tee`, a heredoc or `COPY <<EOF`), and `sed` edits that put a host into a
-    package source file. Hosts in `trusted-registries` are allowed. A setting that a later
+    package source file (`sources.list`, a yum/dnf `.repo` file, `yum.conf`, `dnf.conf`).
+    Hosts in `trusted-registries` are allowed. A setting that a later
     step of the same stage takes back out is not reported: `pip config unset` of the same
     key, `npm config delete registry`, or the file removed (`rm`) or replaced (`> FILE`,
     `cp`/`mv` onto it) after it was written.

@@ -1,0 +1,264 @@
+"""Strict, single-voiced validation: no coercion, no setting without effect, one report per
+mistake (at the line where it is written), and the silent cases of the families issue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.catalogs import line_of, minimal
+
+GOOD = minimal()
+
+
+def _validate(cli, tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    path = tmp_path / "catalog.toml"
+    path.write_text(text)
+    return path, cli("catalog", "validate", "--catalog", str(path))
+
+
+def _errors(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("cannery: error:")]
+
+
+# (id, edit, text on the offending line, words of the one message)
+COERCED = [
+    (
+        "bool-from-string",
+        lambda t: t.replace("toolkit_build = true", 'toolkit_build = "no"'),
+        'toolkit_build = "no"',
+        "components.vllm-ascend.toolkit_build: Input should be a valid boolean, got string 'no'",
+    ),
+    (
+        "int-from-string",
+        lambda t: t.replace("limit = 1", 'limit = "2"'),
+        'limit = "2"',
+        "components.vllm-ascend.jobs.limit: Input should be a valid integer, got string '2'",
+    ),
+    (
+        "string-from-float",
+        lambda t: t.replace('python = "3.11"', "python = 3.12"),
+        "python = 3.12",
+        "bases.b910.python: Input should be a valid string, got float 3.12",
+    ),
+    (
+        "bool-from-int",
+        lambda t: t.replace("pin = true", "pin = 1"),
+        "pin = 1",
+        "components.torch.pin: Input should be a valid boolean, got integer 1",
+    ),
+]
+
+
+@pytest.mark.parametrize(("edit", "needle", "words"), [c[1:] for c in COERCED],
+                         ids=[c[0] for c in COERCED])
+def test_no_coercion(tmp_path: Path, cli, edit, needle: str, words: str) -> None:  # type: ignore[no-untyped-def]
+    text = edit(GOOD)
+    assert text != GOOD
+    path, res = _validate(cli, tmp_path, text)
+    assert res.code == 2, res.err
+    assert _errors(res.err) == [f"cannery: error: {path}:{line_of(text, needle)}: {words}"]
+
+
+NO_EFFECT = [
+    (
+        "requirements-on-pip",
+        lambda t: t.replace("pin = true\n", 'pin = true\nrequirements = ["r.txt"]\n'),
+        'requirements = ["r.txt"]',
+        "components.torch.requirements: requirements has no effect on a pip component",
+    ),
+    (
+        "toolkit-build-on-pip",
+        lambda t: t.replace("pin = true\n", "pin = true\ntoolkit_build = true\n", 1),
+        "toolkit_build = true",
+        "components.torch.toolkit_build: toolkit_build has no effect on a pip component",
+    ),
+    (
+        "editable-on-pip",
+        lambda t: t.replace("pin = true\n", 'pin = true\ninstall = "editable"\n'),
+        'install = "editable"',
+        "components.torch.install: install has no effect on a pip component",
+    ),
+    (
+        "jobs-on-pip",
+        lambda t: t.replace("pin = true\n", 'pin = true\njobs = { limit = 2, reason = "ram" }\n'),
+        "jobs = { limit = 2",
+        "components.torch.jobs: jobs has no effect on a pip component",
+    ),
+    (
+        "pin-on-git",
+        lambda t: t.replace('install = "editable"', 'install = "editable"\npin = true  # git'),
+        "pin = true  # git",
+        "components.vllm.pin: pin is only for pip components (this one is git)",
+    ),
+    (
+        "acknowledge-nothing",
+        lambda t: t.replace('"compat-torch-npu"]', '"compat-torch-npu", "compat-vllm"]'),
+        '"compat-vllm"',
+        "images.one.acknowledge[2]: 'compat-vllm' is acknowledged but no image that inherits "
+        "it has that warning: remove it",
+    ),
+]
+
+
+@pytest.mark.parametrize(("edit", "needle", "words"), [c[1:] for c in NO_EFFECT],
+                         ids=[c[0] for c in NO_EFFECT])
+def test_field_without_effect_is_an_error(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli, edit, needle: str, words: str
+) -> None:
+    text = edit(GOOD)
+    assert text != GOOD
+    path, res = _validate(cli, tmp_path, text)
+    assert res.code == 2, res.err
+    errors = _errors(res.err)
+    assert len(errors) == 1, res.err
+    assert errors[0].startswith(f"cannery: error: {path}:{line_of(text, needle)}: {words}"), res.err
+
+
+def test_unknown_os_is_an_error_with_a_suggestion(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace('os = "ubuntu"', 'os = "openeulr"')
+    path, res = _validate(cli, tmp_path, text)
+    assert res.code == 2
+    assert _errors(res.err) == [
+        f"cannery: error: {path}:{line_of(text, 'openeulr')}: bases.b910.os: 'openeulr' is not "
+        "one of ubuntu, debian, openeuler (did you mean 'openeuler'?)"
+    ]
+
+
+def test_apt_key_says_it_was_renamed(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace('recipe = "r"', 'recipe = "r"\napt = ["jq"]')
+    path, res = _validate(cli, tmp_path, text)
+    assert _errors(res.err) == [
+        f"cannery: error: {path}:{line_of(text, 'apt =')}: images.one.apt: unknown key 'apt' "
+        "(renamed to 'packages')"
+    ]
+
+
+def test_a_mistake_in_a_parent_is_reported_once_where_written(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Four images inherit a misspelled key and a wrong type: two errors, at the parent."""
+    text = GOOD.replace('recipe = "r"', 'recipe = "r"\nplatfroms = []\nsmoke_imports = "torch"')
+    text += "".join(f'\n[images.c{i}]\nextends = "one"\nrecipe = "c{i}"\n' for i in range(3))
+    path, res = _validate(cli, tmp_path, text)
+    assert res.code == 2
+    assert _errors(res.err) == [
+        f"cannery: error: {path}:{line_of(text, 'platfroms')}: images.one.platfroms: unknown key "
+        "'platfroms' (did you mean 'platforms'?)",
+        f"cannery: error: {path}:{line_of(text, 'smoke_imports')}: images.one.smoke_imports: "
+        "Input should be a valid list, got string 'torch'",
+    ]
+
+
+def test_a_child_mistake_is_reported_at_the_child(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace('recipe = "s"', 'recipe = "s"\nsmoke_imports = "torch"')
+    path, res = _validate(cli, tmp_path, text)
+    assert _errors(res.err) == [
+        f"cannery: error: {path}:{line_of(text, 'smoke_imports')}: images.two.smoke_imports: "
+        "Input should be a valid list, got string 'torch'"
+    ]
+
+
+def test_a_missing_key_is_reported_at_the_entry_that_lacks_it(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace('soc = "ascend910b1"\n', "")
+    path, res = _validate(cli, tmp_path, text)
+    # `two` extends `one`: the key is missing from `one`, and said once.
+    assert _errors(res.err) == [
+        f"cannery: error: {path}:{line_of(text, '[images.one]')}: images.one.soc: missing "
+        "required key 'soc'"
+    ]
+
+
+def test_an_inherited_whole_entry_mistake_is_said_once(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD + '\n[components.both]\npip = ["x"]\nwheel = "https://w.example.com/x.whl"\n'
+    text += '\n[components.both2]\nextends = "both"\nversion = "1"\n'
+    path, res = _validate(cli, tmp_path, text)
+    assert _errors(res.err) == [
+        f"cannery: error: {path}:{line_of(text, '[components.both]')}: components.both: give "
+        "exactly one of git, pip, wheel, path"
+    ], res.err
+
+
+def test_catalog_option_and_positional_alias(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "catalog.toml"
+    path.write_text(GOOD)
+    assert cli("catalog", "validate", "--catalog", str(path)).code == 0
+    assert cli("catalog", "validate", str(path)).code == 0
+    other = tmp_path / "other.toml"
+    res = cli("catalog", "validate", str(other), "--catalog", str(path))
+    assert res.code == 2
+    assert "two catalogs given" in res.err
+
+
+def test_plain_value_over_a_toolkit_path_list_is_refused(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """The silent case: LD_LIBRARY_PATH in an image's env replaced every CANN library path."""
+    text = GOOD.replace('recipe = "r"', 'recipe = "r"\nenv.LD_LIBRARY_PATH = "/usr/local/lib"')
+    path, res = _validate(cli, tmp_path, text)
+    assert res.code == 2
+    assert _errors(res.err) == [
+        f"cannery: error: {path}:{line_of(text, 'env.LD_LIBRARY_PATH')}: "
+        "images.one.env.LD_LIBRARY_PATH: LD_LIBRARY_PATH is a search path the toolkit sets; a "
+        "plain value would drop the toolkit's entries: write LD_LIBRARY_PATH = { append = "
+        "[...] }, prepend, or replace to say so"
+    ]
+
+
+X_LATEST = 'aliases = ["x", "latest"]'
+
+
+def test_a_tag_has_one_owner(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace('recipe = "s"', 'recipe = "s"\naliases = ["latest"]')
+    text += '\n[images.three]\nextends = "one"\nrecipe = "q"\naliases = ["x", "latest"]\n'
+    path, res = _validate(cli, tmp_path, text)
+    assert _errors(res.err) == [
+        f"cannery: error: {path}:{line_of(text, X_LATEST)}: images.three.aliases[1]: "
+        "tag 'latest' in registry.example.com/test/images is claimed by images 'two' and "
+        "'three': a tag has one owner"
+    ]
+
+
+def test_same_tag_in_another_repository_is_fine(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace('recipe = "s"', 'recipe = "s"\naliases = ["latest"]\nregistry = "other"')
+    text = text.replace('[bases.b910]', '[registries.other]\nrepository = "r.example.com/x"\n\n'
+                        '[bases.b910]')
+    text = text.replace('recipe = "r"', 'recipe = "r"\naliases = ["latest"]')
+    _, res = _validate(cli, tmp_path, text)
+    assert res.code == 0, res.err
+
+
+RUN_DEFECTS = [
+    ("tls", "wget --no-check-certificate -O /a https://x.example.com/a",
+     "tls-verification-disabled: wget --no-check-certificate downloads without verifying"),
+    ("unverified", "curl -fsSL -o /i.sh https://x.example.com/i.sh && bash /i.sh",
+     "unverified-download:"),
+    ("source", "source /usr/local/Ascend/ascend-toolkit/set_env.sh && echo ok",
+     "env-not-persisted: /usr/local/Ascend/ascend-toolkit/set_env.sh sets"),
+]
+
+
+@pytest.mark.parametrize(("run", "words"), [c[1:] for c in RUN_DEFECTS],
+                         ids=[c[0] for c in RUN_DEFECTS])
+def test_a_run_step_with_a_review_defect_refuses_to_render(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli, run: str, words: str
+) -> None:
+    text = GOOD.replace("[images.two]", f'[[images.one.steps]]\nrun = "{run}"\n\n[images.two]')
+    path = tmp_path / "catalog.toml"
+    path.write_text(text)
+    res = cli("render", "dockerfile", "--catalog", str(path), "--out", str(tmp_path / "out"))
+    assert res.code == 2, res.err
+    errors = _errors(res.err)
+    assert len(errors) >= 1
+    want = f"cannery: error: {path}:{line_of(text, run)}: images.one.steps[0].run: "
+    assert all(e.startswith(want) for e in errors), res.err
+    assert any(words in e for e in errors), res.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_clean_run_step_renders(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace(
+        "[images.two]", '[[images.one.steps]]\nrun = "python3 -m pip uninstall -y triton"\n\n'
+        "[images.two]"
+    )
+    path = tmp_path / "catalog.toml"
+    path.write_text(text)
+    res = cli("render", "dockerfile", "--catalog", str(path), "--out", str(tmp_path / "out"))
+    assert res.code == 0, res.err
