@@ -139,9 +139,11 @@ def main() -> int:
             state = f"skipped: {p['skipped']}" if p["skipped"] else f"built in {p['seconds']:.0f}s"
             print(f"  {p['platform']:12} {p['digest']}  ({state})")
         for reg in image["registries"]:
-            moved = ", ".join(reg["tags_moved"]) or "none (already there)"
+            moved = ", ".join(reg["tags_moved"]) or "none"
+            unchanged = ", ".join(reg["tags_unchanged"])
             print(f"{reg['name']:8} {reg['media_types']:6} {reg['repository']}@"
-                  f"{reg['index_digest']}\n{'':16}tags moved: {moved}")
+                  f"{reg['index_digest']}\n{'':16}tags moved: {moved}"
+                  + (f"; already on this index: {unchanged}" if unchanged else ""))
             if reg["copied"]:
                 c = reg["copied"]
                 print(f"{'':16}blobs {c['blobs_copied']} copied, {c['blobs_mounted']} mounted, "

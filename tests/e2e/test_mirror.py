@@ -89,7 +89,8 @@ def test_every_tag_and_every_oci_registry_serve_one_index_digest(
     for n, reg in enumerate(registries):
         repo = Reference.parse(f"{reg.host}/{name}:release-1")
         index, _ = publish_two_platforms(tmp_path / str(n), client, repo)
-        assert move_tags(client, repo, index, ["release-1", "latest"]) == ["release-1", "latest"]
+        moves = move_tags(client, repo, index, ["release-1", "latest"])
+        assert moves.moved == ["release-1", "latest"]
         for tag in ("release-1", "latest"):
             seen.add(_digests(f"{reg.host}/{name}:{tag}", certs)[0])
     assert len(seen) == 1, seen  # no tag or registry name in the index

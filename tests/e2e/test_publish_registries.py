@@ -28,6 +28,7 @@ from cannery.catalog.load import load_catalog
 from cannery.lock import Lock
 from cannery.oci import Descriptor, OCIClient, Reference, push_image_dir
 from cannery.oci.manifest import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX
+from cannery.oci.publish import LOCK_EPOCH
 from cannery.plan import RegistryTarget, plan
 from cannery.tls import ssl_context
 from cannery.verify.mirrors import registry_parity_checks
@@ -335,3 +336,52 @@ def test_faults_on_a_mirror_never_leave_a_partial_index(
         assert [r.error for r in done] == [None, None] and all(r.has_new_tags for r in done)
     finally:
         proxy.stop()
+
+
+def test_an_older_lock_moves_no_tag_back_in_any_registry(
+    tmp_path: Path, regs: dict[str, LocalRegistry], client: OCIClient
+) -> None:
+    """Every registry's tag names an index from a newer lock (its io.cannery.lock-epoch): a
+    build from an older lock moves no tag anywhere (exit 2, the refusal named); --force (force)
+    moves them in every registry."""
+    name = _name()
+    primary, mirror = f"{regs['primary'].host}/{name}", f"{regs['mirror'].host}/{name}"
+    job = make_job([("quay", primary, "oci"), ("ghcr", mirror, "oci")])
+    tag = job.tags[0]
+    newer = publish_everywhere(
+        client, job, run_legs(tmp_path, client, job, "new"),
+        annotations={LOCK_EPOCH: "2000"}, lock_epoch=2000,
+    )
+    assert [r.error for r in newer] == [None, None]
+    older = run_legs(tmp_path, client, job, "old")
+    back = publish_everywhere(
+        client, job, older, annotations={LOCK_EPOCH: "1000"}, lock_epoch=1000
+    )
+    assert back[0].error is not None and "newer lock" in back[0].error
+    assert back[0].exit_code == 2
+    assert [r.tags_moved for r in back] == [[], []]
+    assert back[0].tag_moves is not None and back[0].tag_moves.not_moved == [tag]
+    for repository, r in ((primary, newer[0]), (mirror, newer[1])):
+        now = _serves(client, repository, tag)
+        assert now is not None and now.digest == r.index_digest  # still the newer lock's
+    # The mirror alone holds the newer lock's index: the refusal holds there too.
+    client.put_manifest(  # the primary's tag moved back by hand (as by an older cannery)
+        Reference.parse(primary).with_tag(tag),
+        client.get_manifest(Reference.parse(primary).with_digest(str(back[0].index_digest)))[0],
+        OCI_INDEX,
+    )
+    again = publish_everywhere(
+        client, job, older, annotations={LOCK_EPOCH: "1000"}, lock_epoch=1000
+    )
+    assert again[0].error is None and again[1].error is not None
+    assert "newer lock" in again[1].error and again[1].exit_code == 2
+    mirrored = _serves(client, mirror, tag)
+    assert mirrored is not None and mirrored.digest == newer[1].index_digest
+    forced = publish_everywhere(
+        client, job, older, annotations={LOCK_EPOCH: "1000"}, lock_epoch=1000, force=True
+    )
+    assert [r.error for r in forced] == [None, None]
+    assert [r.tags_moved for r in forced] == [[], [tag]]
+    for repository, r in ((primary, forced[0]), (mirror, forced[1])):
+        now = _serves(client, repository, tag)
+        assert now is not None and now.digest == r.index_digest

@@ -18,16 +18,18 @@ The order is the guarantee, extended from one registry (``oci/publish.py``) to s
    when every release tag moved everywhere.
 
 A failure anywhere stops before step 3 (no tag moves anywhere) or is recorded per registry in
-step 3; the result says, per registry, whether it serves the new tags. Re-running completes
-what is missing: the platforms are found by their per-platform tags (their input digest is in
-the image config's label), so nothing is rebuilt.
+step 3 (``move_tags``' ``TagMoves``: a tag on an index from a newer lock is not moved back in
+any registry, and a release tag that did not move stops it in the registries after it); the
+result says, per registry, whether it serves the new tags. Re-running completes what is
+missing: the platforms are found by their per-platform tags (their input digest is in the image
+config's label), so nothing is rebuilt.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.errors import FatalError, NetworkError
@@ -40,7 +42,7 @@ from cannery.oci.manifest import (
     platform_string,
 )
 from cannery.oci.mirror import Mirror, refused_media_type
-from cannery.oci.publish import merge_index, move_tags
+from cannery.oci.publish import TagMoves, merge_index, move_tags
 from cannery.plan import RegistryTarget
 
 
@@ -50,18 +52,25 @@ class RegistryResult:
     repository: str
     media_types: str
     index_digest: str | None = None
-    tags_moved: list[str] = field(default_factory=list)
+    # None: no tag was written to here; else what happened to each tag (release, then aliases).
+    tag_moves: TagMoves | None = None
     has_new_tags: bool = False  # every tag of this build points at this build's index here
     error: str | None = None
+    exit_code: int = 0  # when ``error``: the failure's exit status
     copied: dict[str, object] | None = None
 
+    @property
+    def tags_moved(self) -> list[str]:
+        return self.tag_moves.moved if self.tag_moves else []
+
     def to_json(self) -> dict[str, object]:
+        moves = self.tag_moves or TagMoves()
         return {
             "name": self.name,
             "repository": self.repository,
             "media_types": self.media_types,
             "index_digest": self.index_digest,
-            "tags_moved": self.tags_moved,
+            **moves.to_json(),
             "has_new_tags": self.has_new_tags,
             "error": self.error,
             "copied": self.copied,
@@ -124,10 +133,18 @@ def publish_everywhere(
     image: ImageJob,
     children: list[Descriptor],
     attest: Callable[[ImageJob, Descriptor, list[Descriptor]], None] | None = None,
+    *,
+    annotations: dict[str, str] | None = None,
+    lock_epoch: int | None = None,
+    force: bool = False,
 ) -> list[RegistryResult]:
     """Steps 2 and 3 above for a build whose platform manifests are in the first registry.
     ``attest`` attaches referrers (provenance, SBOM, signatures) in the first registry once its
-    index is written, before any mirror is placed, so each mirror gets them with the copy."""
+    index is written, before any mirror is placed, so each mirror gets them with the copy.
+    ``annotations`` go on every index (the lock epoch); every tag move is ``move_tags``'s, with
+    ``lock_epoch`` and ``force``, so a tag on an index from a newer lock is not moved back in any
+    registry. A registry whose release tag did not move (refused, failed or uncertain) stops the
+    release tag in the registries after it, and every alias."""
     where = targets(image)
     results = [RegistryResult(t.name, t.repository, t.media_types) for t in where]
     primary = Reference.parse(where[0].repository)
@@ -135,12 +152,14 @@ def publish_everywhere(
     indexes: list[Descriptor | None] = []
     for target, result in zip(where, results, strict=True):
         try:
-            placed = _place(client, image, primary, target, children, jobs, result)
+            placed = _place(
+                client, image, primary, target, children, jobs, result, annotations or {}
+            )
             indexes.append(placed)
             if attest is not None and len(indexes) == 1:
                 attest(image, placed, children)
         except FatalError as exc:
-            result.error = exc.message
+            result.error, result.exit_code = exc.message, exc.exit_code
             indexes.append(None)
             break  # no tag moves anywhere; the registries after it are not touched
     if all(r.error is None for r in results) and len(indexes) == len(results):
@@ -148,16 +167,39 @@ def publish_everywhere(
         for tags in (list(image.tags[:1]), list(image.tags[1:])):
             for target, result, index in zip(where, results, indexes, strict=True):
                 assert index is not None
+                if any(r.error for r in results):
+                    _add(result, TagMoves(not_moved=tags))
+                    continue
                 try:
-                    repo = Reference.parse(target.repository)
-                    result.tags_moved += move_tags(client, repo, index, tags)
-                except FatalError as exc:
-                    result.error = exc.message
-            if any(r.error for r in results):
-                break  # aliases only after every release tag moved everywhere
+                    moves = move_tags(
+                        client, Reference.parse(target.repository), index, tags,
+                        lock_epoch=lock_epoch, force=force,
+                    )
+                except FatalError as exc:  # e.g. the index's read-back before any tag
+                    moves = TagMoves(
+                        not_moved=tags, error=exc.message, exit_code=exc.exit_code
+                    )
+                _add(result, moves)
+                if moves.error:
+                    result.error, result.exit_code = moves.error, moves.exit_code
     for target, result in zip(where, results, strict=True):
         result.has_new_tags = _serves(client, target, result, list(image.tags))
     return results
+
+
+def _add(result: RegistryResult, moves: TagMoves) -> None:
+    """Fold one ``move_tags`` answer (release tag, then aliases) into the registry's result."""
+    if result.tag_moves is None:
+        result.tag_moves = moves
+        return
+    have = result.tag_moves
+    have.moved += moves.moved
+    have.unchanged += moves.unchanged
+    have.uncertain += moves.uncertain
+    have.not_moved += moves.not_moved
+    have.settled += moves.settled
+    if moves.error and not have.error:
+        have.error, have.exit_code = moves.error, moves.exit_code
 
 
 def _place(
@@ -168,6 +210,7 @@ def _place(
     children: list[Descriptor],
     jobs: dict[str, PlatformJob],
     result: RegistryResult,
+    annotations: dict[str, str],
 ) -> Descriptor:
     """Every platform (copied by digest unless this is the first registry) with its per-platform
     tag, then the index by digest; return the index."""
@@ -194,7 +237,7 @@ def _place(
         result.copied = mirror.stats.to_json()
     media_type = DOCKER_LIST if docker else OCI_INDEX
     try:
-        index = merge_index(client, repo, placed, {}, media_type)
+        index = merge_index(client, repo, placed, annotations, media_type)
     except NetworkError as exc:
         raise refused_media_type(exc, repo, media_type, hint) from None
     if repo.name != primary.name and media_type == OCI_INDEX:  # the index's own referrers

@@ -130,6 +130,7 @@ def verify_cmd(
         by_digest = ref.with_digest(index[1].digest)
         found, images = registry_checks(client, by_digest, spec, inputs, index)
         checks += found
+        plain_http = client.plain_http(ref.host)  # what the client learnt, not re-derived
         if images:
             checks.append(index_entries_check(index[0]))
             checks += attestation_checks(client, by_digest, spec, images, keys,
@@ -143,7 +144,8 @@ def verify_cmd(
             for img in images:
                 pinned = f"{ref.host}/{ref.repository}@{img.descriptor.digest}"
                 checks += runtime_checks(
-                    pinned, img.platform, spec, cert_dir, ref.host, registry_hosts([job])
+                    pinned, img.platform, spec, cert_dir, ref.host, plain_http,
+                    registry_hosts([job]),
                 )
     failed = [c for c in checks if not c.ok]
     if as_json:
