@@ -1,11 +1,19 @@
-"""The local demo: build the stand-in image for linux/amd64 and linux/arm64, push it, verify it.
+"""The local demo: build the stand-in image for linux/amd64 and linux/arm64, publish it to
+every registry, verify it.
+
+``demo.sh [REGISTRY/REPO [MIRROR/REPO[#docker]…]]``: the first is where it is built into, the
+others are mirrors (``#docker``: a registry that needs Docker media types, such as SWR).
+
 It signs with a key of its own (made once, in ``keys/``): provenance, SBOM (where syft is
 installed) and signatures go to the registry as OCI referrers, and verify checks them.
 
 Everything it needs runs on this machine, in ``.cannery/demo/`` (kept between runs): a test CA,
 a TLS registry with the stand-in base image, one with htpasswd auth to push to (unless a
 REGISTRY/REPO is given), the stand-in CANN installers and a wheel index over HTTPS, and a git
-host with the compiled component. The second run finds every input unchanged and moves nothing.
+host with the compiled component. With no arguments it also starts two mirrors: a second TLS
+registry, and a registry behind the SWR stand-in (it refuses OCI media types, so the catalog
+gives it ``media_types = "docker"``). The second run finds every input unchanged and writes
+nothing anywhere.
 """
 
 from __future__ import annotations
@@ -21,11 +29,31 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.e2e.buildenv import make_world  # noqa: E402
+from tests.services.faultproxy import SWRStandIn  # noqa: E402
+from tests.services.registry import LocalRegistry  # noqa: E402
 from tests.services.tlsca import LocalCA, make_ca  # noqa: E402
 
 STATE = ROOT / ".cannery" / "demo"
 # Fixed ports: the catalog names the servers by URL, and a moved URL would be a new input.
-PORTS = {"registry": 15443, "push": 15444, "files": 15445, "git": 15446}
+# CANNERY_DEMO_PORT moves all of them (another demo on this machine holds the default ones).
+BASE = int(os.environ.get("CANNERY_DEMO_PORT", "15443"))
+PORTS = {"registry": BASE, "push": BASE + 1, "files": BASE + 2, "git": BASE + 3}
+# The TLS mirror; the registry behind the SWR stand-in; the stand-in.
+MIRROR_PORTS = (BASE + 4, BASE + 5, BASE + 6)
+
+
+def _mirrors(catalog: Path, mirrors: list[tuple[str, str]]) -> None:
+    """Add the mirrors to the demo catalog: a registries table each, and catalog.mirrors."""
+    text = catalog.read_text()
+    names = [f"mirror{n + 1}" for n in range(len(mirrors))]
+    tables = "".join(
+        f'[registries.{name}]\nrepository = "{repo}"\nmedia_types = "{types}"\n\n'
+        for name, (repo, types) in zip(names, mirrors, strict=True)
+    )
+    listed = json.dumps(names)
+    text = text.replace('registry = "local"\n', f'registry = "local"\nmirrors = {listed}\n', 1)
+    text = text.replace("[bases.", tables + "[bases.", 1)
+    catalog.write_text(text)
 
 
 def signing_key(where: Path) -> tuple[Path, Path]:
@@ -50,6 +78,10 @@ def signing_key(where: Path) -> tuple[Path, Path]:
 
 def main() -> int:
     target = sys.argv[1] if len(sys.argv) > 1 else None
+    given = [
+        (arg.partition("#")[0], "docker" if arg.endswith("#docker") else "oci")
+        for arg in sys.argv[2:]
+    ]
     STATE.mkdir(parents=True, exist_ok=True)
     ca_dir = STATE / "ca"
     ca = (
@@ -59,17 +91,33 @@ def main() -> int:
     )
     print(f"demo: servers on 127.0.0.1, state in {STATE}", flush=True)
     world = make_world(STATE, ca, PORTS, keep=True)
+    started: list[LocalRegistry | SWRStandIn] = []
     try:
         catalog = world.catalog(STATE / "catalog")
         env = world.env()
+        mirrors = given
+        if target is None:
+            # Two local mirrors: a TLS registry, and one behind the SWR stand-in.
+            for name, port in (("mirror1", MIRROR_PORTS[0]), ("mirror2", MIRROR_PORTS[1])):
+                (STATE / name).mkdir(exist_ok=True)
+                tls = (ca.server_cert, ca.server_key) if name == "mirror1" else None
+                started.append(LocalRegistry(STATE / name, tls=tls, port=port))
+            started.append(SWRStandIn(MIRROR_PORTS[1], port=MIRROR_PORTS[2]))
+            mirrors = [(f"{started[0].host}/demo/standin", "oci"),
+                       (f"{started[2].host}/demo/standin", "docker")]
+        # One registry's credentials in its own variables: cannery sends them to it alone.
+        env["CANNERY_REGISTRY_LOCAL_USER"] = env.pop("CANNERY_REGISTRY_USER")
+        env["CANNERY_REGISTRY_LOCAL_PASSWORD"] = env.pop("CANNERY_REGISTRY_PASSWORD")
+        if mirrors:
+            _mirrors(catalog, mirrors)
         if target:
             # Push where the user said, with their own credentials (Docker config or env).
             text = catalog.read_text()
             text = text.replace(f'repository = "{world.push_registry.host}/e2e/standin"',
                                 f'repository = "{target}"')
             catalog.write_text(text)
-            env.pop("CANNERY_REGISTRY_USER")
-            env.pop("CANNERY_REGISTRY_PASSWORD")
+            env.pop("CANNERY_REGISTRY_LOCAL_USER")
+            env.pop("CANNERY_REGISTRY_LOCAL_PASSWORD")
         cannery = [sys.executable, "-m", "cannery"]
         key, pub = signing_key(STATE / "keys")
         # Provenance and signatures always; an SBOM where syft is installed (x86_64 hosts).
@@ -90,17 +138,27 @@ def main() -> int:
         for p in image["platforms"]:
             state = f"skipped: {p['skipped']}" if p["skipped"] else f"built in {p['seconds']:.0f}s"
             print(f"  {p['platform']:12} {p['digest']}  ({state})")
-        moved = ", ".join(image["tags_moved"]) or "none"
-        unchanged = ", ".join(image["tags_unchanged"])
-        print(f"tags moved: {moved}" + (f"; already on this index: {unchanged}" if unchanged
-                                         else "") + "\n", flush=True)
+        for reg in image["registries"]:
+            moved = ", ".join(reg["tags_moved"]) or "none"
+            unchanged = ", ".join(reg["tags_unchanged"])
+            print(f"{reg['name']:8} {reg['media_types']:6} {reg['repository']}@"
+                  f"{reg['index_digest']}\n{'':16}tags moved: {moved}"
+                  + (f"; already on this index: {unchanged}" if unchanged else ""))
+            if reg["copied"]:
+                c = reg["copied"]
+                print(f"{'':16}blobs {c['blobs_copied']} copied, {c['blobs_mounted']} mounted, "
+                      f"{c['blobs_present']} already there; manifests {c['manifests_written']} "
+                      "written")
+        print(flush=True)
         verify = subprocess.run(
             [*cannery, "verify", f"{repo}:{tag}", "--catalog", str(catalog), "--key", str(pub),
-             *(["--require-attestations"] if sbom else [])], env=env,
+             *(["--require-attestations"] if sbom else []), "--all-registries"], env=env,
             check=False,
         )
         return verify.returncode
     finally:
+        for server in reversed(started):
+            server.stop()
         world.stop()
 
 

@@ -17,7 +17,7 @@ from cannery import __version__
 from cannery.errors import FatalError
 
 # Commands in the order a user needs them; a command not listed here comes after these.
-WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "lint", "schema")
+WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "copy", "lint", "schema")
 
 
 class _WorkflowOrder(TyperGroup):
@@ -483,6 +483,14 @@ def verify(
         typer.Option("--network", help="With --rebuild: network mode for RUN steps",
                      metavar="MODE"),
     ] = None,
+    all_registries: Annotated[
+        bool,
+        _flag(
+            "--all-registries",
+            "Also check that every registry of the image serves the expected index and "
+            "platform digests under the tag, and its per-platform tags (TAG-amd64 …)",
+        ),
+    ] = False,
 ) -> None:
     """Check a pushed image: platforms, config env, labels, attestations; then env and
     imports at runtime."""
@@ -491,9 +499,38 @@ def verify(
     raise typer.Exit(
         verify_cmd(
             ref, catalog, lock, image, as_json, ca_cert, runtime, key, require_attestations,
-            rebuild, network, rebuild_platform,
+            rebuild, network, rebuild_platform, all_registries,
         )
     )
+
+
+
+@app.command("copy")
+def copy(
+    src: Annotated[
+        str, typer.Argument(help="Image to copy: REGISTRY/REPO:TAG or @DIGEST", metavar="SRC")
+    ],
+    dst: Annotated[
+        list[str],
+        typer.Argument(
+            help="Targets: REGISTRY/REPO[:TAG] (no tag: the source's)", metavar="DST..."
+        ),
+    ],
+    docker_media_types: Annotated[
+        bool,
+        _flag(
+            "--docker-media-types",
+            "Write Docker manifest lists and v2s2 manifests (for registries such as Huawei "
+            "SWR that refuse OCI types); converted manifests get new digests",
+        ),
+    ] = False,
+    ca_cert: CaCertOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Copy every platform of an image (and its referrers) by digest, then tag it."""
+    from cannery.commands.copy import copy_cmd
+
+    raise typer.Exit(copy_cmd(src, dst, docker_media_types, ca_cert, as_json))
 
 
 @app.command(

@@ -124,6 +124,16 @@ class EnvSpec:
 
 
 @dataclass(frozen=True)
+class RegistryTarget:
+    """One registry an image is published to: its catalog name (which names its credentials),
+    the repository, and the index media type it is given ("oci" or "docker")."""
+
+    name: str
+    repository: str
+    media_types: str = "oci"
+
+
+@dataclass(frozen=True)
 class ImageSpec:
     name: str
     tag: str
@@ -154,6 +164,8 @@ class ImageSpec:
     # TARGETARCH → locked "name==version --hash=sha256:…" lines, for arches whose lock entry
     # matches the catalog and the locked commits (a stale entry is not used)
     python_locked: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Where it is published: the registry it is built into first, then its mirrors.
+    registries: tuple[RegistryTarget, ...] = ()
     # Image settings for the running container, and steps after the installs.
     runtime_env: tuple[EnvSpec, ...] = ()
     workdir: str | None = None
@@ -356,6 +368,17 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         cmd=tuple(img.cmd) if img.cmd else ("/bin/bash",),
         aliases=tuple(render_tag(cat, image, a) for a in img.aliases),
         steps=tuple(_step(s) for s in img.steps),
+        registries=_registries(cat, target, img.mirrors),
+    )
+
+
+def _registries(
+    cat: Catalog, primary: str, mirrors: list[str] | None
+) -> tuple[RegistryTarget, ...]:
+    names = [primary, *(cat.catalog.mirrors if mirrors is None else mirrors)]
+    return tuple(
+        RegistryTarget(n, cat.registries[n].repository, cat.registries[n].media_types)
+        for n in dict.fromkeys(names)
     )
 
 

@@ -157,13 +157,16 @@ def test_build_pushes_each_platform_by_digest_then_tags_one_index(
     for name, entry in listed.items():
         assert entry["digest"] == platforms[name]["digest"]
         assert entry["annotations"]["io.cannery.inputs"] == platforms[name]["input_digest"]
-    # The platform manifests were pushed by digest: the repository has exactly one image tag
-    # (the others are the referrers fallback's sha256-<hex> tags, one per attested manifest).
+    # The platform manifests were pushed by digest; each carries only its per-platform tag
+    # (kept from "delete untagged" GC), the index the release tag (the others are the
+    # referrers fallback's sha256-<hex> tags, one per attested manifest).
     tags = httpx.get(
         f"https://{world.push_registry.host}/v2/e2e/standin/tags/list",
         auth=(world.user, world.password), verify=_ssl(world),
     ).json()["tags"]
-    assert [t for t in tags if not t.startswith("sha256-")] == [TAG]
+    assert sorted(t for t in tags if not t.startswith("sha256-")) == [
+        TAG, f"{TAG}-amd64", f"{TAG}-arm64"
+    ]
 
 
 def test_lock_written_with_what_the_build_resolved(world: BuildWorld, first: dict) -> None:  # type: ignore[type-arg]

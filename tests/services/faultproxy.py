@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import http.client
 import http.server
+import json
 import random
 import socket
 import threading
@@ -40,12 +41,15 @@ class FaultProxy:
         rate: float = 0.0,
         script: list[str] | None = None,
         when: Callable[[str, str], bool] | None = None,
+        faults: tuple[str, ...] = FAULTS,
+        port: int = 0,
     ) -> None:
         self.target_port = target_port
         self.rng = random.Random(seed)
         self.rate = rate
         self.script = list(script or [])
         self.when = when
+        self.fault_kinds = faults  # what a random fault is drawn from
         self.counts: Counter[str] = Counter()
         self.log: list[tuple[str, str, str]] = []  # (method, path, action)
         self.authorized: list[str] = []  # paths of requests that carried an Authorization
@@ -84,11 +88,15 @@ class FaultProxy:
 
             do_HEAD = do_PUT = do_POST = do_PATCH = do_DELETE = do_GET
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.port = int(self.httpd.server_address[1])
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
+
+    def refuse(self, method: str, path: str, content_type: str) -> tuple[int, bytes] | None:
+        """An answer the registry behind would not give (a subclass's quirk), or None."""
+        return None
 
     @property
     def host(self) -> str:
@@ -115,7 +123,7 @@ class FaultProxy:
             elif self.script:
                 action = self.script.pop(0)
             elif self.rate and self.rng.random() < self.rate:
-                action = self.rng.choice(FAULTS)
+                action = self.rng.choice(self.fault_kinds)
             else:
                 action = "forward"
             return action, self.rng.choice(("0", "1"))
@@ -131,6 +139,15 @@ class FaultProxy:
         if h.headers.get("Authorization"):
             with self._lock:
                 self.authorized.append(path)
+        refusal = self.refuse(method, path, h.headers.get("Content-Type", ""))
+        if refusal is not None:
+            self._record(method, path, "refused")
+            h.send_response(refusal[0])
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(refusal[1])))
+            h.end_headers()
+            h.wfile.write(refusal[1])
+            return None
         action, wait = self._choose(method, path)
         if action.startswith("429:"):  # scripted: a fixed Retry-After
             action, wait = "429", action.partition(":")[2]
@@ -213,3 +230,35 @@ def _rehost(url: str, host: str) -> str:
 
 def _set(headers: list[tuple[str, str]], name: str, value: str) -> list[tuple[str, str]]:
     return [(k, v) for k, v in headers if k.lower() != name.lower()] + [(name, value)]
+
+
+SWR_MESSAGE = "Invalid image, fail to parse 'manifest.json'"
+OCI_TYPES = (
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.oci.image.manifest.v1+json",
+)
+
+
+class SWRStandIn(FaultProxy):
+    """A stand-in for Huawei SWR (which cannot run here) in front of a real registry: it
+    refuses a manifest PUT with an OCI media type, answering 400 and the message SWR users
+    report ("Invalid image, fail to parse 'manifest.json'", vllm-ascend #16117); Docker manifest
+    lists and v2s2 manifests pass. Only that quirk is imitated, nothing else of SWR."""
+
+    def refuse(self, method: str, path: str, content_type: str) -> tuple[int, bytes] | None:
+        if method == "PUT" and "/manifests/" in path and content_type in OCI_TYPES:
+            body = {"errors": [{"code": "MANIFEST_INVALID", "message": SWR_MESSAGE}]}
+            return 400, json.dumps(body).encode()
+        return None
+
+
+class HubLike(FaultProxy):
+    """Docker Hub's rate limit, imitated: a share (``rate``) of pulls and HEADs of manifests
+    and blobs is answered 429 with ``Retry-After``; uploads pass."""
+
+    def __init__(self, target_port: int, *, seed: int = 0, rate: float = 0.3) -> None:
+        super().__init__(
+            target_port, seed=seed, rate=rate, faults=("429",),
+            when=lambda method, path: method in ("GET", "HEAD")
+            and ("/manifests/" in path or "/blobs/sha256:" in path),
+        )

@@ -55,13 +55,36 @@ class LocalRegistry:
             f"http:\n  addr: 127.0.0.1:{self.port}{tls_cfg}\n" + auth_cfg
         )
         self.scheme = "https" if tls else "http"
+        self.binary, self.config = binary, config
         # Its log goes to a file: an unread pipe fills up and then blocks the registry.
         self.log = root / "registry.log"
+        self.start()
+
+    def start(self) -> None:
+        """Serve (again, after :meth:`stop`) on the same port, from the same storage."""
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
-                [binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=log
+                [self.binary, "serve", str(self.config)], stdout=subprocess.DEVNULL, stderr=log
             )
         self._wait()
+
+    def garbage_collect(self, delete_untagged: bool = True) -> str:
+        """Run ``docker-registry garbage-collect`` the way its docs ask: registry stopped, then
+        started again. Returns what it printed (the manifests and blobs it deleted)."""
+        self.stop()
+        try:
+            argv = [self.binary, "garbage-collect"]
+            if delete_untagged:
+                argv.append("--delete-untagged")
+            done = subprocess.run(
+                [*argv, str(self.config)], capture_output=True, text=True, check=False
+            )
+        finally:
+            self.start()
+        printed = done.stdout + done.stderr
+        if done.returncode != 0:
+            raise RuntimeError(f"garbage-collect exited {done.returncode}: {printed[-2000:]}")
+        return printed
 
     def _wait(self) -> None:
         deadline = time.monotonic() + 20

@@ -31,6 +31,7 @@ from pathlib import Path
 from cannery.builder.engine import BuildOptions, Built, Engine
 from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.builder.progress import Reporter
+from cannery.builder.registries import known_platforms, protect_platform, publish_everywhere
 from cannery.errors import FatalError, InputError, NetworkError
 from cannery.oci import NotFound, OCIClient, Reference
 from cannery.oci.manifest import (
@@ -44,7 +45,7 @@ from cannery.oci.manifest import (
     parse_index,
     platform_string,
 )
-from cannery.oci.publish import LOCK_EPOCH, TagMoves, merge_index, move_tags, push_image_dir
+from cannery.oci.publish import LOCK_EPOCH, TagMoves, push_image_dir
 from cannery.oci.reference import valid_digest
 from cannery.render.bake import cache_ref
 from cannery.util.cmd import stream
@@ -81,8 +82,10 @@ class ImageResult:
     tags: list[str]
     platforms: list[PlatformResult] = field(default_factory=list)
     index_digest: str | None = None
-    # None: no tag was written to (so none moved); else what happened to each tag.
+    # None: no tag was written to (so none moved); else what happened to each tag, in the first
+    # registry (``registries`` has every registry's).
     tag_moves: TagMoves | None = None
+    registries: list[dict[str, object]] = field(default_factory=list)  # one per registry
     error: str | None = None
     seconds: float = 0.0
     output: str | None = None
@@ -106,6 +109,7 @@ class ImageResult:
             "tags": self.tags,
             "index_digest": self.index_digest,
             **moves,
+            "registries": self.registries,
             "output": self.output,
             "error": self.error,
             "seconds": round(self.seconds, 3),
@@ -302,6 +306,8 @@ def _build_platforms(
     current: dict[str, Descriptor] = {}
     if client and repo and not settings.force:
         current = current_children(client, repo, image.tags[0])
+        # and what a publish that did not finish left under its per-platform tags
+        current = known_platforms(client, repo, image, current)
     children: list[Descriptor] = []
     with _scratch() as scratch:
         context = scratch / "context"
@@ -354,6 +360,8 @@ def _one_platform(
         else:
             assert built.layout is not None and target.oci_dir is not None
             desc = _copy_into_layout(built.layout, target.oci_dir)
+        if target.client:  # kept from "delete untagged" GC until, and after, the merge
+            protect_platform(target.client, Reference.parse(image.repository), image, job, desc)
     except FatalError as exc:  # the build, or the push: a refused password, an untrusted CA
         failed = exc if isinstance(exc, _PlatformFailed) else None
         pres.error = failed.reason if failed else exc.message
@@ -392,19 +400,21 @@ def _publish(
     # No tag in the index (every tag names one digest); the lock epoch guards the tag move.
     annotations = {LOCK_EPOCH: str(image.lock_epoch)}
     if target.client:
-        repo = Reference.parse(image.repository)
-        index = merge_index(target.client, repo, children, annotations)
-        result.index_digest = index.digest
-        if target.attest is not None:
-            target.attest(image, index, children)
-        moves = move_tags(
-            target.client, repo, index, list(image.tags), lock_epoch=image.lock_epoch,
-            force=target.force,
+        regs = publish_everywhere(
+            target.client, image, children, target.attest, annotations=annotations,
+            lock_epoch=image.lock_epoch, force=target.force,
         )
-        result.tag_moves = moves
-        if moves.error:
-            raise _TagsNotMoved(moves.error, moves.exit_code)
-        reporter.published(image.name, index.digest, moves.moved)
+        result.registries = [r.to_json() for r in regs]
+        result.index_digest = regs[0].index_digest
+        result.tag_moves = regs[0].tag_moves
+        failed = [r for r in regs if r.error]
+        if failed:
+            raise _TagsNotMoved(
+                "; ".join(f"{r.name or r.repository}: {r.error}" for r in failed),
+                failed[0].exit_code or 2,
+            )
+        if result.index_digest:
+            reporter.published(image.name, result.index_digest, result.tags_moved)
     elif target.oci_dir:
         index = _write_layout_index(target.oci_dir, children, annotations, image.tags)
         result.index_digest = index.digest

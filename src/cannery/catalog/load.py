@@ -339,6 +339,27 @@ def _model_in(ann: Any) -> Any:
     return None
 
 
+def _check_publish(
+    cat: Catalog,
+    iname: str,
+    registry: str | None,
+    col: _Collector,
+) -> None:
+    """Mirrors name known registries other than the image's own, each once."""
+    img = cat.images[iname]
+    where = ("images", iname)
+    if img.mirrors is not None:
+        for i, name in enumerate(img.mirrors):
+            if name not in cat.registries:
+                col.error((*where, "mirrors", i),
+                          f"unknown registry {name!r} ({did_you_mean(name, cat.registries)})")
+            elif name == registry:
+                col.error((*where, "mirrors", i),
+                          f"{name!r} is the image's own registry, not a mirror")
+        if len(set(img.mirrors)) != len(img.mirrors):
+            col.error((*where, "mirrors"), "a registry is listed twice")
+
+
 # Lint rules whose finding on a `run` step refuses the catalog (the review defects cannery's
 # own output never has), besides any error-level finding.
 REVIEW_RULES = (
@@ -383,6 +404,10 @@ def _lint_run_steps(cat: Catalog, col: _Collector) -> None:
 def _cross_check(cat: Catalog, col: _Collector) -> None:
     if cat.catalog.registry and cat.catalog.registry not in cat.registries:
         col.error(("catalog", "registry"), f"unknown registry {cat.catalog.registry!r}")
+    for i, name in enumerate(cat.catalog.mirrors):
+        if name not in cat.registries:
+            col.error(("catalog", "mirrors", i),
+                      f"unknown registry {name!r} ({did_you_mean(name, cat.registries)})")
     for tname, tk in cat.toolkits.items():
         home = cat.envs.get(tk.env, {}).get("ASCEND_TOOLKIT_HOME")
         want = LAYOUT_HOME[tk.layout].replace("{version}", tk.version)
@@ -440,6 +465,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             col.error(where, "no registry: set images.<name>.registry or catalog.registry")
         elif registry not in cat.registries:
             col.error((*where, "registry"), f"unknown registry {registry!r}")
+        _check_publish(cat, iname, registry, col)
         family = cat.family_of(img.soc)
         if family is None:
             col.error(

@@ -111,6 +111,11 @@ class CatalogMeta(Strict):
     name: str
     source: str = Field(description="Source repository, the org.opencontainers.image.source label")
     registry: str | None = Field(None, description="Default registry for images (a registries key)")
+    mirrors: list[str] = Field(
+        [],
+        description="Registries (registries keys) every image is also published to, by digest, "
+        "unless the image names its own mirrors",
+    )
     python_index: str = Field(
         "https://pypi.org/simple",
         description="Python package index `cannery lock` resolves against and images install from",
@@ -137,6 +142,12 @@ class PushTarget(Strict):
     password_secret: str = Field(
         "REGISTRY_PASSWORD", pattern=SECRET_NAME,
         description="CI secret holding the registry password or token",
+    )
+    media_types: Literal["oci", "docker"] = Field(
+        "oci",
+        description="Index media type this registry is given: oci (an OCI image index) or "
+        "docker (a Docker manifest list, for registries such as Huawei SWR that refuse OCI "
+        "indexes); platform manifests are Docker v2s2 everywhere, so their digests are equal",
     )
 
     @field_validator("repository")
@@ -549,6 +560,9 @@ class Image(Strict):
     )
     tag: str = Field(json_schema_extra=_schema(TAG_TEMPLATE))
     registry: str | None = None
+    mirrors: list[str] | None = Field(
+        None, description="Registries this image is also published to (default: catalog.mirrors)"
+    )
     packages: list[str] = Field(
         [],
         description="Distribution packages, installed with the base's package manager (apt or dnf)",

@@ -25,12 +25,13 @@ from cannery.builder.execute import (
 )
 from cannery.builder.plan import ImageJob, plan_build
 from cannery.builder.progress import reporter_for
+from cannery.builder.registries import publish_credentials
 from cannery.catalog.models import IMAGE_TAG
 from cannery.commands.common import checkout_for, err, load, load_with_lock, out, select
 from cannery.errors import InputError
 from cannery.lock import Lock, ensure_locked
-from cannery.oci import Credentials, OCIClient
-from cannery.oci.auth import push_host
+from cannery.oci import OCIClient
+from cannery.oci.publish import TagMoves
 from cannery.plan import plan
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import extra_ca, ssl_context
@@ -171,7 +172,7 @@ def build_cmd(req: BuildRequest) -> int:
     jobs, _ = _jobs(request)
     engine: Engine = ENGINES[request.backend]()
     results: list[ImageResult] = []
-    creds = Credentials(env_host=push_host([j.repository for j in jobs]))
+    creds = publish_credentials(jobs)
     client = OCIClient(ssl_context(request.ca_cert), credentials=creds) if request.push else None
     reporter = reporter_for(err)
     try:
@@ -221,7 +222,8 @@ def _report(results: list[ImageResult], as_json: bool) -> None:
         return
     for r in results:
         if r.error:
-            out.print(f"{r.image}: FAILED: {r.error}; {tag_summary(r)}", markup=False)
+            where = f"; {_new_tags(r.registries)}" if r.registries else ""
+            out.print(f"{r.image}: FAILED: {r.error}; {tag_summary(r)}{where}", markup=False)
             continue
         where = r.output or r.repository
         if r.index_digest is None:
@@ -237,12 +239,43 @@ def _report(results: list[ImageResult], as_json: bool) -> None:
             out.print(f"  {p.platform}: {p.digest} ({state})", markup=False)
         if r.output is None and r.index_digest is not None:
             out.print(f"  tags: {tag_summary(r)}", markup=False)
+        for reg in r.registries[1:]:  # the mirrors; the first registry is above
+            out.print(
+                f"  mirror {reg['repository']}@{reg['index_digest']} "
+                f"({reg['media_types']}): tags: {_moves_line(reg)}",
+                markup=False,
+            )
+
+
+def _moves_line(reg: dict[str, object]) -> str:
+    """One mirror's tag lists (``RegistryResult.to_json``), in ``tag_summary``'s words."""
+    def tags(key: str) -> list[str]:
+        value = reg.get(key)
+        return [str(t) for t in value] if isinstance(value, list) else []
+
+    return moves_summary(TagMoves(
+        tags("tags_moved"), tags("tags_unchanged"), tags("tags_uncertain"), tags("tags_not_moved")
+    ))
+
+
+def _new_tags(registries: list[dict[str, object]]) -> str:
+    """Which registries serve the new tags after a failed publish, and which do not."""
+    have = [str(r["repository"]) for r in registries if r["has_new_tags"]]
+    lack = [str(r["repository"]) for r in registries if not r["has_new_tags"]]
+    return (
+        f"the new tags are in: {', '.join(have) or 'none'}; not in: {', '.join(lack) or 'none'} "
+        "(re-run to complete what is missing; nothing is rebuilt)"
+    )
 
 
 def tag_summary(r: ImageResult) -> str:
     """What happened to each tag, from what was checked: "no tag moved" only when no tag was
     written to, or every tag written to read back on its old index."""
-    m = r.tag_moves
+    return moves_summary(r.tag_moves)
+
+
+def moves_summary(m: TagMoves | None) -> str:
+    """``tag_summary`` for one registry's ``TagMoves`` (None: no tag was written to)."""
     if m is None:
         return "no tag moved"
     parts = []

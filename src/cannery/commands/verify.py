@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cannery.attest.sign import load_public_key
 from cannery.builder.plan import ImageJob, plan_build
+from cannery.builder.registries import publish_credentials, registry_hosts
 from cannery.commands.build import _cert_dir
 from cannery.commands.common import checkout_for, err, load_with_lock, out, select
 from cannery.errors import FatalError, InputError
@@ -18,6 +19,7 @@ from cannery.plan import ImageSpec, plan
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import ssl_context
 from cannery.verify.attestations import attestation_checks, index_entries_check
+from cannery.verify.mirrors import registry_parity_checks
 from cannery.verify.model import Check
 from cannery.verify.registry import PlatformImage, registry_checks
 from cannery.verify.runtime import runtime_checks
@@ -97,6 +99,7 @@ def verify_cmd(
     rebuild: bool = False,
     network: str | None = None,
     rebuild_platforms: list[str] | None = None,
+    all_registries: bool = False,
 ) -> int:
     try:
         ref = Reference.parse(ref_text)
@@ -107,7 +110,15 @@ def verify_cmd(
     specs = plan(loaded.catalog, lk, select(loaded, [image] if image else None))
     spec = specs[0] if image else _spec_for(ref, specs)
     checks: list[Check] = []
-    with OCIClient(ssl_context(ca_cert), credentials=Credentials(env_host=ref.host)) as client:
+    creds = (
+        publish_credentials([plan_build(spec, render_dockerfile(spec), lk)])
+        if all_registries
+        else Credentials(
+            env_host=ref.host,
+            registries=registry_hosts([plan_build(spec, render_dockerfile(spec), lk)]),
+        )
+    )
+    with OCIClient(ssl_context(ca_cert), credentials=creds) as client:
         checkout = checkout_for([spec], None, catalog, quiet=as_json)
         job = plan_build(spec, render_dockerfile(spec), lk, checkout=checkout)
         if checkout is not None:
@@ -126,12 +137,15 @@ def verify_cmd(
                                          require_attestations)
         if rebuild:
             checks += _rebuild(client, by_digest, job, images, ca_cert, network, rebuild_platforms)
+        if all_registries:  # the registry checks above and the runtime checks run once
+            checks += registry_parity_checks(client, by_digest, spec)
     if runtime:
         with _cert_dir(ca_cert) as cert_dir:
             for img in images:
                 pinned = f"{ref.host}/{ref.repository}@{img.descriptor.digest}"
                 checks += runtime_checks(
-                    pinned, img.platform, spec, cert_dir, ref.host, plain_http
+                    pinned, img.platform, spec, cert_dir, ref.host, plain_http,
+                    registry_hosts([job]),
                 )
     failed = [c for c in checks if not c.ok]
     if as_json:

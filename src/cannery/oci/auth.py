@@ -2,6 +2,9 @@
 
 Order, per registry host (first hit wins):
 
+0. ``CANNERY_REGISTRY_<NAME>_USER`` / ``_PASSWORD`` for the catalog registry ``NAME`` (upper
+   case, ``-`` and ``.`` as ``_``), sent to that registry's host only: an image published to
+   several registries gets each registry's own secrets, never another's.
 1. ``CANNERY_REGISTRY_USER`` / ``CANNERY_REGISTRY_PASSWORD`` from the environment. They apply to
    the host named by ``CANNERY_REGISTRY_HOST`` when that is set, else to every host (so CI can
    log in to its one registry with two secrets).
@@ -50,10 +53,13 @@ class Credentials:
         env: Mapping[str, str] | None = None,
         config_dir: Path | None = None,
         env_host: str | None = None,
+        registries: Mapping[str, str] | None = None,
     ) -> None:
         """``env_host``: the registry the command pushes to. CANNERY_REGISTRY_USER/_PASSWORD
         then go to that host only (CANNERY_REGISTRY_HOST, when set, names it instead), never to
-        a base image's registry; with neither, they apply to every host."""
+        a base image's registry; with neither, they apply to every host. ``registries``: catalog
+        registry name → its host, for the per-registry variables."""
+        self._registries = dict(registries or {})
         self._env = dict(os.environ if env is None else env)
         self._env_host = env_host
         if config_dir is None:
@@ -66,6 +72,11 @@ class Credentials:
         return f"Credentials(config_file={str(self.config_file)!r})"
 
     def lookup(self, host: str) -> tuple[str, str] | None:
+        for name, registry_host in self._registries.items():
+            if _same_host(registry_host, host):
+                user, password = env_credentials(self._env, name)
+                if user and password:
+                    return user, password
         user, password = self._env.get(ENV_USER), self._env.get(ENV_PASSWORD)
         only = self._env.get(ENV_HOST) or self._env_host
         if user and password and (not only or _same_host(only, host)):
@@ -166,6 +177,18 @@ class Credentials:
         if user == "<token>":
             raise InputError(f"{binary} get {server}: {IDENTITY_TOKEN}")
         return user, secret
+
+
+def env_names(registry: str) -> tuple[str, str]:
+    """The variables holding one catalog registry's credentials: ``quay-cn`` →
+    ``CANNERY_REGISTRY_QUAY_CN_USER``, ``CANNERY_REGISTRY_QUAY_CN_PASSWORD``."""
+    stem = "CANNERY_REGISTRY_" + re.sub(r"[^A-Z0-9]", "_", registry.upper())
+    return f"{stem}_USER", f"{stem}_PASSWORD"
+
+
+def env_credentials(env: Mapping[str, str], registry: str) -> tuple[str | None, str | None]:
+    user, password = env_names(registry)
+    return env.get(user), env.get(password)
 
 
 def _same_host(a: str, b: str) -> bool:

@@ -94,11 +94,16 @@ def _read_layout(layout: Path) -> tuple[bytes, Callable[[str], Path]]:
 
 
 def merge_index(
-    client: OCIClient, repo: Reference, children: list[Descriptor], annotations: dict[str, str]
+    client: OCIClient,
+    repo: Reference,
+    children: list[Descriptor],
+    annotations: dict[str, str],
+    media_type: str = OCI_INDEX,
 ) -> Descriptor:
-    """PUT, by digest, an OCI image index of ``children`` (platform manifests already in
-    ``repo``), serialized by :func:`~cannery.oci.manifest.index_bytes`: equal inputs give equal
-    bytes, so an equal digest."""
+    """PUT, by digest, an OCI image index (or, with ``media_type`` DOCKER_LIST, a Docker
+    manifest list) of ``children`` (platform manifests already in ``repo``), serialized by
+    :func:`~cannery.oci.manifest.index_bytes`: equal inputs give equal bytes, so an equal
+    digest."""
     if not children:
         raise ValueError("an index needs at least one platform manifest")
     keyed = {}
@@ -117,12 +122,12 @@ def merge_index(
                 f"{repo.name}@{child.digest} ({'/'.join(k for k in key if k)}) is not in the "
                 "registry as described; not writing an index that lists it"
             )
-    body = index_bytes(keyed.values(), annotations)
+    body = index_bytes(keyed.values(), annotations, media_type)
     digest = digest_of(body)
     # Already there (a no-op build merges to the same bytes): write nothing.
     if client.head_manifest(_at(repo, digest)) is None:
-        client.put_manifest(_at(repo, digest), body, OCI_INDEX)
-    return Descriptor(OCI_INDEX, digest, len(body), annotations=dict(annotations) or None)
+        client.put_manifest(_at(repo, digest), body, media_type)
+    return Descriptor(media_type, digest, len(body), annotations=dict(annotations) or None)
 
 
 # The newest lock time an index was built from (``builder.plan.lock_epoch``, Unix seconds): a

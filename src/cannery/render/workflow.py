@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from cannery import __version__
 from cannery.catalog.models import REL_PATH, Catalog
 from cannery.errors import InputError
+from cannery.oci.auth import env_names
 from cannery.plan import ImageSpec
 from cannery.render.actions import Pin, uses
 from cannery.render.yamltext import Commented, Gap, Literal, Note, dump
@@ -60,13 +61,24 @@ def _setup(cat: Catalog, pins: dict[str, Pin]) -> list[object]:
     ]
 
 
-def _credentials(cat: Catalog, spec: ImageSpec) -> dict[str, str]:
-    """Registry login reaches cannery through env, never argv (`cannery build` reads these)."""
-    reg = next(r for r in cat.registries.values() if r.repository == spec.repository)
-    return {
-        "CANNERY_REGISTRY_USER": f"${{{{ secrets.{reg.user_secret} }}}}",
-        "CANNERY_REGISTRY_PASSWORD": f"${{{{ secrets.{reg.password_secret} }}}}",
-    }
+def _credentials(cat: Catalog, spec: ImageSpec, every: bool = False) -> dict[str, str]:
+    """Registry login reaches cannery through env, never argv (`cannery build` reads these).
+    An image published to several registries gets each registry's secrets in that registry's
+    own variables (CANNERY_REGISTRY_<NAME>_USER/_PASSWORD, which cannery sends to that host
+    only): the legs those of the registry they push to, the merge job (``every``) all."""
+    if len(spec.registries) <= 1:
+        reg = next(r for r in cat.registries.values() if r.repository == spec.repository)
+        return {
+            "CANNERY_REGISTRY_USER": f"${{{{ secrets.{reg.user_secret} }}}}",
+            "CANNERY_REGISTRY_PASSWORD": f"${{{{ secrets.{reg.password_secret} }}}}",
+        }
+    out = {}
+    for target in spec.registries if every else spec.registries[:1]:
+        reg = cat.registries[target.name]
+        user, password = env_names(target.name)
+        out[user] = f"${{{{ secrets.{reg.user_secret} }}}}"
+        out[password] = f"${{{{ secrets.{reg.password_secret} }}}}"
+    return out
 
 
 # Keyless signing where the repository allows it (public repositories): cannery's own SLSA
@@ -84,8 +96,9 @@ def _keyless(spec: ImageSpec, pins: dict[str, Pin], creds: dict[str, str]) -> li
             "uses": uses(pins, "docker/login-action"),
             "with": {
                 "registry": host,
-                "username": creds["CANNERY_REGISTRY_USER"],
-                "password": creds["CANNERY_REGISTRY_PASSWORD"],
+                # ``creds``: the first registry's only (the legs'), generic or per registry.
+                "username": next(v for k, v in creds.items() if k.endswith("_USER")),
+                "password": next(v for k, v in creds.items() if k.endswith("_PASSWORD")),
             },
         },
         {
@@ -168,6 +181,9 @@ def render_workflow(
             {"platform": p, "arch": _arch(p), "runner": ci.runners[p]} for p in spec.platforms
         ]
         creds = _credentials(cat, spec)
+        every = _credentials(cat, spec, every=True)
+        mirrors = [t.repository for t in spec.registries[1:]]
+        verify_all = " --all-registries" if mirrors else ""
         env = {"environment": ci.environment} if ci.environment else {}
         jobs[Gap(len(jobs))] = None
         jobs[Note(f"{spec.name}: {spec.reference}")] = None
@@ -243,8 +259,10 @@ def render_workflow(
                     },
                 },
                 {
-                    "name": "Merge into one index, push it, then move the tag",
-                    "env": creds,
+                    "name": "Merge into one index, push it, then move the tag"
+                    if not mirrors
+                    else "Copy to every registry by digest, an index in each, then the tags",
+                    "env": every,
                     "run": Literal(
                         f"cannery build {spec.name}{cat_args} --locked --merge-only \\\n"
                         '  --digest-dir "${RUNNER_TEMP}/digests" --push \\\n'
@@ -254,8 +272,9 @@ def render_workflow(
                 *_keyless(spec, pins, creds),
                 {
                     "name": "Verify the pushed image",
-                    "env": {**creds, "IMAGE_REF": spec.reference},
-                    "run": f'cannery verify "${{IMAGE_REF}}"{cat_args} --image {spec.name}',
+                    "env": {**every, "IMAGE_REF": spec.reference},
+                    "run": f'cannery verify "${{IMAGE_REF}}"{cat_args} --image {spec.name}'
+                    + verify_all,
                 },
             ],
         }

@@ -58,11 +58,14 @@ def compare_env(image: dict[str, str], sourced: dict[str, str], platform: str) -
 
 
 @contextmanager
-def registry_auth_file(host: str) -> Iterator[dict[str, str]]:
+def registry_auth_file(
+    host: str, registries: dict[str, str] | None = None
+) -> Iterator[dict[str, str]]:
     """What buildah needs added to its environment to pull from ``host`` with cannery's
     credentials: a private auth file (mode 0600, removed afterwards) named by
-    REGISTRY_AUTH_FILE, never an argv. The rest of the environment is ``child_env``'s."""
-    creds = Credentials(env_host=host).lookup(host)
+    REGISTRY_AUTH_FILE, never an argv. The rest of the environment is ``child_env``'s.
+    ``registries``: catalog registry name → host, for the per-registry variables."""
+    creds = Credentials(env_host=host, registries=registries).lookup(host)
     if creds is None:
         yield {}
         return
@@ -103,9 +106,10 @@ def runtime_checks(
     cert_dir: Path | None,
     host: str,
     plain_http: bool = False,
+    registries: dict[str, str] | None = None,
 ) -> list[Check]:
     try:
-        with registry_auth_file(host) as auth_env:
+        with registry_auth_file(host, registries) as auth_env:
             argv = pull_argv(image_ref, platform, cert_dir, plain_http)
             ctr = run(argv, extra_env=auth_env, timeout=600).strip()
     except CommandError as exc:
