@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -7,9 +8,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.services.registry import LocalRegistry
 from tests.services.tlsca import HTTPSFileServer, LocalCA, make_ca
+
+# CI explores the same examples every run (a property failure there is reproducible, never a
+# coin toss); a developer's run explores new ones.
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"

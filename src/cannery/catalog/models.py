@@ -49,8 +49,10 @@ REL_PATH = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
 HTTPS_URL = r"^https://[^/@]+(/.*)?$"
 # A URL template: literal text and {field}s of URL_FIELDS only.
 URL_TEMPLATE = rf"^https://[^/@{{}}]+(/([^{{}}]|\{{({'|'.join(URL_FIELDS)})\}})*)?$"
-# An image tag template: tag characters and {field}s of TAG_FIELDS only.
-TAG_TEMPLATE = rf"^([A-Za-z0-9_.-]|\{{({'|'.join(TAG_FIELDS)})\}})+$"
+# An image tag template: tag characters and {field}s of TAG_FIELDS only; a literal '.' or '-'
+# never first (the rendered tag could not start with it).
+_TAG_FIELD = rf"\{{({'|'.join(TAG_FIELDS)})\}}"
+TAG_TEMPLATE = rf"^([A-Za-z0-9_]|{_TAG_FIELD})([A-Za-z0-9_.-]|{_TAG_FIELD})*$"
 # A base image with a tag and no digest (the lock records the digest).
 TAGGED_IMAGE = r"^[^@]*:[^/@:]+$"
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
