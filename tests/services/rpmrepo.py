@@ -65,6 +65,8 @@ def _spec(name: str, summary: str, requires: list[str], files: dict[str, str]) -
     lines = [
         f"Name: {name}", "Version: 1.0", "Release: 1", f"Summary: {summary}",
         "License: MIT", "BuildArch: noarch",
+        # no automatic /bin/sh requirement: the stand-in base's shell is Debian's, not an rpm
+        "AutoReqProv: no",
     ]  # fmt: skip
     lines += [f"Requires: {r}" for r in requires]
     lines += ["", "%description", summary, "", "%install"]
