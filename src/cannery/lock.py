@@ -319,15 +319,15 @@ def resolve_url(url: str, verify: ssl.SSLContext, timeout: float = 60.0) -> tupl
 
     from cannery.errors import NetworkError
     from cannery.oci import http_reason
+    from cannery.oci.client import shown
 
     def no_downgrade(resp: httpx.Response) -> None:
         # Called for every hop: a redirect off TLS would pin bytes fetched without it.
         if resp.has_redirect_location:
             target = resp.url.join(resp.headers["location"])
             if resp.url.scheme == "https" and target.scheme != "https":
-                shown = target.copy_with(query=None, fragment=None)
-                raise NetworkError(f"{url}: refusing the redirect to {shown}: a downgrade from "
-                                   "HTTPS to plain HTTP")
+                raise NetworkError(f"{url}: refusing the redirect to {shown(str(target))}: a "
+                                   "downgrade from HTTPS to plain HTTP")
 
     digest = hashlib.sha256()
     size = 0

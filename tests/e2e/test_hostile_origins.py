@@ -229,3 +229,16 @@ def test_a_redirected_token_request_is_not_followed(tmp_path, test_ca) -> None: 
         assert [s for s in reg.seen if alias in s.url] == []
     finally:
         reg.stop()
+
+
+def test_a_location_with_userinfo_stays_out_of_the_message(tmp_path, tls, test_ca) -> None:  # type: ignore[no-untyped-def]
+    """Review: a redirect to ``http://user:password@…`` is refused (a downgrade) without
+    repeating the password the registry put in it."""
+    tls.store_image("team/app", "amd64", tag="t")
+    target = f"http://cdn-user:cdn-Pw-9@{tls.host}/v2/team/app/manifests/t"
+    tls.fault("redirect", "GET", "/manifests/t", arg=target, times=0)
+    with _client(tmp_path, test_ca) as c, pytest.raises(NetworkError) as exc:
+        c.get_manifest(Reference.parse(f"{tls.host}/team/app:t"))
+    msg = _refused(exc, f"http://{tls.host}/v2/team/app/manifests/t")
+    assert "cdn-Pw-9" not in msg and "cdn-user" not in msg
+    assert _plain_http(tls) == []

@@ -179,6 +179,19 @@ def test_lock_refuses_a_redirect_from_https_to_http(reg: HostileRegistry, test_c
     assert [s.url for s in reg.seen] == [url]
 
 
+def test_lock_keeps_a_redirects_userinfo_out_of_the_message(  # type: ignore[no-untyped-def]
+    reg: HostileRegistry, test_ca: LocalCA
+) -> None:
+    """Review: the refused redirect's ``user:password@`` is not repeated in the error."""
+    reg.store_blob(b"installer")
+    url = f"{reg.url}/files/installer.run"
+    reg.fault("redirect", "GET", "^/files/", arg=f"http://u:Pw-lock-9@{reg.host}/files/x?sig=1")
+    with pytest.raises(NetworkError) as exc:
+        resolve_url(url, ssl_context(test_ca.ca_cert))
+    assert _one_line(exc) == (f"{url}: refusing the redirect to http://{reg.host}/files/x: a "
+                              "downgrade from HTTPS to plain HTTP")
+
+
 # ------------------------------------------------------------------ through the CLI
 
 

@@ -119,3 +119,4 @@ def test_encrypted_key_takes_its_password_from_the_environment(
         load_signer(str(path))
     monkeypatch.setenv("CANNERY_SIGN_KEY_PASSWORD", "hunter22")
     assert isinstance(load_signer(str(path)), Signer)
+    assert "CANNERY_SIGN_KEY_PASSWORD" not in os.environ  # no child process inherits it

@@ -4,7 +4,9 @@ Per platform manifest: a provenance (a DSSE envelope of an in-toto SLSA v1 state
 (when a scanner is given) and, with a signing key, a signature; per index, with a key, a
 signature of the index. Each is a DSSE envelope of an in-toto statement whose subject is that
 manifest (unsigned when no key is given). An artifact already attached (same type and, for
-signatures, same key) is not attached again, so a no-op build adds nothing.
+signatures, same key) is not attached again, so a no-op build adds nothing. "Already attached"
+is read from the artifact manifest itself (its ``subject``, type and key id), not from the
+list's entry: an entry is only a claim (a fallback tag anyone with push rights can write).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from pathlib import Path
 from cannery.attest.provenance import BuildContext, provenance
 from cannery.attest.sign import ENVELOPE_MEDIA_TYPE, Signer, envelope
 from cannery.builder.plan import INPUTS_LABEL, ImageJob
-from cannery.oci.client import OCIClient
-from cannery.oci.manifest import Descriptor, platform_string
+from cannery.errors import CommandError
+from cannery.oci.client import NotFound, OCIClient
+from cannery.oci.manifest import Descriptor, MalformedManifest, load_json, platform_string
 from cannery.oci.reference import Reference
-from cannery.oci.referrers import Referrer, attach, list_referrers
+from cannery.oci.referrers import Referrer, attach, list_referrers, parse_artifact
 from cannery.util.fs import atomic_write
 
 PROVENANCE_TYPE = "application/vnd.in-toto+json"
@@ -29,6 +32,7 @@ SIGNATURE_TYPE = "application/vnd.cannery.signature.v1+json"
 SIGNATURE_PREDICATE = "urn:cannery:predicate:signature:v1"
 SPDX_PREDICATE = "https://spdx.dev/Document/v2.3"
 KEYID_ANNOTATION = "io.cannery.keyid"
+MAX_CLAIMS = 32  # listed artifacts of one type read to find ours; past that, attach anew
 
 # (repository, platform manifest, platform) → SPDX JSON bytes
 Scanner = Callable[[Reference, Descriptor, str], bytes]
@@ -79,22 +83,50 @@ class Attester:
     ) -> None:
         subject = Descriptor(child.media_type, child.digest, child.size)
         have, _ = list_referrers(self.client, repo, child.digest)
-        types = {r.artifact_type for r in have}
         stmt = provenance(image.spec, platform, subject, input_digest, self.ctx)
         if self.save is not None:
             predicate = json.dumps(json.loads(stmt)["predicate"], sort_keys=True, indent=1)
             atomic_write(self.save / image.name / f"{platform.replace('/', '-')}.json",
                          predicate + "\n")
-        if PROVENANCE_TYPE not in types:
+        if not self._attached(repo, subject.digest, have, PROVENANCE_TYPE):
             attach(self.client, repo, subject, PROVENANCE_TYPE,
                    envelope(stmt, self.signer), ENVELOPE_MEDIA_TYPE, self._annotations())
-        if self.scanner is not None and SBOM_TYPE not in types:
-            sbom = json.loads(self.scanner(repo, subject, platform))
+        if self.scanner is not None and not self._attached(repo, subject.digest, have, SBOM_TYPE):
+            try:
+                sbom = load_json(self.scanner(repo, subject, platform))
+            except ValueError:
+                sbom = None
+            if not isinstance(sbom, dict):
+                raise CommandError(f"SBOM scan of {repo.name}@{child.digest} ({platform}): the "
+                                   "scanner's output is not a JSON object")
             stmt = statement(repo.name, subject, SPDX_PREDICATE, sbom)
             attach(self.client, repo, subject, SBOM_TYPE,
                    envelope(stmt, self.signer), ENVELOPE_MEDIA_TYPE, self._annotations())
         if self.signer is not None:
             self._sign(repo, subject, {"image": image.name, "platform": platform}, have)
+
+    def _attached(
+        self,
+        repo: Reference,
+        subject: str,
+        have: list[Referrer],
+        artifact_type: str,
+        key: str | None = None,
+    ) -> bool:
+        """Whether an artifact of this type (by this key) about ``subject`` is attached, as its
+        own manifest says (one listed but missing or malformed does not count)."""
+        claims = [r for r in have if r.artifact_type == artifact_type]
+        for r in claims[:MAX_CLAIMS]:
+            try:
+                body, _ = self.client.get_manifest(repo.with_digest(r.descriptor.digest))
+                kind, about, _, ann = parse_artifact(body, r.descriptor.digest)
+            except (NotFound, MalformedManifest):
+                continue
+            if (kind, about.digest) == (artifact_type, subject) and (
+                key is None or ann.get(KEYID_ANNOTATION) == key
+            ):
+                return True
+        return False
 
     def _annotations(self) -> dict[str, str] | None:
         return {KEYID_ANNOTATION: self.signer.keyid} if self.signer else None
@@ -109,10 +141,8 @@ class Attester:
         assert self.signer is not None
         if have is None:
             have, _ = list_referrers(self.client, repo, subject.digest)
-        for r in have:
-            ann = r.descriptor.annotations or {}
-            if r.artifact_type == SIGNATURE_TYPE and ann.get(KEYID_ANNOTATION) == self.signer.keyid:
-                return
+        if self._attached(repo, subject.digest, have, SIGNATURE_TYPE, self.signer.keyid):
+            return
         # The signature says only "this key signs this manifest (or index)".
         stmt = statement(repo.name, subject, SIGNATURE_PREDICATE, predicate)
         attach(self.client, repo, subject, SIGNATURE_TYPE,

@@ -96,10 +96,10 @@ def _norm(name: str) -> str:
 def python_packages(sbom: dict[str, object]) -> dict[str, set[str]]:
     """name → versions of the Python packages an SPDX document lists (by their pypi purl)."""
     out: dict[str, set[str]] = {}
-    for pkg in sbom.get("packages") or []:  # type: ignore[attr-defined]
-        if not isinstance(pkg, dict):
-            continue
-        for ref in pkg.get("externalRefs") or []:
+    packages = sbom.get("packages")
+    for pkg in packages if isinstance(packages, list) else []:
+        refs = pkg.get("externalRefs") if isinstance(pkg, dict) else None
+        for ref in refs if isinstance(refs, list) else []:
             locator = str(ref.get("referenceLocator", "")) if isinstance(ref, dict) else ""
             if locator.startswith("pkg:pypi/"):
                 name, _, version = locator[len("pkg:pypi/"):].partition("@")

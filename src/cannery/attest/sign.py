@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from cannery.errors import InputError
+from cannery.oci.manifest import load_json
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 ENVELOPE_MEDIA_TYPE = "application/vnd.dsse.envelope.v1+json"
@@ -82,8 +83,9 @@ def _check_curve(key: object, where: str) -> None:
 
 
 def load_signer(source: str) -> Signer:
-    """``FILE`` or ``env:NAME`` (PEM in the variable). The variable is removed from this
-    process's environment once read, so no build step or tool cannery runs inherits it."""
+    """``FILE`` or ``env:NAME`` (PEM in the variable). The variable, and the password's, are
+    removed from this process's environment once read, so no build step or tool cannery runs
+    inherits them."""
     if source.startswith("env:"):
         name = source[4:]
         where = f"--sign-key env:{name}"
@@ -97,7 +99,7 @@ def load_signer(source: str) -> Signer:
             data = Path(source).read_bytes()
         except OSError as exc:
             raise InputError(f"{where}: cannot read: {exc.strerror}") from None
-    password = os.environ.get(PASSWORD_ENV)
+    password = os.environ.pop(PASSWORD_ENV, None)
     try:
         key = serialization.load_pem_private_key(
             data, password.encode() if password else None
@@ -149,7 +151,7 @@ def open_envelope(data: bytes) -> tuple[str, bytes, list[tuple[str, bytes]]]:
     """(payloadType, payload, [(keyid, signature)]) of an envelope, read strictly; the
     signatures are not checked here."""
     try:
-        env = json.loads(data)
+        env = load_json(data)
         payload_type = env["payloadType"]
         payload = base64.b64decode(env["payload"], validate=True)
         sigs = [(str(s.get("keyid", "")), base64.b64decode(s["sig"], validate=True))

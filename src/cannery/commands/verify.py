@@ -113,13 +113,18 @@ def verify_cmd(
         if checkout is not None:
             spec = spec.with_checkout(checkout.commit)
         inputs = {p.platform: p.input_digest for p in job.platforms}
-        found, images = registry_checks(client, ref, spec, inputs)
+        # The tag is read once; every later read is by that digest, so the index whose entries
+        # and signature are checked is the one whose platforms were (the tag may move meanwhile).
+        index = client.get_manifest(ref)
+        by_digest = ref.with_digest(index[1].digest)
+        found, images = registry_checks(client, by_digest, spec, inputs, index)
         checks += found
         if images:
-            checks.append(index_entries_check(client.get_manifest(ref)[0]))
-            checks += attestation_checks(client, ref, spec, images, keys, require_attestations)
+            checks.append(index_entries_check(index[0]))
+            checks += attestation_checks(client, by_digest, spec, images, keys,
+                                         require_attestations)
         if rebuild:
-            checks += _rebuild(client, ref, job, images, ca_cert, network, rebuild_platforms)
+            checks += _rebuild(client, by_digest, job, images, ca_cert, network, rebuild_platforms)
     if runtime:
         with _cert_dir(ca_cert) as cert_dir:
             for img in images:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import random
@@ -52,6 +51,7 @@ from cannery.oci.manifest import (
     Descriptor,
     MalformedManifest,
     digest_of,
+    load_json,
     matches,
     parse_config,
     parse_manifest,
@@ -105,7 +105,7 @@ class Answer:
     url: str
 
     def json(self) -> object:
-        return json.loads(self.content)
+        return load_json(self.content)
 
 
 def http_reason(exc: Exception) -> str:
@@ -176,9 +176,11 @@ def origin(url: str) -> tuple[str, str, int]:
 
 
 def shown(url: str) -> str:
-    """``url`` for a message: without its query (a signed URL carries credentials there)."""
+    """``url`` for a message: without its query (a signed URL carries credentials there) and
+    without a ``user:password@`` (a ``Location`` may carry one)."""
     parts = urllib.parse.urlsplit(url)
-    return urllib.parse.urlunsplit(parts._replace(query="", fragment=""))
+    netloc = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
 
 
 def _loopback(url: str) -> bool:
@@ -298,7 +300,7 @@ class OCIClient:
             raise DigestMismatch(f"{what}: content hashes to {computed}, not the digest asked for")
         media_type = resp.headers.get("content-type", "").partition(";")[0].strip()
         try:
-            data = json.loads(body)
+            data = load_json(body)
         except ValueError:
             data = None
         if not isinstance(data, dict):
@@ -723,7 +725,7 @@ class OCIClient:
         if resp.status_code != 200:
             raise AuthError(f"{ref.host}: token service refused ({resp.status_code})")
         try:
-            answer = json.loads(data)
+            answer = load_json(data)
             token = answer.get("token") or answer.get("access_token")
             expires = float(answer.get("expires_in") or 60)
         except (ValueError, AttributeError, TypeError):

@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from cannery.oci.reference import valid_digest
 
@@ -28,6 +29,15 @@ MANIFEST_TYPES = ", ".join([OCI_INDEX, DOCKER_LIST, OCI_MANIFEST, DOCKER_MANIFES
 class MalformedManifest(ValueError):
     """A manifest, index or descriptor that lacks a field or has one of the wrong type; the
     message names the field."""
+
+
+def load_json(data: bytes | str) -> Any:  # as json.loads
+    """``json.loads`` for bytes from a registry or an attestation: nesting too deep for the
+    parser (``[[[[…``, a RecursionError) is a ValueError like any other malformed JSON."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 def digest_of(data: bytes, algorithm: str = "sha256") -> str:
@@ -142,7 +152,7 @@ def index_bytes(
 def parse_index(body: bytes, where: str) -> tuple[list[Descriptor], dict[str, str]]:
     """The entries and annotations of an image index or manifest list, strictly."""
     try:
-        data = json.loads(body)
+        data = load_json(body)
     except ValueError:
         raise MalformedManifest(f"{where}: not JSON") from None
     if not isinstance(data, dict):
@@ -156,7 +166,7 @@ def parse_index(body: bytes, where: str) -> tuple[list[Descriptor], dict[str, st
 
 def _object(body: bytes, where: str) -> dict[str, object]:
     try:
-        data = json.loads(body)
+        data = load_json(body)
     except ValueError:
         raise MalformedManifest(f"{where}: not JSON") from None
     if not isinstance(data, dict):

@@ -36,6 +36,7 @@ from cannery.oci.manifest import (
     Descriptor,
     MalformedManifest,
     digest_of,
+    load_json,
 )
 from cannery.oci.reference import Reference, valid_digest
 
@@ -44,6 +45,7 @@ EMPTY_MEDIA_TYPE = "application/vnd.oci.empty.v1+json"
 EMPTY_CONFIG = b"{}"
 EMPTY = Descriptor(EMPTY_MEDIA_TYPE, digest_of(EMPTY_CONFIG), len(EMPTY_CONFIG))
 RACE_TRIES = 8
+MAX_REFERRER_DEPTH = 8  # a signature of an SBOM of an image is 2 deep
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ def parse_artifact(
 ) -> tuple[str, Descriptor, list[Descriptor], dict[str, str]]:
     """(artifactType, subject, layers, annotations) of an artifact manifest, read strictly."""
     try:
-        data = json.loads(body)
+        data = load_json(body)
     except ValueError:
         raise MalformedManifest(f"{where}: not JSON") from None
     if not isinstance(data, dict):
@@ -170,7 +172,7 @@ def referrers_index(entries: list[Referrer]) -> bytes:
 
 def _parse_list(body: bytes, where: str) -> list[Referrer]:
     try:
-        data = json.loads(body)
+        data = load_json(body)
     except ValueError:
         raise NetworkError(f"{where}: not JSON") from None
     if not isinstance(data, dict) or data.get("mediaType", OCI_INDEX) != OCI_INDEX:
@@ -228,26 +230,43 @@ def _add_to_fallback(
 
 
 def copy_referrers(
-    src: OCIClient, src_repo: Reference, dst: OCIClient, dst_repo: Reference, digest: str
+    src: OCIClient,
+    src_repo: Reference,
+    dst: OCIClient,
+    dst_repo: Reference,
+    digest: str,
+    _seen: set[str] | None = None,
+    _depth: int = 0,
 ) -> list[Referrer]:
     """Carry every referrer of ``digest`` from one repository to another (a mirror): blobs,
     then the artifact manifest by digest, listed there the destination's way (API or tag).
-    Referrers of the referrers (a signature of an SBOM) are carried too."""
+    Referrers of the referrers (a signature of an SBOM) are carried too, each artifact once
+    and at most ``MAX_REFERRER_DEPTH`` levels down (a registry's list may name a cycle)."""
+    seen = {digest} if _seen is None else _seen
+    if _depth > MAX_REFERRER_DEPTH:
+        raise NetworkError(
+            f"{src_repo.name}@{digest}: referrers nest more than {MAX_REFERRER_DEPTH} deep"
+        )
     found, _ = list_referrers(src, src_repo, digest)
     out = []
     for r in found:
+        if r.descriptor.digest in seen:
+            continue
+        seen.add(r.descriptor.digest)
+        where = f"{src_repo.name}@{r.descriptor.digest}"
         body, _ = src.get_manifest(src_repo.with_digest(r.descriptor.digest))
         try:
-            _, _, layers, _ = parse_artifact(body, f"{src_repo.name}@{r.descriptor.digest}")
+            _, _, layers, _ = parse_artifact(body, where)
+            config = Descriptor.from_json(load_json(body).get("config"), f"{where}.config")
         except MalformedManifest as exc:
-            raise NetworkError(str(exc)) from None
-        config = json.loads(body).get("config") or {}
-        for d in [Descriptor.from_json(config, "config"), *layers]:
+            raise NetworkError(f"{src_repo.host}: malformed answer: {exc}") from None
+        for d in [config, *layers]:
             if not dst.blob_exists(dst_repo, d.digest):
                 with tempfile.TemporaryDirectory() as tmp:
                     path = Path(tmp) / "blob"
                     src.fetch_blob(src_repo, d.digest, path, d.size)
                     dst.push_blob(dst_repo, path, d.digest)
         out.append(put_referrer(dst, dst_repo, body))
-        out += copy_referrers(src, src_repo, dst, dst_repo, r.descriptor.digest)
+        out += copy_referrers(src, src_repo, dst, dst_repo, r.descriptor.digest, seen,
+                              _depth + 1)
     return out

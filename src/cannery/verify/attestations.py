@@ -8,7 +8,8 @@ referrers, read through the referrers API or the tag-schema fallback.
 - signature (with ``--key``): at least one, by that key, of this manifest; and of the index.
 
 With ``require`` (``--require-attestations``), a platform with no provenance or no SBOM fails;
-with keys, a missing signature fails. Otherwise absence is not reported.
+with keys, a missing signature fails. Otherwise absence is not reported. Each listed artifact is
+read once, and at most ``MAX_PER_TYPE`` of a type per subject (more is a failed check).
 """
 
 from __future__ import annotations
@@ -27,10 +28,17 @@ from cannery.attest.attach import (
 )
 from cannery.attest.provenance import SLSA_PROVENANCE, resolved_dependencies
 from cannery.attest.sbom import lock_mismatches
-from cannery.attest.sign import BadSignature, PublicKey, keyid, open_envelope, verify_envelope
+from cannery.attest.sign import (
+    PAYLOAD_TYPE,
+    BadSignature,
+    PublicKey,
+    keyid,
+    open_envelope,
+    verify_envelope,
+)
 from cannery.errors import NetworkError
 from cannery.oci.client import OCIClient
-from cannery.oci.manifest import Descriptor, MalformedManifest
+from cannery.oci.manifest import MalformedManifest, load_json, parse_index
 from cannery.oci.reference import Reference
 from cannery.oci.referrers import Referrer, list_referrers, parse_artifact
 from cannery.plan import ImageSpec
@@ -38,6 +46,9 @@ from cannery.verify.model import Check
 from cannery.verify.registry import PlatformImage
 
 MAX_ENVELOPE = 256 << 20  # read into memory to verify: an SBOM of a large image fits
+# Artifacts of one type read per subject: a build attaches one (a signature per key); a list
+# naming thousands (4 MiB of entries) would otherwise mean thousands of envelope downloads.
+MAX_PER_TYPE = 32
 
 
 class _Bad(Exception):
@@ -63,17 +74,22 @@ def _read(
     with tempfile.TemporaryDirectory() as tmp:  # an SBOM can be larger than a config
         client.fetch_blob(repo, layers[0].digest, Path(tmp) / "blob", layers[0].size)
         data = (Path(tmp) / "blob").read_bytes()
+    try:
+        payload_type, payload, _ = open_envelope(data)
+    except BadSignature as exc:
+        raise _Bad(f"{where}: {exc}") from None
+    # The signature covers the payload type too (DSSE's PAE): one made for another type of
+    # payload is not a signature of an in-toto statement, whatever the payload says.
+    if payload_type != PAYLOAD_TYPE:
+        raise _Bad(f"{where}: envelope payloadType {payload_type[:60]!r}, not {PAYLOAD_TYPE}")
     bad_sig = None
     try:
-        payload = verify_envelope(data, keys) if keys else open_envelope(data)[1]
+        if keys:
+            verify_envelope(data, keys)
     except BadSignature as exc:
         bad_sig = f"{where}: {exc}"
-        try:
-            payload = open_envelope(data)[1]
-        except BadSignature as exc2:
-            raise _Bad(f"{where}: {exc2}") from None
     try:
-        stmt = json.loads(payload)
+        stmt = load_json(payload)
     except ValueError:
         raise _Bad(f"{where}: payload is not JSON") from None
     if not isinstance(stmt, dict):
@@ -81,7 +97,8 @@ def _read(
     algo, _, hexd = subject.partition(":")
     subjects = stmt.get("subject") or []
     if not isinstance(subjects, list) or not any(
-        isinstance(s, dict) and (s.get("digest") or {}).get(algo) == hexd for s in subjects
+        isinstance(s, dict) and isinstance(s.get("digest"), dict) and s["digest"].get(algo) == hexd
+        for s in subjects
     ):
         raise _Bad(f"{where}: the statement's subject is not {subject}")
     return stmt, bad_sig
@@ -190,11 +207,31 @@ def _signed(
         problems.append(bad_sig or "not a signature statement")
     if not found:
         return Check(name, False, "no signature attached", platform)
-    others = {(r.descriptor.annotations or {}).get(KEYID_ANNOTATION, "?")[:12] for r in found}
-    if not ids & others:
-        return Check(name, False, f"signed only by other keys ({', '.join(sorted(others))})",
-                     platform)
+    others = {(r.descriptor.annotations or {}).get(KEYID_ANNOTATION, "?") for r in found}
+    if not ids & others:  # full key ids compared; shortened only for the message
+        shown = ", ".join(sorted(k[:12] for k in others))
+        return Check(name, False, f"signed only by other keys ({shown})", platform)
     return Check(name, False, problems[0], platform)
+
+
+def _by_type(
+    found: list[Referrer], subject: str, platform: str | None, checks: list[Check]
+) -> dict[str, list[Referrer]]:
+    """The referrers of each artifact type, each artifact once, at most MAX_PER_TYPE of a type
+    (more is a failed check: those past the limit are not read)."""
+    by_type: dict[str, list[Referrer]] = {}
+    seen: set[str] = set()
+    for r in found:
+        if r.descriptor.digest not in seen:
+            seen.add(r.descriptor.digest)
+            by_type.setdefault(r.artifact_type, []).append(r)
+    for kind, entries in by_type.items():
+        if len(entries) > MAX_PER_TYPE:
+            checks.append(Check("attestations readable", False,
+                                f"{len(entries)} {kind[:60]} artifacts attached to "
+                                f"{subject[:19]}; verify reads at most {MAX_PER_TYPE}", platform))
+            del entries[MAX_PER_TYPE:]
+    return by_type
 
 
 def attestation_checks(
@@ -211,9 +248,7 @@ def attestation_checks(
         for img in images:
             p, digest = img.platform, img.descriptor.digest
             found, source = list_referrers(client, repo, digest)
-            by_type: dict[str, list[Referrer]] = {}
-            for r in found:
-                by_type.setdefault(r.artifact_type, []).append(r)
+            by_type = _by_type(found, digest, p, checks)
             provs, sboms = by_type.get(PROVENANCE_TYPE, []), by_type.get(SBOM_TYPE, [])
             if require or provs:
                 via = "referrers API" if source == "api" else "fallback tag"
@@ -231,7 +266,8 @@ def attestation_checks(
         if keys:
             index = client.head_manifest(ref)
             if index is not None:
-                sigs, _ = list_referrers(client, repo, index.digest, SIGNATURE_TYPE)
+                found, _ = list_referrers(client, repo, index.digest, SIGNATURE_TYPE)
+                sigs = _by_type(found, index.digest, None, checks).get(SIGNATURE_TYPE, [])
                 checks.append(_signed(client, repo, index.digest, sigs, keys, "index signature",
                                       None))
     except (NetworkError, MalformedManifest) as exc:
@@ -241,17 +277,16 @@ def attestation_checks(
 
 def index_entries_check(body: bytes) -> Check:
     """The index lists platform images only: no ``unknown/unknown`` attestation entries (as
-    BuildKit adds), since cannery attaches its attestations as referrers."""
+    BuildKit adds), since cannery attaches its attestations as referrers. Read strictly: a
+    malformed index is a failed check naming the field, never a crash."""
     try:
-        entries = json.loads(body).get("manifests") or []
-    except (ValueError, AttributeError):
-        return Check("index holds images only", False, "index is not JSON")
-    odd = []
-    for e in entries:
-        if not isinstance(e, dict):
-            continue
-        plat = e.get("platform") or {}
-        if plat.get("os") == "unknown" or "vnd.docker.reference.type" in (e.get("annotations")
-                                                                           or {}):
-            odd.append(str(Descriptor.from_json(e).digest)[:19])
+        entries, _ = parse_index(body, "index")
+    except MalformedManifest as exc:
+        return Check("index holds images only", False, str(exc))
+    odd = [
+        e.digest[:19]
+        for e in entries
+        if (e.platform or {}).get("os") == "unknown"
+        or "vnd.docker.reference.type" in (e.annotations or {})
+    ]
     return Check("index holds images only", not odd, ", ".join(odd))

@@ -60,12 +60,17 @@ def credential_findings(config: dict[str, object]) -> list[str]:
 
 
 def registry_checks(
-    client: OCIClient, ref: Reference, spec: ImageSpec, inputs: dict[str, str] | None = None
+    client: OCIClient,
+    ref: Reference,
+    spec: ImageSpec,
+    inputs: dict[str, str] | None = None,
+    index: tuple[bytes, Descriptor] | None = None,
 ) -> tuple[list[Check], list[PlatformImage]]:
     """``inputs``: platform → the input digest this catalog and lock give it (a build from an
-    older lock, or another catalog, is reported)."""
+    older lock, or another catalog, is reported). ``index``: ``ref``'s manifest as already
+    read (else it is read here)."""
     checks: list[Check] = []
-    body, desc = client.get_manifest(ref)
+    body, desc = index or client.get_manifest(ref)
     if desc.media_type not in INDEX_TYPES:
         return [Check("index", False, f"{ref} is a {desc.media_type}, not a multi-arch index")], []
     try:
