@@ -90,8 +90,10 @@ def main() -> int:
         for p in image["platforms"]:
             state = f"skipped: {p['skipped']}" if p["skipped"] else f"built in {p['seconds']:.0f}s"
             print(f"  {p['platform']:12} {p['digest']}  ({state})")
-        moved = ", ".join(image["tags_moved"]) or "none (the tag already points at this index)"
-        print(f"tags moved: {moved}\n", flush=True)
+        moved = ", ".join(image["tags_moved"]) or "none"
+        unchanged = ", ".join(image["tags_unchanged"])
+        print(f"tags moved: {moved}" + (f"; already on this index: {unchanged}" if unchanged
+                                         else "") + "\n", flush=True)
         verify = subprocess.run(
             [*cannery, "verify", f"{repo}:{tag}", "--catalog", str(catalog), "--key", str(pub),
              *(["--require-attestations"] if sbom else [])], env=env,

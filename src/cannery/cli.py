@@ -313,7 +313,11 @@ def build(
         ),
     ] = None,
     force: Annotated[
-        bool, _flag("--force", "Rebuild platforms whose inputs are unchanged")
+        bool, _flag(
+            "--force",
+            "Rebuild platforms whose inputs are unchanged, and move a tag even from an index "
+            "built from a newer lock",
+        )
     ] = False,
     locked: Annotated[
         bool, _flag("--locked", "Exit 2 if cannery.lock would change (for CI)")

@@ -1,20 +1,21 @@
 """cannery.lock: every moving reference resolved once, so builds use only immutable inputs.
 
 base image tag → manifest digest, git tag/branch → full commit, download URL → sha256.
-The file is TOML, sorted, and only entries that were (re)resolved get a new timestamp, so
-re-running ``cannery lock`` with nothing new leaves it byte-identical.
+The file is TOML, sorted, and only entries whose value changed get a new timestamp (an entry
+re-resolved to the same value keeps its time), so re-running ``cannery lock``, even with
+``--update``, leaves it byte-identical when nothing moved.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import os
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import tomli_w
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -192,6 +193,20 @@ def now() -> str:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
+E = TypeVar("E", BaseEntry, GitEntry, UrlEntry, PythonEntry)
+
+
+def _kept_time(old: E | None, new: E) -> E:
+    """``new``, or ``old`` when only the time differs: an entry re-resolved to the same value
+    keeps its time, so the build's clock (SOURCE_DATE_EPOCH, part of every input digest) and
+    the lock file do not move when nothing changed."""
+    if old is not None and old.model_dump(exclude={"resolved_at"}) == new.model_dump(
+        exclude={"resolved_at"}
+    ):
+        return old
+    return new
+
+
 def update_lock(
     cat: Catalog,
     old: Lock,
@@ -226,7 +241,10 @@ def update_lock(
             elif chosen:
                 if progress:
                     progress(inp)
-                bases[inp.key] = BaseEntry(digest=resolvers.base(inp.key), resolved_at=now())
+                bases[inp.key] = _kept_time(
+                    old.bases.get(inp.key),
+                    BaseEntry(digest=resolvers.base(inp.key), resolved_at=now()),
+                )
         elif inp.kind == "git":
             if not fresh and inp.key in old.git:
                 gits[inp.key] = old.git[inp.key]
@@ -234,14 +252,19 @@ def update_lock(
                 if progress:
                     progress(inp)
                 commit = resolvers.git(inp.url, inp.ref)
-                gits[inp.key] = GitEntry(url=inp.url, ref=inp.ref, commit=commit, resolved_at=now())
+                gits[inp.key] = _kept_time(
+                    old.git.get(inp.key),
+                    GitEntry(url=inp.url, ref=inp.ref, commit=commit, resolved_at=now()),
+                )
         elif not fresh and inp.key in old.urls:
             urls[inp.key] = old.urls[inp.key]
         elif chosen:
             if progress:
                 progress(inp)
             digest, size = resolvers.url(inp.url)
-            urls[inp.key] = UrlEntry(sha256=digest, size=size, resolved_at=now())
+            urls[inp.key] = _kept_time(
+                old.urls.get(inp.key), UrlEntry(sha256=digest, size=size, resolved_at=now())
+            )
     pythons = _update_python(cat, old, gits, resolvers, update, images, progress)
     return Lock(bases=bases, git=gits, urls=urls, python=pythons)
 
@@ -279,10 +302,120 @@ def _update_python(
             else:
                 if progress:
                     progress(Input("python", req.key, name))
-                out[req.key] = PythonEntry(
-                    inputs=req.digest(), requirements=resolvers.python(req), resolved_at=now()
+                out[req.key] = _kept_time(
+                    kept,
+                    PythonEntry(
+                        inputs=req.digest(), requirements=resolvers.python(req), resolved_at=now()
+                    ),
                 )
     return out
+
+
+# ------------------------------------------------------------------ policy: what a build locks
+
+
+def _entries(lock: Lock) -> set[tuple[str, str]]:
+    return (
+        {("base", k) for k in lock.bases}
+        | {("git", k) for k in lock.git}
+        | {("url", k) for k in lock.urls}
+    )
+
+
+def lock_changes(
+    cat: Catalog, lock: Lock, images: list[str] | None = None
+) -> tuple[list[Input], list[str]]:
+    """Inputs of ``images`` missing from the lock, and lock entries no image needs any more."""
+    have = _entries(lock)
+    missing = [i for i in required_inputs(cat, images) if (i.kind, i.key) not in have]
+    wanted = {(i.kind, i.key) for i in required_inputs(cat)}
+    stale = sorted(f"{k} {key}" for k, key in have - wanted)
+    return missing, stale
+
+
+def _python_unpinned(cat: Catalog, lock: Lock, image: str) -> bool:
+    """``image`` installs Python packages, and the lock lacks their pins for some platform
+    (an entry is missing, or was resolved from other inputs): ``plan``'s ``unpinned()``, read
+    from the catalog and the lock alone (the lock does not import the planner)."""
+    img = cat.images[image]
+    comps = [cat.components[c] for c in img.components]
+    installs = bool(img.pip_tools) or any(
+        c.pip or c.wheel or (c.git and c.install != "none") for c in comps
+    )
+    if not installs:
+        return False
+    commits = {(e.url, e.ref): e.commit for e in lock.git.values()}
+    fixed = [c for c in comps if c.git and c.ref and COMMIT.match(c.ref)]
+    commits.update({(str(c.git), str(c.ref)): str(c.ref) for c in fixed})
+    requests = python_requests(cat, image, commits)
+    if not requests:
+        return True
+    return any(
+        (entry := lock.python.get(r.key)) is None or entry.inputs != r.digest() for r in requests
+    )
+
+
+@contextmanager
+def network_resolvers(
+    cat: Catalog, lock: Lock, ca_cert: Path | None, images: list[str] | None = None
+) -> Iterator[Resolvers]:
+    """The real resolvers (registry, git, HTTPS, uv), trusting the system roots plus
+    ``ca_cert``. CANNERY_REGISTRY_USER/_PASSWORD are for the push registry: they go to a base
+    image's registry only when it is that same host."""
+    from cannery.oci import Credentials, OCIClient
+    from cannery.oci.auth import push_host
+    from cannery.pydeps import resolve_python
+    from cannery.tls import git_ca_bundle, ssl_context
+
+    ctx = ssl_context(ca_cert)
+    repositories = [
+        cat.registries[cat.images[n].registry or cat.catalog.registry or ""].repository
+        for n in images or list(cat.images)
+    ]
+    creds = Credentials(env_host=push_host(repositories))
+    with OCIClient(ctx, credentials=creds) as client, git_ca_bundle(ca_cert) as git_ca:
+        yield Resolvers(
+            base=client.resolve,
+            git=lambda url, ref: resolve_git(url, ref, git_ca),
+            url=lambda url: resolve_url(url, ctx),
+            python=lambda request: resolve_python(request, git_ca),
+        )
+
+
+def ensure_locked(
+    cat: Catalog,
+    lock: Lock,
+    path: Path,
+    images: list[str],
+    *,
+    locked: bool = False,
+    frozen: bool = False,
+    ca_cert: Path | None = None,
+) -> tuple[Lock, list[str]]:
+    """What a build does with the lock, uv/cargo semantics: by default resolve what ``images``
+    lack, drop what no image needs, and write the lock (atomically); ``locked`` refuses a lock
+    that would change (LockError listing the changes); ``frozen`` never resolves (unlocked
+    inputs fail when the build is planned). Returns the lock and one line per change."""
+    if frozen:
+        return lock, []
+    from cannery.util.fs import atomic_write
+
+    missing, stale = lock_changes(cat, lock, images)
+    unpinned = [n for n in images if _python_unpinned(cat, lock, n)]
+    if not missing and not stale and not unpinned:
+        return lock, []
+    changes = [f"added {i.kind} {i.key}" for i in missing]
+    changes += [f"added python dependencies of {name}" for name in unpinned]
+    changes += [f"removed {s}" for s in stale]
+    if locked:
+        lines = [f"{path}: the lock would change (--locked); run `cannery lock`:"]
+        lines += [f"  {c.replace('added', 'add', 1).replace('removed', 'remove', 1)}"
+                  for c in changes]
+        raise LockError("\n".join(lines))
+    with network_resolvers(cat, lock, ca_cert, images) as resolvers:
+        new = update_lock(cat, lock, resolvers, images=images)
+    atomic_write(path, dump_lock(new))
+    return new, changes
 
 
 # ------------------------------------------------------------------ the real resolvers
@@ -295,11 +428,11 @@ def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
     """
     from cannery.util.cmd import CommandError, run
 
-    env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
+    env = {"GIT_TERMINAL_PROMPT": "0"}
     if ca_file:
         env["GIT_SSL_CAINFO"] = ca_file
     try:
-        out = run(["git", "ls-remote", "--", url, ref, f"{ref}^{{}}"], env=env, timeout=120)
+        out = run(["git", "ls-remote", "--", url, ref, f"{ref}^{{}}"], extra_env=env, timeout=120)
     except CommandError as exc:
         raise LockError(f"{url}: cannot list refs: {exc.message}") from None
     refs = {}

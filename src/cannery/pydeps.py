@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import tempfile
 from collections.abc import Mapping
@@ -136,13 +135,13 @@ def _build_requires(tree: Path) -> list[str]:
 
 def _checkout(pkg: GitPackage, dest: Path, env: Mapping[str, str]) -> None:
     try:
-        run(["git", "init", "-q", str(dest)], env=env, timeout=60)
+        run(["git", "init", "-q", str(dest)], extra_env=env, timeout=60)
         run(
             ["git", "-C", str(dest), "fetch", "-q", "--depth", "1", "--", pkg.url, pkg.commit],
-            env=env,
+            extra_env=env,
             timeout=600,
         )
-        run(["git", "-C", str(dest), "checkout", "-q", "FETCH_HEAD"], env=env, timeout=120)
+        run(["git", "-C", str(dest), "checkout", "-q", "FETCH_HEAD"], extra_env=env, timeout=120)
     except CommandError as exc:
         raise LockError(f"{pkg.url}@{pkg.commit[:12]}: cannot fetch: {exc.message}") from None
 
@@ -176,7 +175,7 @@ def resolve_python(req: PythonRequest, ca_file: str | None = None) -> list[str]:
         uv = find_uv_bin()
     except (ImportError, FileNotFoundError):
         raise LockError("uv is not installed: `pip install uv` (a cannery dependency)") from None
-    env = dict(os.environ, GIT_TERMINAL_PROMPT="0", UV_NO_CONFIG="1")
+    env = {"GIT_TERMINAL_PROMPT": "0", "UV_NO_CONFIG": "1"}
     if ca_file:
         env["GIT_SSL_CAINFO"] = ca_file
         env["SSL_CERT_FILE"] = ca_file
@@ -213,7 +212,7 @@ def resolve_python(req: PythonRequest, ca_file: str | None = None) -> list[str]:
         for url in req.extra_index_urls:
             argv += ["--extra-index-url", url]
         try:
-            text = run(argv, env=env, timeout=1800)
+            text = run(argv, extra_env=env, timeout=1800)
         except CommandError as exc:
             raise LockError(f"Python dependencies of {req.key}: {exc.message}") from None
     return parse_compiled(text)

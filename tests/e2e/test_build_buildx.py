@@ -9,6 +9,7 @@ metadata, checks the manifests are in the registry, merges the index and moves t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -269,6 +270,11 @@ def test_merge_only_refuses_a_broken_or_foreign_descriptor(
     proc = _cannery(*base, "--merge-only", env=env)
     assert proc.returncode == 2 and "other inputs" in proc.stdout
     (digests / "one" / "linux-arm64.json").write_text(good)
+    # A subset of the platforms is no image to tag: the guard in _publish refuses it.
+    proc = _cannery(*base, "--merge-only", "--platform", "linux/amd64", env=env)
+    assert proc.returncode == 2, proc.stdout
+    assert "missing: linux/arm64" in proc.stdout and "no tag moved" in proc.stdout
+    assert _tag_status(registry, "bx-bad") == 404
     assert _cannery(*base, "--merge-only", env=env).returncode == 0
     assert _tag_status(registry, "bx-bad") == 200
 
@@ -288,3 +294,35 @@ def test_options_that_cannot_work_are_refused_before_anything_is_resolved(
         proc = _cannery("build", "--catalog", str(catalog), *extra, env=env)
         assert proc.returncode == 2 and message in proc.stderr, (extra, proc.stderr)
         assert not (tmp_path / "cannery.lock").exists()  # nothing resolved, nothing written
+
+
+def test_a_build_from_an_older_lock_does_not_move_the_tag_back(
+    tmp_path: Path, registry: LocalRegistry
+) -> None:
+    """An older checkout's build finishing after a newer one: the tag's index says (in
+    io.cannery.lock-epoch) it came from a newer lock, so the tag stays (exit 2); --force moves
+    it anyway."""
+    import re
+
+    catalog, env = _setup(tmp_path, registry)
+    catalog.write_text(catalog.read_text().replace('tag = "bx-{cann}"', 'tag = "bx-back"'))
+    base = ["build", "--catalog", str(catalog), "--backend", "buildx", "--push", "--json",
+            "--log-dir", str(tmp_path / "logs")]
+    first = _cannery(*base, env=env)
+    assert first.returncode == 0, first.stderr
+    newer = json.loads(first.stdout)["images"][0]["index_digest"]
+    lock = tmp_path / "cannery.lock"
+    # The same pins, resolved earlier: an older lock (and so another clock, another index).
+    lock.write_text(re.sub(r'resolved_at = "[^"]+"', 'resolved_at = "2020-01-01T00:00:00Z"',
+                           lock.read_text()))
+    old = _cannery(*base, "--frozen", env=env)
+    assert old.returncode == 2, old.stdout
+    image = json.loads(old.stdout)["images"][0]
+    assert "newer lock" in image["error"] and "--force" in image["error"]
+    assert image["tags_moved"] == [] and image["tags_not_moved"] == ["bx-back"]
+    index = httpx.get(f"{registry.url}/v2/bx/image/manifests/bx-back",
+                      headers={"Accept": "application/vnd.oci.image.index.v1+json"})
+    assert "sha256:" + hashlib.sha256(index.content).hexdigest() == newer
+    forced = _cannery(*base, "--frozen", "--force", env=env)
+    assert forced.returncode == 0, forced.stdout
+    assert json.loads(forced.stdout)["images"][0]["tags_moved"] == ["bx-back"]

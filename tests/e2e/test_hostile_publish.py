@@ -92,7 +92,7 @@ def test_a_stored_put_answered_503_is_retried_to_one_result(  # type: ignore[no-
     reg.fault("store-then-503", "PUT", "/manifests/")
     index = merge_index(client, repo, _children(reg), {})
     reg.fault("store-then-503", "PUT", "/manifests/live")
-    assert move_tags(client, repo, index, ["live"]) == ["live"]
+    assert move_tags(client, repo, index, ["live"]).moved == ["live"]
     assert reg.tags(REPO) == {"live": index.digest}
     puts = [s.url for s in reg.seen if s.method == "PUT"]
     assert puts == [f"{reg.url}/v2/{REPO}/manifests/{index.digest}"] * 2 + [

@@ -67,10 +67,11 @@ def test_publish_two_platforms_then_noop(tmp_path: Path, registry, client) -> No
     again = merge_index(client, repo, children[::-1], {"org.example.a": "1", "org.example.b": "2"})
     assert again.digest == index.digest
 
-    assert move_tags(client, repo, index, ["latest", "v1", "latest"]) == ["latest", "v1"]
+    assert move_tags(client, repo, index, ["latest", "v1", "latest"]).moved == ["latest", "v1"]
     assert sorted(client.list_tags(repo)) == ["latest", "v1"]
     assert client.resolve(str(repo)) == index.digest
-    assert move_tags(client, repo, index, ["latest", "v1"]) == []  # a no-op writes nothing
+    noop = move_tags(client, repo, index, ["latest", "v1"])  # a no-op writes nothing
+    assert noop.moved == [] and noop.unchanged == ["latest", "v1"]
     # skopeo, an independent reader, agrees on the platforms.
     raw = subprocess.run(
         ["skopeo", "inspect", "--tls-verify=false", "--raw", f"docker://{repo}"],

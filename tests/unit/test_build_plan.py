@@ -22,17 +22,33 @@ def _job(name: str = "qwen3-5-a2"):  # type: ignore[no-untyped-def]
     return spec, lock, plan_build(spec, render_dockerfile(spec), lock)
 
 
-def test_input_digest_depends_on_platform_instructions_and_pins_only() -> None:
+def test_input_digest_covers_platform_instructions_pins_and_clock() -> None:
     entries = {"base:b": ("sha256:" + "1" * 64, "2026-01-01T00:00:00+00:00")}
     text = "# image one\nFROM b\nRUN true\n"
-    d = input_digest(text, "linux/amd64", entries)
-    assert d != input_digest(text, "linux/arm64", entries)
-    assert d != input_digest(text + "RUN false\n", "linux/amd64", entries)
-    assert d != input_digest(text, "linux/amd64", {"base:b": ("sha256:" + "2" * 64, "x")})
-    # Comments (which name the image) and resolution times do not change the build.
-    assert d == input_digest(text.replace("one", "two"), "linux/amd64", entries)
+    d = input_digest(text, "linux/amd64", entries, 1767225600)
+    assert d != input_digest(text, "linux/arm64", entries, 1767225600)
+    assert d != input_digest(text + "RUN false\n", "linux/amd64", entries, 1767225600)
+    other = {"base:b": ("sha256:" + "2" * 64, "x")}
+    assert d != input_digest(text, "linux/amd64", other, 1767225600)
+    # The clock (--timestamp, SOURCE_DATE_EPOCH) changes every file time: another image.
+    assert d != input_digest(text, "linux/amd64", entries, 1767225601)
+    # Comments (which name the image) and an entry's own time (when not the clock) do not.
+    assert d == input_digest(text.replace("one", "two"), "linux/amd64", entries, 1767225600)
     later = {"base:b": ("sha256:" + "1" * 64, "2027-01-01T00:00:00+00:00")}
-    assert d == input_digest(text, "linux/amd64", later)
+    assert d == input_digest(text, "linux/amd64", later, 1767225600)
+
+
+def test_a_relocked_base_time_changes_the_clock_and_so_the_input_digests() -> None:
+    """Same pins, a newer base time: the image bytes differ (every timestamp in them), so
+    must the input digest (else the second build would be skipped as "unchanged")."""
+    spec, lock, job = _job()
+    key = spec.base_image
+    moved = lock.bases[key].model_copy(update={"resolved_at": "2027-02-02T00:00:00+00:00"})
+    relocked = lock.model_copy(update={"bases": {key: moved}})
+    again = plan_build(spec, job.dockerfile, relocked)
+    assert again.epoch != job.epoch
+    for a, b in zip(again.platforms, job.platforms, strict=True):
+        assert a.input_digest != b.input_digest
 
 
 def test_a_renamed_image_keeps_its_input_digests() -> None:

@@ -11,7 +11,6 @@ Layers are streamed to disk (digest-checked as they arrive), never held in memor
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import sys
@@ -63,11 +62,10 @@ def write_layout(client: OCIClient, repo: Reference, manifest: Descriptor, dest:
 
 def scan_layout(layout: Path) -> bytes:
     """``syft scan oci-dir:LAYOUT -o spdx-json``: SPDX 2.3 JSON."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CANNERY_")}
-    env["SYFT_CHECK_FOR_APP_UPDATE"] = "false"
+    env = {"SYFT_CHECK_FOR_APP_UPDATE": "false"}  # added to child_env() by run
     try:
         out = run([syft_binary(), "scan", f"oci-dir:{layout}", "-o", "spdx-json", "-q"],
-                  env=env, timeout=1800)
+                  extra_env=env, timeout=1800)
     except CommandError as exc:
         raise CommandError(f"SBOM scan failed: {exc.message}") from None
     return out.encode()

@@ -10,6 +10,10 @@ No-op builds: each platform's input digest (see ``builder/plan.py``) is stored a
 platform whose digest matches the entry in the index the tag points at now, and whose manifest
 is still in the registry, is not rebuilt (``force`` rebuilds). When nothing was rebuilt the
 merged index is byte-identical to the current one, and nothing is written at all.
+
+The index also carries ``io.cannery.lock-epoch`` (``plan.lock_epoch``): ``move_tags`` does not
+move a tag back to an index from an older lock (``force`` does). Only the catalog's whole
+platform set is ever merged.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from cannery.oci.manifest import (
     parse_index,
     platform_string,
 )
-from cannery.oci.publish import merge_index, move_tags, push_image_dir
+from cannery.oci.publish import LOCK_EPOCH, TagMoves, merge_index, move_tags, push_image_dir
 from cannery.oci.reference import valid_digest
 from cannery.render.bake import cache_ref
 from cannery.util.cmd import stream
@@ -77,7 +81,8 @@ class ImageResult:
     tags: list[str]
     platforms: list[PlatformResult] = field(default_factory=list)
     index_digest: str | None = None
-    tags_moved: list[str] = field(default_factory=list)
+    # None: no tag was written to (so none moved); else what happened to each tag.
+    tag_moves: TagMoves | None = None
     error: str | None = None
     seconds: float = 0.0
     output: str | None = None
@@ -87,13 +92,20 @@ class ImageResult:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def tags_moved(self) -> list[str]:
+        return self.tag_moves.moved if self.tag_moves else []
+
     def to_json(self) -> dict[str, object]:
+        # No tag was written to: in a registry none moved; a layout names its tags itself.
+        untouched = TagMoves(not_moved=list(self.tags) if self.output is None else [])
+        moves = (self.tag_moves or untouched).to_json()
         return {
             "image": self.image,
             "repository": self.repository,
             "tags": self.tags,
             "index_digest": self.index_digest,
-            "tags_moved": self.tags_moved,
+            **moves,
             "output": self.output,
             "error": self.error,
             "seconds": round(self.seconds, 3),
@@ -109,6 +121,7 @@ class Target:
     oci_dir: Path | None = None
     digest_dir: Path | None = None  # write each pushed platform's descriptor here (CI legs)
     merge: bool = True  # merge and tag (False: push platforms by digest only)
+    force: bool = False  # move tags even off an index built from a newer lock
     # Attach referrers (provenance, SBOM, signatures) after the merge, before any tag moves:
     # (image, index, platform manifests) -> None; see cannery.attest.attach.
     attest: Callable[[ImageJob, Descriptor, list[Descriptor]], None] | None = None
@@ -172,7 +185,7 @@ def _build_platform(
     reporter: Reporter,
     context: Path,
     work: Path,
-) -> tuple[Built, list[str]]:
+) -> Built:
     repo = Reference.parse(image.repository) if target.client else None
     opts = BuildOptions(
         # an image that copies the checkout builds in it; else the Dockerfile is all it needs
@@ -192,23 +205,20 @@ def _build_platform(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text("")
     for argv in steps:
-        rc, tail = stream(
-            argv, log_path, lambda line: reporter.line(image.name, job, line), env=engine_env()
-        )
+        # stream() gives the engine child_env(): no credential of cannery's reaches it.
+        rc, tail = stream(argv, log_path, lambda line: reporter.line(image.name, job, line))
         if rc != 0:
-            raise _PlatformFailed(f"{argv[0]} {argv[1]} exited {rc}", tail, log_path)
-    return settings.engine.collect(image, job, opts), [str(log_path)]
+            raise _PlatformFailed(job, f"{argv[0]} {argv[1]} exited {rc}", tail, log_path)
+    return settings.engine.collect(image, job, opts)
 
 
-def engine_env() -> dict[str, str]:
-    """The environment engines run in: cannery's registry credentials are for its own client
-    only, so no engine process (nor anything it starts) inherits them."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("CANNERY_REGISTRY_")}
+class _PlatformFailed(FatalError):
+    """A platform's build command failed (exit 1: a build failure, not bad input)."""
 
+    exit_code = 1
 
-class _PlatformFailed(Exception):
-    def __init__(self, reason: str, tail: list[str], log: Path) -> None:
-        super().__init__(reason)
+    def __init__(self, job: PlatformJob, reason: str, tail: list[str], log: Path) -> None:
+        super().__init__(f"{job.platform}: {reason} (log: {log})")
         self.reason = reason
         self.tail = tail
         self.log = log
@@ -217,18 +227,51 @@ class _PlatformFailed(Exception):
 def build_image(
     image: ImageJob, settings: Settings, target: Target, reporter: Reporter
 ) -> ImageResult:
-    """Build every planned platform of one image, then publish it; never a partial tag."""
+    """Build every planned platform of one image, then publish it; never a partial tag.
+
+    One error path: whatever fails (the registry read, a platform, the publish) ends this
+    image with one line and its exit status, and the run goes on with the next image."""
     started = time.monotonic()
     result = ImageResult(image.name, image.repository, list(image.tags))
+    try:
+        children = _build_platforms(image, settings, target, reporter, result)
+        if target.merge:
+            _publish(image, children, target, result, reporter)
+    except FatalError as exc:
+        result.error, result.exit_code = exc.message, exc.exit_code
+    except OSError as exc:  # a log, layout or descriptor file that cannot be written
+        result.error, result.exit_code = f"{exc.filename or ''}: {exc.strerror or exc}", 2
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def unchanged_child(
+    client: OCIClient, repo: Reference, job: PlatformJob, have: Descriptor | None
+) -> Descriptor | None:
+    """The skip decision: ``have`` (the tag's current entry for this platform) when it was
+    built from the same inputs and its manifest is still in the registry (a registry's
+    garbage collection may have deleted it); else None, and the platform is built."""
+    if have is None or (have.annotations or {}).get(INPUTS_LABEL) != job.input_digest:
+        return None
+    if client.head_manifest(repo.with_digest(have.digest)) is None:
+        return None
+    return have
+
+
+def _build_platforms(
+    image: ImageJob,
+    settings: Settings,
+    target: Target,
+    reporter: Reporter,
+    result: ImageResult,
+) -> list[Descriptor]:
+    """Each platform: skipped when unchanged, else built and pushed (or written to the
+    layout); its descriptor for the index. Stops at the first platform that fails."""
     client = target.client
     repo = Reference.parse(image.repository) if client else None
     current: dict[str, Descriptor] = {}
     if client and repo and not settings.force:
-        try:
-            current = current_children(client, repo, image.tags[0])
-        except FatalError as exc:
-            result.error, result.exit_code = exc.message, exc.exit_code
-            return result
+        current = current_children(client, repo, image.tags[0])
     children: list[Descriptor] = []
     with _scratch() as scratch:
         context = scratch / "context"
@@ -237,66 +280,63 @@ def build_image(
         for job in image.platforms:
             pres = PlatformResult(job.platform, job.input_digest)
             result.platforms.append(pres)
-            t0 = time.monotonic()
-            have = current.get(job.platform)
-            if (
-                have
-                and client
-                and repo
-                and (have.annotations or {}).get(INPUTS_LABEL) == job.input_digest
-                and client.head_manifest(repo.with_digest(have.digest)) is not None
-            ):
+            kept = None
+            if client and repo:
+                kept = unchanged_child(client, repo, job, current.get(job.platform))
+            if kept is not None:
                 pres.skipped = "unchanged inputs, already in the registry"
-                pres.digest = have.digest
-                pres.descriptor = have
-                children.append(have)
+                pres.digest, pres.descriptor = kept.digest, kept
                 reporter.skipped(image.name, job, pres.skipped)
-                if target.digest_dir:  # a CI leg's merge job needs it all the same
-                    _write_descriptor(target.digest_dir, image.name, job, have)
-                continue
-            reporter.start(image.name, job)
-            work = scratch / job.slug
-            work.mkdir()
-            try:
-                built, logs = _build_platform(image, job, settings, target, reporter, context, work)
-                pres.log = logs[0]
-                if built.descriptor is not None:
-                    desc = built.descriptor
-                elif client and repo:
-                    assert built.layout is not None
-                    reporter.note(image.name, job, "pushing by digest")
-                    desc = push_image_dir(client, repo, built.layout)
-                else:
-                    assert built.layout is not None and target.oci_dir is not None
-                    desc = _copy_into_layout(built.layout, target.oci_dir)
-            except _PlatformFailed as exc:
-                pres.error = exc.reason
-                pres.log = str(exc.log)
-                pres.seconds = time.monotonic() - t0
-                reporter.failed(image.name, job, exc.reason, exc.tail)
-                result.error = f"{job.platform}: {exc.reason} (log: {exc.log})"
-                break
-            except FatalError as exc:  # e.g. the push: a refused password, an untrusted CA
-                pres.error = exc.message
-                pres.seconds = time.monotonic() - t0
-                reporter.failed(image.name, job, exc.message, [])
-                result.error = f"{job.platform}: {exc.message}"
-                result.exit_code = exc.exit_code
-                break
-            pres.seconds = time.monotonic() - t0
-            pres.digest = desc.digest
-            pres.descriptor = _child(desc, job)
+            else:
+                pres.descriptor = _one_platform(
+                    image, job, settings, target, reporter, scratch, pres
+                )
             children.append(pres.descriptor)
-            reporter.finished(image.name, job, desc.digest)
-            if target.digest_dir:
+            if target.digest_dir:  # a CI leg's merge job needs it, built or skipped
                 _write_descriptor(target.digest_dir, image.name, job, pres.descriptor)
-    if result.error is None and target.merge:
-        try:
-            _publish(image, children, target, result, reporter)
-        except FatalError as exc:
-            result.error, result.exit_code = exc.message, exc.exit_code
-    result.seconds = time.monotonic() - started
-    return result
+    return children
+
+
+def _one_platform(
+    image: ImageJob,
+    job: PlatformJob,
+    settings: Settings,
+    target: Target,
+    reporter: Reporter,
+    scratch: Path,
+    pres: PlatformResult,
+) -> Descriptor:
+    """Build one platform and push it by digest (or copy it into the layout); on failure,
+    record it on ``pres`` and the reporter, then re-raise."""
+    reporter.start(image.name, job)
+    t0 = time.monotonic()
+    work = scratch / job.slug
+    work.mkdir()
+    try:
+        built = _build_platform(image, job, settings, target, reporter, scratch / "context", work)
+        pres.log = str(settings.log_dir / image.name / f"{job.slug}.log")
+        if built.descriptor is not None:
+            desc = built.descriptor
+        elif target.client:
+            assert built.layout is not None
+            reporter.note(image.name, job, "pushing by digest")
+            desc = push_image_dir(target.client, Reference.parse(image.repository), built.layout)
+        else:
+            assert built.layout is not None and target.oci_dir is not None
+            desc = _copy_into_layout(built.layout, target.oci_dir)
+    except FatalError as exc:  # the build, or the push: a refused password, an untrusted CA
+        failed = exc if isinstance(exc, _PlatformFailed) else None
+        pres.error = failed.reason if failed else exc.message
+        pres.log = str(failed.log) if failed else pres.log
+        pres.seconds = time.monotonic() - t0
+        reporter.failed(image.name, job, pres.error, failed.tail if failed else [])
+        if failed is None:
+            exc.message = f"{job.platform}: {exc.message}"
+        raise
+    pres.seconds = time.monotonic() - t0
+    pres.digest = desc.digest
+    reporter.finished(image.name, job, desc.digest)
+    return _child(desc, job)
 
 
 def _publish(
@@ -306,26 +346,46 @@ def _publish(
     result: ImageResult,
     reporter: Reporter,
 ) -> None:
+    """Merge ``children`` into one index and move the tags, only when the index holds every
+    platform the catalog lists for the image (a subset, e.g. ``--merge-only --platform``,
+    would move the tag to a partial image)."""
     want = set(image.spec.platforms)
-    have = {platform_string(c.platform) for c in children}
+    have = {platform_string(c.platform) or "(none)" for c in children}
     if have != want:
-        missing = ", ".join(sorted(want - {p for p in have if p}))
-        result.error = f"platforms {missing} were not built in this run"
-        return
-    annotations: dict[str, str] = {}  # no tag in the index: every tag names one digest
+        missing = ", ".join(sorted(want - have)) or "none"
+        extra = ", ".join(sorted(have - want)) or "none"
+        raise InputError(
+            f"{image.name}: not merging an index of {', '.join(sorted(have)) or 'nothing'}: "
+            f"the catalog lists {', '.join(sorted(want))} (missing: {missing}; not listed: "
+            f"{extra})"
+        )
+    # No tag in the index (every tag names one digest); the lock epoch guards the tag move.
+    annotations = {LOCK_EPOCH: str(image.lock_epoch)}
     if target.client:
         repo = Reference.parse(image.repository)
         index = merge_index(target.client, repo, children, annotations)
         result.index_digest = index.digest
         if target.attest is not None:
             target.attest(image, index, children)
-        result.tags_moved = move_tags(target.client, repo, index, list(image.tags))
-        reporter.published(image.name, index.digest, result.tags_moved)
+        moves = move_tags(
+            target.client, repo, index, list(image.tags), lock_epoch=image.lock_epoch,
+            force=target.force,
+        )
+        result.tag_moves = moves
+        if moves.error:
+            raise _TagsNotMoved(moves.error, moves.exit_code)
+        reporter.published(image.name, index.digest, moves.moved)
     elif target.oci_dir:
         index = _write_layout_index(target.oci_dir, children, annotations, image.tags)
         result.index_digest = index.digest
         result.output = str(target.oci_dir)
         reporter.published(image.name, index.digest, list(image.tags))
+
+
+class _TagsNotMoved(FatalError):
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def merge_from_digest_dir(image: ImageJob, target: Target, reporter: Reporter) -> ImageResult:

@@ -55,17 +55,22 @@ def _instructions(dockerfile: str) -> str:
     return "\n".join(line for line in dockerfile.splitlines() if not line.lstrip().startswith("#"))
 
 
-def input_digest(dockerfile: str, platform: str, entries: dict[str, tuple[str, str]]) -> str:
-    """sha256 over what decides a platform's image: the rendered Dockerfile's instructions
-    (comments left out), the pinned values of the lock entries it uses, the platform and
-    cannery's major version. The image's name, its repository and the entries' resolution
-    times are left out: they do not change what is built."""
+def input_digest(
+    dockerfile: str, platform: str, entries: dict[str, tuple[str, str]], epoch: int
+) -> str:
+    """sha256 over everything that decides a platform's image bytes: the rendered Dockerfile's
+    instructions (comments left out), the pinned values of the lock entries it uses, the
+    platform, the build's clock ``epoch`` (``--timestamp`` and ``SOURCE_DATE_EPOCH``: every
+    file and history time in the image) and cannery's major version. The image's name, its
+    repository and the entries' own resolution times are left out (only ``epoch``, which is
+    drawn from them, reaches the bytes)."""
     blob = json.dumps(
         {
             "cannery": MAJOR,
             "platform": platform,
             "dockerfile": _instructions(dockerfile),
             "lock": {k: v[0] for k, v in entries.items()},
+            "epoch": epoch,
         },
         sort_keys=True,
         separators=(",", ":"),
@@ -81,6 +86,14 @@ def source_date_epoch(entries: dict[str, tuple[str, str]]) -> int:
     base = [v[1] for k, v in entries.items() if k.startswith("base:")]
     times = [parse_time(t) for t in (base or [v[1] for v in entries.values()])]
     return int(min(times).timestamp()) if times else 0
+
+
+def lock_epoch(entries: dict[str, tuple[str, str]]) -> int:
+    """The newest resolution time among ``entries`` (Unix seconds; 0 with none): how new the
+    lock an image was built from is. A lock only gets a newer time where a value changed
+    (``lock._kept_time``), so a later lock of the same image never has a smaller one."""
+    times = [parse_time(v[1]) for v in entries.values()]
+    return int(max(times).timestamp()) if times else 0
 
 
 @dataclass(frozen=True)
@@ -110,12 +123,13 @@ class ImageJob:
     dockerfile: str
     repository: str  # host/path, where platforms, the index and the tags go
     tags: tuple[str, ...]
-    epoch: int
+    epoch: int  # SOURCE_DATE_EPOCH and --timestamp of every platform
     platforms: tuple[PlatformJob, ...]
     # An image that copies the checkout: its directory is the build context, and its commit a
     # build argument (the labels) and part of every platform's input digest.
     context: Path | None = None
     build_args: tuple[tuple[str, str], ...] = ()
+    lock_epoch: int = 0  # see lock_epoch(); annotated on the index, guards the tag move
 
     @property
     def name(self) -> str:
@@ -133,6 +147,7 @@ def plan_build(
     """One image's build: which platforms, their input digests, the tags to move at the end.
     ``checkout`` is required, and used, when the image copies the checkout."""
     entries = lock_entries(spec, lock)
+    epoch = source_date_epoch(entries)
     chosen = [p for p in spec.platforms if not platforms or p in platforms]
     uses_checkout = any(c.path is not None for c in spec.components)
     if uses_checkout and checkout is None:
@@ -141,7 +156,7 @@ def plan_build(
     jobs = []
     for p in chosen:
         used = {**lock_entries(spec, lock, platform_arch(p)), **extra}
-        digest = input_digest(dockerfile, p, used)
+        digest = input_digest(dockerfile, p, used, epoch)
         local = f"localhost/cannery-build/{spec.name}:{p.replace('/', '-')}-{digest[7:19]}"
         jobs.append(PlatformJob(spec.name, p, digest, local))
     return ImageJob(
@@ -149,8 +164,9 @@ def plan_build(
         dockerfile=dockerfile,
         repository=spec.repository,
         tags=tuple(t + tag_suffix for t in spec.tags),
-        epoch=source_date_epoch(entries),
+        epoch=epoch,
         platforms=tuple(jobs),
+        lock_epoch=lock_epoch(entries),
         context=checkout.root if uses_checkout and checkout else None,
         build_args=((CHECKOUT_ARG, checkout.commit),) if uses_checkout and checkout else (),
     )

@@ -25,26 +25,15 @@ from cannery.builder.execute import (
 )
 from cannery.builder.plan import ImageJob, plan_build
 from cannery.builder.progress import reporter_for
-from cannery.catalog.models import IMAGE_TAG, Catalog
+from cannery.catalog.models import IMAGE_TAG
 from cannery.commands.common import checkout_for, err, load, load_with_lock, out, select
 from cannery.errors import InputError
-from cannery.lock import (
-    Input,
-    Lock,
-    Resolvers,
-    dump_lock,
-    required_inputs,
-    resolve_git,
-    resolve_url,
-    update_lock,
-)
+from cannery.lock import Lock, ensure_locked
 from cannery.oci import Credentials, OCIClient
 from cannery.oci.auth import push_host
 from cannery.plan import plan
-from cannery.pydeps import resolve_python
 from cannery.render.dockerfile import render_dockerfile
-from cannery.tls import extra_ca, git_ca_bundle, ssl_context
-from cannery.util.fs import atomic_write
+from cannery.tls import extra_ca, ssl_context
 
 ENGINES: dict[str, type[BuildahEngine] | type[BuildxEngine]] = {
     "buildah": BuildahEngine,
@@ -80,63 +69,6 @@ class BuildRequest:
     provenance_dir: Path | None = None
 
 
-def _entries(lock: Lock) -> set[tuple[str, str]]:
-    return (
-        {("base", k) for k in lock.bases}
-        | {("git", k) for k in lock.git}
-        | {("url", k) for k in lock.urls}
-    )
-
-
-def lock_changes(
-    cat: Catalog, lock: Lock, images: list[str] | None = None
-) -> tuple[list[Input], list[str]]:
-    """Inputs of ``images`` missing from the lock, and lock entries no image needs any more."""
-    have = _entries(lock)
-    missing = [i for i in required_inputs(cat, images) if (i.kind, i.key) not in have]
-    wanted = {(i.kind, i.key) for i in required_inputs(cat)}
-    stale = sorted(f"{k} {key}" for k, key in have - wanted)
-    return missing, stale
-
-
-def ensure_locked(
-    cat: Catalog, lock: Lock, path: Path, req: BuildRequest, images: list[str]
-) -> Lock:
-    """uv/cargo semantics: default resolves what is missing and writes the lock; ``--locked``
-    fails if the lock would change; ``--frozen`` never resolves (unlocked inputs fail later)."""
-    if req.frozen:
-        return lock
-    missing, stale = lock_changes(cat, lock, images)
-    unpinned = [s.name for s in plan(cat, lock, images) if s.unpinned()]
-    if not missing and not stale and not unpinned:
-        return lock
-    if req.locked:
-        lines = [f"{path}: the lock would change (--locked); run `cannery lock`:"]
-        lines += [f"  add {i.kind} {i.key}" for i in missing]
-        lines += [f"  add python dependencies of {name}" for name in unpinned]
-        lines += [f"  remove {s}" for s in stale]
-        raise InputError("\n".join(lines))
-    ctx = ssl_context(req.ca_cert)
-    # The push credentials are for the push registry: never sent to a base image's registry.
-    creds = Credentials(env_host=push_host([s.repository for s in plan(cat, lock, images)]))
-    with OCIClient(ctx, credentials=creds) as client, git_ca_bundle(req.ca_cert) as git_ca:
-        resolvers = Resolvers(
-            base=client.resolve,
-            git=lambda url, ref: resolve_git(url, ref, git_ca),
-            url=lambda url: resolve_url(url, ctx),
-            python=lambda request: resolve_python(request, git_ca),
-        )
-        new = update_lock(cat, lock, resolvers, images=images)
-    atomic_write(path, dump_lock(new))
-    for i in missing:
-        err.print(f"lock: added {i.kind} {i.key}", markup=False)
-    for name in unpinned:
-        err.print(f"lock: added python dependencies of {name}", markup=False)
-    for s in stale:
-        err.print(f"lock: removed {s}", markup=False)
-    return new
-
-
 @contextmanager
 def _cert_dir(ca_cert: Path | None) -> Iterator[Path | None]:
     """A directory holding the extra CA as ``ca.crt``, the form buildah's --cert-dir takes."""
@@ -170,7 +102,11 @@ def _jobs(req: BuildRequest) -> tuple[list[ImageJob], Lock]:
                              "not a valid image tag")
     if usage:
         raise InputError("\n".join(dict.fromkeys(usage)))
-    lk = ensure_locked(loaded.catalog, lk, path, req, names)
+    lk, changes = ensure_locked(
+        loaded.catalog, lk, path, names, locked=req.locked, frozen=req.frozen, ca_cert=req.ca_cert
+    )
+    for line in changes:
+        err.print(f"lock: {line}", markup=False)
     jobs = []
     problems = []
     specs = plan(loaded.catalog, lk, names)
@@ -199,7 +135,9 @@ def _target(req: BuildRequest, client: OCIClient | None) -> Target:
     merge = not (req.digest_dir and not req.merge_only)
     if req.platforms and not req.digest_dir:
         merge = False  # a subset of platforms is pushed by digest; the tag needs them all
-    target = Target(client=client, oci_dir=oci_dir, digest_dir=req.digest_dir, merge=merge)
+    target = Target(
+        client=client, oci_dir=oci_dir, digest_dir=req.digest_dir, merge=merge, force=req.force
+    )
     check_target(target)
     return target
 
@@ -283,7 +221,7 @@ def _report(results: list[ImageResult], as_json: bool) -> None:
         return
     for r in results:
         if r.error:
-            out.print(f"{r.image}: FAILED: {r.error}; no tag moved", markup=False)
+            out.print(f"{r.image}: FAILED: {r.error}; {tag_summary(r)}", markup=False)
             continue
         where = r.output or r.repository
         if r.index_digest is None:
@@ -297,6 +235,30 @@ def _report(results: list[ImageResult], as_json: bool) -> None:
         for p in r.platforms:
             state = f"skipped: {p.skipped}" if p.skipped else f"built in {p.seconds:.1f}s"
             out.print(f"  {p.platform}: {p.digest} ({state})", markup=False)
-        if r.output is None:
-            moved = ", ".join(r.tags_moved) if r.tags_moved else "none (already there)"
-            out.print(f"  tags moved: {moved}", markup=False)
+        if r.output is None and r.index_digest is not None:
+            out.print(f"  tags: {tag_summary(r)}", markup=False)
+
+
+def tag_summary(r: ImageResult) -> str:
+    """What happened to each tag, from what was checked: "no tag moved" only when no tag was
+    written to, or every tag written to read back on its old index."""
+    m = r.tag_moves
+    if m is None:
+        return "no tag moved"
+    parts = []
+    if m.moved:
+        lost = f" ({', '.join(m.settled)}: the registry's answer was lost; read back on the " \
+            "new index)" if m.settled else ""
+        parts.append(f"moved {', '.join(m.moved)}{lost}")
+    elif not m.uncertain:
+        parts.append("no tag moved")
+    if m.unchanged:
+        parts.append(f"already there: {', '.join(m.unchanged)}")
+    if m.uncertain:
+        parts.append(
+            f"UNCERTAIN {', '.join(m.uncertain)} (the PUT was sent, its answer lost, and the "
+            "tag could not be read back: check it)"
+        )
+    if m.not_moved and (m.moved or m.uncertain or m.unchanged):
+        parts.append(f"not moved: {', '.join(m.not_moved)}")
+    return "; ".join(parts)

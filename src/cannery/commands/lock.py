@@ -3,12 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cannery.commands.common import err, load_with_lock, out, select
-from cannery.lock import Input, Resolvers, dump_lock, resolve_git, resolve_url, update_lock
-from cannery.oci import Credentials, OCIClient
-from cannery.oci.auth import push_host
-from cannery.plan import plan
-from cannery.pydeps import resolve_python
-from cannery.tls import git_ca_bundle, ssl_context
+from cannery.lock import Input, dump_lock, network_resolvers, update_lock
 from cannery.util.fs import atomic_write
 
 
@@ -21,29 +16,12 @@ def lock_cmd(
 ) -> int:
     loaded, old, path = load_with_lock(catalog, lock)
     names = select(loaded, images) if images else None
-    ctx = ssl_context(ca_cert)
 
     def progress(inp: Input) -> None:
         err.print(f"lock: {inp.kind} {inp.key}", markup=False, style="dim")
 
-    # CANNERY_REGISTRY_USER/_PASSWORD are for the push registry, not the bases' registries.
-    client = OCIClient(
-        ctx,
-        credentials=Credentials(
-            env_host=push_host([s.repository for s in plan(loaded.catalog, old, names)])
-        ),
-    )
-    try:
-        with git_ca_bundle(ca_cert) as git_ca:
-            resolvers = Resolvers(
-                base=client.resolve,
-                git=lambda url, ref: resolve_git(url, ref, git_ca),
-                url=lambda url: resolve_url(url, ctx),
-                python=lambda req: resolve_python(req, git_ca),
-            )
-            new = update_lock(loaded.catalog, old, resolvers, set(update or []), progress, names)
-    finally:
-        client.close()
+    with network_resolvers(loaded.catalog, old, ca_cert, names) as resolvers:
+        new = update_lock(loaded.catalog, old, resolvers, set(update or []), progress, names)
     text = dump_lock(new)
     changed = not path.exists() or path.read_text(encoding="utf-8") != text
     if changed:

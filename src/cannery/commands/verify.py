@@ -119,6 +119,7 @@ def verify_cmd(
         by_digest = ref.with_digest(index[1].digest)
         found, images = registry_checks(client, by_digest, spec, inputs, index)
         checks += found
+        plain_http = client.plain_http(ref.host)  # what the client learnt, not re-derived
         if images:
             checks.append(index_entries_check(index[0]))
             checks += attestation_checks(client, by_digest, spec, images, keys,
@@ -129,7 +130,9 @@ def verify_cmd(
         with _cert_dir(ca_cert) as cert_dir:
             for img in images:
                 pinned = f"{ref.host}/{ref.repository}@{img.descriptor.digest}"
-                checks += runtime_checks(pinned, img.platform, spec, cert_dir, ref.host)
+                checks += runtime_checks(
+                    pinned, img.platform, spec, cert_dir, ref.host, plain_http
+                )
     failed = [c for c in checks if not c.ok]
     if as_json:
         out.print_json(

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from cannery.errors import InputError
 from cannery.oci.reference import DOCKER_HUB, HUB_ALIASES, Reference
+from cannery.util.env import credential_helper_env
 
 ENV_USER = "CANNERY_REGISTRY_USER"
 ENV_PASSWORD = "CANNERY_REGISTRY_PASSWORD"
@@ -144,8 +145,8 @@ class Credentials:
                 capture_output=True,
                 text=True,
                 timeout=60,
-                # The helper needs no secret of ours.
-                env={k: v for k, v in self._env.items() if k != ENV_PASSWORD},
+                # The helper needs no secret of ours (but may need e.g. AWS_*: see util/env).
+                env=credential_helper_env(self._env),
                 check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:

@@ -237,6 +237,11 @@ class OCIClient:
     ) -> None:
         self.close()
 
+    def plain_http(self, host: str) -> bool:
+        """True when this client fell back to plain HTTP for ``host`` (a loopback registry
+        that does not speak TLS): other tools pulling from it must be told the same."""
+        return self._scheme.get(host) == "http"
+
     # ------------------------------------------------------------------ the public API
 
     def resolve(self, image: str) -> str:

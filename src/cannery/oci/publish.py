@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cannery.errors import InputError, NetworkError
 from cannery.oci.client import OCIClient
 from cannery.oci.manifest import (
     DOCKER_MANIFEST,
+    INDEX_TYPES,
     OCI_INDEX,
     Descriptor,
+    MalformedManifest,
     digest_of,
     index_bytes,
+    parse_index,
     platform_key,
 )
 from cannery.oci.reference import Reference, valid_digest
@@ -117,21 +121,126 @@ def merge_index(
     return Descriptor(OCI_INDEX, digest, len(body), annotations=dict(annotations) or None)
 
 
-def move_tags(client: OCIClient, repo: Reference, index: Descriptor, tags: list[str]) -> list[str]:
-    """Point each tag at ``index`` once it reads back intact by digest; return the tags that
-    changed (a tag already there is not written, so a no-op publish writes nothing)."""
+# The newest lock time an index was built from (``builder.plan.lock_epoch``, Unix seconds): a
+# build from an older lock reads it on the tag's current index and does not move the tag back.
+LOCK_EPOCH = "io.cannery.lock-epoch"
+
+
+@dataclass
+class TagMoves:
+    """What happened to each tag, as far as cannery knows it (each tag in exactly one list).
+
+    ``moved``: the tag now points at the index because of this run (confirmed by the PUT's
+    answer, or, when that answer was lost, by reading the tag back: those are in ``settled``
+    too). ``unchanged``: it already did; nothing was written. ``uncertain``: a PUT was sent,
+    its answer was lost and reading the tag back failed too: it may point at either index.
+    ``not_moved``: no PUT was sent, or the tag read back on its old index.
+    """
+
+    moved: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    uncertain: list[str] = field(default_factory=list)
+    not_moved: list[str] = field(default_factory=list)
+    settled: list[str] = field(default_factory=list)
+    error: str | None = None
+    exit_code: int = 0
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {
+            "tags_moved": self.moved,
+            "tags_unchanged": self.unchanged,
+            "tags_uncertain": self.uncertain,
+            "tags_not_moved": self.not_moved,
+        }
+
+
+def move_tags(
+    client: OCIClient,
+    repo: Reference,
+    index: Descriptor,
+    tags: list[str],
+    *,
+    lock_epoch: int | None = None,
+    force: bool = False,
+) -> TagMoves:
+    """Point each tag at ``index`` once it reads back intact by digest. A tag already there
+    is not written (a no-op publish writes nothing). Before any tag moves, each tag's current
+    index is read: if its ``io.cannery.lock-epoch`` is newer than ``lock_epoch`` (it was built
+    from a newer lock) no tag moves (exit 2) unless ``force``. A PUT whose answer is lost is
+    settled by reading the tag back; the first tag that did not (or may not have) moved stops
+    the rest. Failures are in the returned ``TagMoves`` (``error``), never half-reported."""
     # Read back by digest before any tag: get_manifest hashes the bytes, so an index the
     # registry lost (NotFound) or altered (DigestMismatch) stops here, with no tag moved.
     body, _ = client.get_manifest(_at(repo, index.digest))
-    changed = []
+    moves = TagMoves()
+    todo = []
     for tag in dict.fromkeys(tags):  # each once, in the order given
-        ref = repo.with_tag(tag)
-        current = client.head_manifest(ref)
+        current = client.head_manifest(repo.with_tag(tag))
         if current is not None and current.digest == index.digest:
+            moves.unchanged.append(tag)
             continue
-        client.put_manifest(ref, body, index.media_type)
-        changed.append(tag)
-    return changed
+        newer = _newer_lock(client, repo, tag, current, lock_epoch) if not force else None
+        if newer is not None:
+            moves.not_moved = [t for t in dict.fromkeys(tags) if t not in moves.unchanged]
+            moves.error = (
+                f"{repo.name}:{tag} points at {current.digest if current else '?'}, built from "
+                f"a newer lock ({LOCK_EPOCH} {newer} > {lock_epoch}); not moving it back "
+                "(--force moves it anyway)"
+            )
+            moves.exit_code = 2
+            return moves
+        todo.append(tag)
+    for n, tag in enumerate(todo):
+        ref = repo.with_tag(tag)
+        try:
+            client.put_manifest(ref, body, index.media_type)
+        except NetworkError as exc:
+            state = _read_back(client, ref, index.digest)
+            if state == "moved":  # the registry applied it; only its answer was lost
+                moves.moved.append(tag)
+                moves.settled.append(tag)
+                continue
+            (moves.uncertain if state == "unknown" else moves.not_moved).append(tag)
+            moves.not_moved += todo[n + 1 :]
+            why = "may have moved: reading it back failed too" if state == "unknown" else (
+                "read back on its old index"
+            )
+            moves.error = f"{exc.message}; tag {tag} {why}"
+            moves.exit_code = exc.exit_code
+            return moves
+        moves.moved.append(tag)
+    return moves
+
+
+def _newer_lock(
+    client: OCIClient,
+    repo: Reference,
+    tag: str,
+    current: Descriptor | None,
+    lock_epoch: int | None,
+) -> int | None:
+    """The lock epoch of the index ``tag`` points at now, when newer than ``lock_epoch``."""
+    if current is None or lock_epoch is None or current.media_type not in INDEX_TYPES:
+        return None
+    data, _ = client.get_manifest(_at(repo, current.digest))
+    try:
+        _, annotations = parse_index(data, f"{repo.name}:{tag}")
+    except MalformedManifest as exc:
+        raise NetworkError(f"{repo.host}: malformed answer: {exc}") from None
+    value = annotations.get(LOCK_EPOCH, "")
+    if not value.isdigit():
+        return None  # not built by a cannery that records it: nothing says it is newer
+    return int(value) if int(value) > lock_epoch else None
+
+
+def _read_back(client: OCIClient, ref: Reference, digest: str) -> str:
+    """Where ``ref`` points after a PUT whose answer was lost: "moved" (at ``digest``),
+    "old" (elsewhere, or nowhere) or "unknown" (the registry did not say)."""
+    try:
+        now = client.head_manifest(ref)
+    except NetworkError:
+        return "unknown"
+    return "moved" if now is not None and now.digest == digest else "old"
 
 
 def _at(repo: Reference, digest: str) -> Reference:

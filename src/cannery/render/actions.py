@@ -6,7 +6,6 @@ file records, per action, the release tag and the commit it pointed to when last
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -103,12 +102,12 @@ def refresh(pins: dict[str, Pin], base: str, allow_major: bool) -> dict[str, Pin
     """Re-read every action's release tags from ``base``/<owner>/<repo> with `git ls-remote`."""
     from cannery.util.cmd import CommandError, run
 
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    env = {"GIT_TERMINAL_PROMPT": "0"}
     out: dict[str, Pin] = {}
     for action, pin in sorted(pins.items()):
         url = f"{base.rstrip('/')}/{action}"
         try:
-            text = run(["git", "ls-remote", "--tags", url], env=env, timeout=60)
+            text = run(["git", "ls-remote", "--tags", url], extra_env=env, timeout=60)
         except CommandError as exc:
             raise NetworkError(f"{action}: cannot list tags: {exc.message}") from None
         major = None if allow_major else _release_key(pin.version)[0] if RELEASE.match(

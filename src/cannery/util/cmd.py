@@ -1,4 +1,7 @@
-"""The one subprocess helper: checks the binary exists, logs the command with secrets masked."""
+"""The one subprocess helper: checks the binary exists, logs the command with secrets masked,
+and gives the child the environment :func:`cannery.util.env.child_env` makes (no credentials).
+
+Callers add variables with ``extra_env``; they never hand over a whole environment."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from cannery.errors import CommandError
+from cannery.util.env import child_env
 
 __all__ = ["CommandError", "mask", "run"]
 
@@ -29,10 +33,11 @@ def mask(text: str) -> str:
 def run(
     argv: Sequence[str],
     *,
-    env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
     timeout: float = 300,
 ) -> str:
-    """Run ``argv`` and return stdout; raise CommandError with a one-line, masked reason."""
+    """Run ``argv`` and return stdout; raise CommandError with a one-line, masked reason.
+    The child's environment is ``child_env(extra_env)``."""
     if shutil.which(argv[0]) is None:
         raise CommandError(f"{argv[0]}: not found on PATH; install it first")
     shown = mask(" ".join(argv))
@@ -40,7 +45,7 @@ def run(
     try:
         proc = subprocess.run(
             list(argv),
-            env=dict(env) if env is not None else None,
+            env=child_env(extra_env),
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -60,11 +65,12 @@ def stream(
     log_path: Path,
     on_line: Callable[[str], None] | None = None,
     *,
-    env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
     keep: int = 30,
 ) -> tuple[int, list[str]]:
     """Run ``argv`` with stdout and stderr appended to ``log_path`` (masked, line by line) and
-    each line handed to ``on_line``; return the exit status and the last ``keep`` lines."""
+    each line handed to ``on_line``; return the exit status and the last ``keep`` lines.
+    The child's environment is ``child_env(extra_env)``."""
     if shutil.which(argv[0]) is None:
         raise CommandError(f"{argv[0]}: not found on PATH; install it first")
     shown = mask(" ".join(argv))
@@ -75,7 +81,7 @@ def stream(
         fh.write(f"$ {shown}\n")
         proc = subprocess.Popen(
             list(argv),
-            env=dict(env) if env is not None else None,
+            env=child_env(extra_env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

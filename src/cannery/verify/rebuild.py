@@ -21,7 +21,6 @@ from pathlib import Path
 
 from cannery.builder.buildah import BuildahEngine
 from cannery.builder.engine import BuildOptions
-from cannery.builder.execute import engine_env
 from cannery.builder.plan import ImageJob, PlatformJob
 from cannery.errors import FatalError
 from cannery.oci.client import OCIClient
@@ -40,7 +39,7 @@ def _storage_env(root: Path) -> dict[str, str]:
         f'graphroot = "{root / "storage"}"\n'
         f'runroot = "{root / "run"}"\n'
     )
-    return {**engine_env(), "CONTAINERS_STORAGE_CONF": str(conf)}
+    return {"CONTAINERS_STORAGE_CONF": str(conf)}  # added to child_env() by run/stream
 
 
 def rebuild_platform(
@@ -61,7 +60,7 @@ def rebuild_platform(
     )
     try:
         for argv in engine.steps(image, job, opts):
-            rc, _ = stream(argv, log, env=env)
+            rc, _ = stream(argv, log, extra_env=env)
             if rc != 0:
                 raise FatalError(f"{job.platform}: rebuild: {argv[0]} {argv[1]} exited {rc} "
                                  f"(log: {log})")
@@ -72,7 +71,7 @@ def rebuild_platform(
         return out
     finally:
         with contextlib.suppress(FatalError):  # the directory goes below all the same
-            run(["buildah", "rmi", "--all", "--force"], env=env, timeout=300)
+            run(["buildah", "rmi", "--all", "--force"], extra_env=env, timeout=300)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

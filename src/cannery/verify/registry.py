@@ -1,6 +1,7 @@
 """Registry checks: the index holds exactly the catalog's platforms; each platform's config env
 is what the catalog renders (no empty search-path element, no build-only devlib); labels and
-input digests agree; nothing credential-like in env, labels or history."""
+input digests agree; nothing credential-like in env (names and values), labels (keys and
+values) or history (commands and comments)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from cannery.oci.manifest import (
     platform_string,
 )
 from cannery.plan import ImageSpec
+from cannery.util.env import is_credential_name
 from cannery.verify.expect import SEARCH_PATHS, empty_element, env_matches, expected_env
 from cannery.verify.model import Check
 
@@ -28,7 +30,33 @@ _SECRET_PAIR = re.compile(
     r"(?i)\b[\w.-]*(password|passwd|secret|token|api[_-]?key|auth)[\w.-]*\s*[=:]\s*['\"]?[^\s'\"$]{4,}"
 )
 _URL_USERINFO = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", re.I)
-_SECRET_NAME = re.compile(r"(?i)(password|passwd|secret|token|api[_-]?key|credential)")
+# Words (split at _ . -) that make an env name or label key look like it holds a secret.
+_SECRET_WORDS = frozenset(
+    {"PASSWORD", "PASSWD", "PASS", "SECRET", "SECRETS", "TOKEN", "TOKENS", "CREDENTIAL",
+     "CREDENTIALS", "APIKEY", "KEY", "KEYS"}
+)
+_NAME_WORDS = re.compile(r"[._-]+")
+# Public by design: the python images' ENV GPG_KEY is the release key's fingerprint.
+_PUBLIC_NAMES = frozenset({"GPG_KEY"})
+
+
+def secret_name(name: str) -> bool:
+    """An env name or label key that says it holds a secret: child_env's rule
+    (``cannery.util.env``), plus any word AUTH… but AUTHOR(S) (``NPM_AUTH``,
+    ``X_AUTHORIZATION``) and dotted label keys (``com.example.api-key``)."""
+    if name.upper() in _PUBLIC_NAMES:
+        return False
+    if is_credential_name(name):
+        return True
+    words = [w.upper() for w in _NAME_WORDS.split(name) if w]
+    return any(
+        w in _SECRET_WORDS or (w.startswith("AUTH") and w not in ("AUTHOR", "AUTHORS"))
+        for w in words
+    )
+
+
+def _secret_text(text: str) -> bool:
+    return bool(_SECRET_PAIR.search(text) or _URL_USERINFO.search(text))
 
 
 @dataclass(frozen=True)
@@ -39,24 +67,40 @@ class PlatformImage:
 
 
 def credential_findings(config: dict[str, object]) -> list[str]:
-    """Where a credential-like string sits in an image config (env, labels, history)."""
+    """Where a credential-like string sits in an image config: an env variable with a
+    secret-sounding name (and a value), or a value with ``key=secret`` or ``user:pass@``; a
+    label likewise, by key or value; a history entry's command or comment."""
     found = []
     cfg = config.get("config") or {}
-    assert isinstance(cfg, dict)
+    if not isinstance(cfg, dict):
+        cfg = {}
     for item in cfg.get("Env") or []:
         name, _, value = str(item).partition("=")
-        if value and (_SECRET_NAME.search(name) or _URL_USERINFO.search(value)):
+        if value and (secret_name(name) or _secret_text(value)):
             found.append(f"env {name}")
-    for key, value in (cfg.get("Labels") or {}).items():
-        if _SECRET_PAIR.search(str(value)) or _URL_USERINFO.search(str(value)):
+    labels = cfg.get("Labels") or {}
+    for key, value in (labels.items() if isinstance(labels, dict) else []):
+        if (str(value) and secret_name(str(key))) or _secret_text(str(value)):
             found.append(f"label {key}")
     history = config.get("history") or []
-    assert isinstance(history, list)
-    for n, entry in enumerate(history):
-        text = str(entry.get("created_by", "")) if isinstance(entry, dict) else ""
-        if _SECRET_PAIR.search(text) or _URL_USERINFO.search(text):
-            found.append(f"history[{n}]")
+    for n, entry in enumerate(history if isinstance(history, list) else []):
+        if not isinstance(entry, dict):
+            continue
+        for field in ("created_by", "comment"):
+            if _secret_text(str(entry.get(field) or "")):
+                found.append(f"history[{n}].{field}")
     return found
+
+
+def platforms_check(found: list[str], spec: ImageSpec) -> Check:
+    """The index lists each catalog platform exactly once, and nothing else."""
+    platforms = sorted(found)
+    want = sorted(spec.platforms)
+    return Check(
+        "platforms",
+        platforms == want,
+        f"index has {', '.join(platforms) or 'none'}; catalog wants {', '.join(want)}",
+    )
 
 
 def registry_checks(
@@ -78,15 +122,8 @@ def registry_checks(
     except MalformedManifest as exc:
         raise malformed(ref, exc) from None
     entries = [c for c in children if ATTESTATION not in (c.annotations or {})]
-    platforms = sorted(platform_string(c.platform) or "(no platform)" for c in entries)
-    want = sorted(spec.platforms)
-    checks.append(
-        Check(
-            "platforms",
-            platforms == want,
-            f"index has {', '.join(platforms) or 'none'}; catalog wants {', '.join(want)}",
-        )
-    )
+    found = [platform_string(c.platform) or "(no platform)" for c in entries]
+    checks.append(platforms_check(found, spec))
     images = []
     repo = Reference(ref.host, ref.repository)
     for child in entries:

@@ -59,12 +59,12 @@ def compare_env(image: dict[str, str], sourced: dict[str, str], platform: str) -
 
 @contextmanager
 def registry_auth_file(host: str) -> Iterator[dict[str, str]]:
-    """The environment for buildah to pull from ``host`` with cannery's credentials: a private
-    auth file (mode 0600, removed afterwards) named by REGISTRY_AUTH_FILE, never an argv."""
+    """What buildah needs added to its environment to pull from ``host`` with cannery's
+    credentials: a private auth file (mode 0600, removed afterwards) named by
+    REGISTRY_AUTH_FILE, never an argv. The rest of the environment is ``child_env``'s."""
     creds = Credentials(env_host=host).lookup(host)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CANNERY_REGISTRY_")}
     if creds is None:
-        yield env
+        yield {}
         return
     tmp = Path(tempfile.mkdtemp(prefix="cannery-auth-"))
     try:
@@ -75,37 +75,51 @@ def registry_auth_file(host: str) -> Iterator[dict[str, str]]:
             # containers/image names Docker Hub docker.io, not its API host.
             key = "docker.io" if host in ("registry-1.docker.io", "index.docker.io") else host
             json.dump({"auths": {key: {"auth": token}}}, fh)
-        yield {**env, "REGISTRY_AUTH_FILE": str(path)}
+        yield {"REGISTRY_AUTH_FILE": str(path)}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def runtime_checks(
-    image_ref: str, platform: str, spec: ImageSpec, cert_dir: Path | None, host: str
-) -> list[Check]:
+def pull_argv(
+    image_ref: str, platform: str, cert_dir: Path | None, plain_http: bool
+) -> list[str]:
+    """``buildah from`` for one platform of ``image_ref``. ``plain_http``: the registry client
+    fell back to plain HTTP for this (loopback) host, so buildah must too; buildah has no
+    "HTTP only" switch, and ``--tls-verify=false`` is given for exactly that case, never for a
+    host that spoke TLS to cannery."""
     arch = platform.split("/")[1]
     argv = ["buildah", "from", "--quiet", "--arch", arch, "--pull"]
-    if cert_dir:
+    if plain_http:
+        argv.append("--tls-verify=false")
+    elif cert_dir:
         argv += ["--cert-dir", str(cert_dir)]
+    return [*argv, image_ref]
+
+
+def runtime_checks(
+    image_ref: str,
+    platform: str,
+    spec: ImageSpec,
+    cert_dir: Path | None,
+    host: str,
+    plain_http: bool = False,
+) -> list[Check]:
     try:
-        with registry_auth_file(host) as env:
-            ctr = run([*argv, image_ref], env=env, timeout=600).strip()
+        with registry_auth_file(host) as auth_env:
+            argv = pull_argv(image_ref, platform, cert_dir, plain_http)
+            ctr = run(argv, extra_env=auth_env, timeout=600).strip()
     except CommandError as exc:
         return [Check("container", False, exc.message, platform)]
-    plain = {k: v for k, v in os.environ.items() if not k.startswith("CANNERY_REGISTRY_")}
     try:
         checks = []
-        image_env = _env(run(["buildah", "run", ctr, "--", "env"], env=plain, timeout=300))
+        image_env = _env(run(["buildah", "run", ctr, "--", "env"], timeout=300))
         scripts = [s for s in spec.toolkit.env_scripts]
         if scripts:
             sources = " && ".join(f"source {shlex.quote(s)} >/dev/null" for s in scripts)
             try:
                 sourced = _env(
-                    run(
-                        ["buildah", "run", ctr, "--", "bash", "-c", f"{sources} && env"],
-                        env=plain,
-                        timeout=300,
-                    )
+                    run(["buildah", "run", ctr, "--", "bash", "-c", f"{sources} && env"],
+                        timeout=300)
                 )
             except CommandError as exc:
                 checks.append(
@@ -115,15 +129,12 @@ def runtime_checks(
                 checks += compare_env(image_env, sourced, platform)
         for module in spec.smoke_imports:
             try:
-                run(
-                    ["buildah", "run", ctr, "--", "python3", "-c", f"import {module}"],
-                    env=plain,
-                    timeout=300,
-                )
+                run(["buildah", "run", ctr, "--", "python3", "-c", f"import {module}"],
+                    timeout=300)
                 checks.append(Check(f"import {module}", True, "", platform))
             except CommandError as exc:
                 checks.append(Check(f"import {module}", False, exc.message, platform))
         return checks
     finally:
         with contextlib.suppress(FatalError):
-            run(["buildah", "rm", ctr], env=plain, timeout=120)
+            run(["buildah", "rm", ctr], timeout=120)
