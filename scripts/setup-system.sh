@@ -10,7 +10,8 @@ sudo=""
 need=()
 for pkg_bin in docker-registry:docker-registry git:git openssl:openssl apache2-utils:htpasswd \
   curl:curl buildah:buildah skopeo:skopeo qemu-user-static:qemu-aarch64-static \
-  mmdebstrap:mmdebstrap arch-test:arch-test uidmap:newuidmap; do
+  mmdebstrap:mmdebstrap arch-test:arch-test uidmap:newuidmap rpm:rpmbuild rpm:rpmsign \
+  createrepo-c:createrepo_c gnupg:gpg; do
   command -v "${pkg_bin#*:}" >/dev/null 2>&1 || need+=("${pkg_bin%%:*}")
 done
 if [ "${#need[@]}" -gt 0 ]; then

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tarfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from tests.services.tlsca import LocalCA
@@ -20,8 +21,9 @@ CACHE = Path(os.environ.get("CANNERY_TEST_CACHE", "/var/cache/cannery-tests"))
 BUNDLE = "etc/ssl/certs/ca-certificates.crt"
 
 
-def rootfs(arch: str) -> Path:
-    path = CACHE / f"rootfs-{arch}.tar"
+def rootfs(arch: str, family: str = "debian") -> Path:
+    """The cached root filesystem: Debian 12, or (``openeuler``) the openEuler stand-in."""
+    path = CACHE / (f"rootfs-{arch}.tar" if family == "debian" else f"rootfs-{family}-{arch}.tar")
     if not path.is_file():
         subprocess.run(["bash", str(ROOT / "scripts" / "test-bases.sh"), str(CACHE)], check=True)
     return path
@@ -40,16 +42,21 @@ def cert_dir_for(ca: LocalCA, root: Path) -> Path:
     return root
 
 
-def push_base(registry_host: str, ca: LocalCA, work: Path, repo: str = "standin/cann") -> str:
-    """Push a two-arch base (linux/amd64, linux/arm64) as ``HOST/REPO:8.5.1-py3.11``."""
+def push_base(
+    registry_host: str, ca: LocalCA, work: Path, repo: str = "standin/cann",
+    family: str = "debian", extra: Sequence[tuple[Path, str]] = (),
+) -> str:
+    """Push a two-arch base (linux/amd64, linux/arm64) as ``HOST/REPO:8.5.1-910b-<os>-py3.11``,
+    with each ``(host path, image path)`` of ``extra`` added over the root filesystem."""
     work.mkdir(parents=True, exist_ok=True)
-    ref = f"{registry_host}/{repo}:8.5.1-910b-debian12-py3.11"
+    os_tag = {"debian": "debian12", "openeuler": "openeuler24.03"}[family]
+    ref = f"{registry_host}/{repo}:8.5.1-910b-{os_tag}-py3.11"
     certs = cert_dir_for(ca, work / "certs")
     manifest = f"localhost/cannery-test-base-{os.getpid()}"
     subprocess.run(["buildah", "manifest", "rm", manifest], capture_output=True, check=False)
     _bah("manifest", "create", manifest)
     for arch in ("amd64", "arm64"):
-        tar = rootfs(arch)
+        tar = rootfs(arch, family)
         with tarfile.open(tar) as tf:
             member = tf.extractfile(f"./{BUNDLE}")
             assert member is not None
@@ -59,6 +66,8 @@ def push_base(registry_host: str, ca: LocalCA, work: Path, repo: str = "standin/
         try:
             _bah("add", ctr, str(tar), "/")
             _bah("add", ctr, str(work / f"bundle-{arch}.crt"), f"/{BUNDLE}")
+            for src, dest in extra:
+                _bah("add", ctr, str(src), dest)
             _bah(
                 "config",
                 "--arch", arch,

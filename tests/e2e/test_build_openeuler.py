@@ -1,0 +1,169 @@
+"""An openEuler-shaped catalog image, end to end on both arches: real buildah (arm64 under
+qemu), the e2e world's registries, stand-in toolkit and wheel index (see test_build.py), and the
+dnf step cannery renders for ``os = "openeuler"``, really run.
+
+Stand-ins, because no openEuler mirror or image is reachable here: the base is Debian 12 with
+Debian's dnf 4 and rpm 4.18, its os-release saying openEuler 24.03 and its rpm database
+recording ca-certificates and curl as installed (``scripts/test-bases.sh``,
+``tests/services/rpmrepo.py``); its one repository is a local one of small noarch RPMs built
+and signed with a test GPG key at test time, served over HTTPS with the test CA, with
+``gpgcheck=1`` as openEuler's own repository file has it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world
+from tests.e2e.test_build import CANNERY, build, cannery
+from tests.services.bases import push_base
+from tests.services.rpmrepo import KEY_PATH, UNSIGNED, base_rpmdb, make_rpm_repo
+from tests.services.tlsca import HTTPSFileServer, LocalCA
+
+pytestmark = pytest.mark.e2e
+
+for tool in ("buildah", "rpmbuild", "createrepo_c"):
+    if shutil.which(tool) is None:
+        if os.environ.get("CI"):
+            raise RuntimeError(f"{tool} is not installed: scripts/setup-system.sh installs it")
+        pytest.skip(f"{tool} is not installed (run scripts/setup-system.sh)",
+                    allow_module_level=True)
+
+TAG = "oe-8.5.2-910b-openeuler24.03"
+IMAGE = """
+[bases.oe]
+image = "{base}"
+python = "3.11"
+os = "openeuler"
+os_version = "24.03"
+chip = "910b"
+toolkit_version = "8.5.1"
+
+[images.oe]
+base = "oe"
+toolkit = "standin-852"
+soc = "ascend910b1"
+platforms = ["linux/amd64", "linux/arm64"]
+tag = "oe-{{cann}}-{{chip}}-{{os}}{{os_version}}"
+packages = {packages}
+components = ["hello"]
+smoke_imports = ["cann_standin", "hello_cannery"]
+"""
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, test_ca: LocalCA) -> Iterator[BuildWorld]:
+    w = make_world(tmp_path_factory.mktemp("world"), test_ca)
+    yield w
+    w.stop()
+    cleanup_local_images()
+
+
+@pytest.fixture(scope="module")
+def oe_base(world: BuildWorld) -> Iterator[str]:
+    """The openEuler stand-in base, its repository file pointing at the signed RPMs."""
+    repo = make_rpm_repo(world.root / "rpms")
+    server = HTTPSFileServer(repo.root, world.ca)
+    work = world.root / "oe-base"
+    work.mkdir()
+    (work / "standin.repo").write_text(repo.repo_file(server.url + "/"))
+    rpmdb = base_rpmdb(work / "rpmroot")
+    ref = push_base(
+        world.registry.host, world.ca, work, family="openeuler",
+        extra=[(rpmdb, "/var/lib/rpm"), (work / "standin.repo", "/etc/yum.repos.d/standin.repo"),
+               (repo.public_key, KEY_PATH)],
+    )  # fmt: skip
+    yield ref
+    server.stop()
+
+
+def _catalog(world: BuildWorld, base: str, where: str, packages: list[str]) -> Path:
+    catalog = world.catalog(world.root / where, repo=where)
+    text = catalog.read_text()
+    text = text[: text.index("[images.standin]")]
+    catalog.write_text(text + IMAGE.format(base=base, packages=json.dumps(packages)))
+    return catalog
+
+
+def _run_in(image: str, arch: str, *cmd: str) -> str:
+    ctr = subprocess.run(
+        ["buildah", "from", "--arch", arch, "--quiet", image],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    try:
+        return subprocess.run(
+            ["buildah", "run", ctr, "--", *cmd], check=True, capture_output=True, text=True
+        ).stdout
+    finally:
+        subprocess.run(["buildah", "rm", ctr], capture_output=True, check=False)
+
+
+def test_openeuler_image_installs_signed_rpms_with_dnf_on_both_arches_and_verifies(
+    world: BuildWorld, oe_base: str
+) -> None:
+    catalog = _catalog(world, oe_base, "openeuler", ["standin-hello"])
+    subprocess.run(
+        [*CANNERY, "render", "dockerfile", "--catalog", str(catalog)],
+        capture_output=True, text=True, check=True, env=world.env(),
+    )  # fmt: skip
+    dockerfile = (catalog.parent / "dockerfiles" / "oe.Dockerfile").read_text()
+    assert "dnf install" in dockerfile and "apt-get" not in dockerfile and "dpkg" not in dockerfile
+
+    rc, summary, err = build(world, catalog)
+    assert rc == 0, err[-3000:]
+    image = summary["images"][0]
+    assert image["tags_moved"] == [TAG]
+    ref = f"{world.push_registry.host}/e2e/openeuler:{TAG}"
+    proc = cannery(world, "verify", ref, "--catalog", str(catalog), "--json")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    ok = {(c["platform"], c["name"]) for c in report["checks"] if c["ok"]}
+    for platform in ("linux/amd64", "linux/arm64"):
+        assert (platform, "import hello_cannery") in ok
+        assert (platform, "runtime env") in ok
+
+    # What dnf did, per arch: the signed package and its dependency installed from the repo,
+    # the base's own packages not reinstalled, dnf's caches and logs not in the image.
+    for arch in ("amd64", "arm64"):
+        local = f"localhost/cannery-oe-check:{arch}"
+        subprocess.run(
+            ["skopeo", "copy", "--quiet", "--override-arch", arch,
+             "--src-cert-dir", str(world.cert_dir), "--src-creds",
+             f"{world.user}:{world.password}", f"docker://{ref}", f"containers-storage:{local}"],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        out = _run_in(local, arch, "bash", "-c",
+                      "standin-hello; rpm -q --qf '%{NAME} %{INSTALLTIME}\\n' standin-hello "
+                      "standin-data ca-certificates curl; ls -A /var/cache/dnf; "
+                      "ls /var/log/dnf.log 2>&1 || true")
+        lines = out.splitlines()
+        assert lines[0] == "hello from a signed rpm", out
+        times = dict(line.split() for line in lines[1:5])
+        assert set(times) == {"standin-hello", "standin-data", "ca-certificates", "curl"}, out
+        # The base's records predate the build's install: rpm -q found them, dnf skipped them.
+        assert times["ca-certificates"] < times["standin-hello"], out
+        assert times["curl"] < times["standin-hello"], out
+        assert "No such file" in lines[-1], out
+        assert lines[5:-1] == [], out  # /var/cache/dnf emptied in the same step
+
+
+def test_a_package_nobody_signed_is_refused(world: BuildWorld, oe_base: str) -> None:
+    """gpgcheck stays as the base sets it: the unsigned package in the same repository fails
+    the build (one arch is enough to show it)."""
+    catalog = _catalog(world, oe_base, "unsigned", [UNSIGNED])
+    catalog.write_text(catalog.read_text().replace(
+        'platforms = ["linux/amd64", "linux/arm64"]', 'platforms = ["linux/amd64"]'))
+    rc, _summary, err = build(world, catalog)
+    assert rc != 0
+    log = "\n".join(p.read_text(errors="replace") for p in (catalog.parent / "logs").rglob("*")
+                    if p.is_file())
+    # dnf's own refusal, not some earlier failure
+    assert f"Package {UNSIGNED}-1.0-1.noarch.rpm is not signed" in err + log, (err + log)[-3000:]
+
