@@ -37,3 +37,14 @@ def test_index_entries_check_names_an_attestation_entry() -> None:
     assert not check.ok and check.detail == DIGEST[:19]
     entry["platform"] = {"os": "linux", "architecture": "amd64"}
     assert index_entries_check(json.dumps({"manifests": [entry]}).encode()).ok
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000, b"not json", b"[]"])
+def test_mirror_reads_a_manifest_as_a_json_object_or_refuses_it(body: bytes) -> None:
+    """The mirror's Docker conversion reads manifests through manifest.load_object: nesting too
+    deep for the parser, non-JSON and non-objects are one MalformedManifest, never a crash."""
+    from cannery.oci.manifest import MalformedManifest
+    from cannery.oci.mirror import to_docker_manifest
+
+    with pytest.raises(MalformedManifest, match="reg/app@x"):
+        to_docker_manifest(body, "reg/app@x")

@@ -151,12 +151,7 @@ def index_bytes(
 
 def parse_index(body: bytes, where: str) -> tuple[list[Descriptor], dict[str, str]]:
     """The entries and annotations of an image index or manifest list, strictly."""
-    try:
-        data = load_json(body)
-    except ValueError:
-        raise MalformedManifest(f"{where}: not JSON") from None
-    if not isinstance(data, dict):
-        raise MalformedManifest(f"{where}: not a JSON object")
+    data = load_object(body, where)
     entries = data.get("manifests")
     if not isinstance(entries, list):
         raise MalformedManifest(f"{where}.manifests: missing or not a list")
@@ -164,7 +159,9 @@ def parse_index(body: bytes, where: str) -> tuple[list[Descriptor], dict[str, st
     return children, _strings(data.get("annotations"), f"{where}.annotations") or {}
 
 
-def _object(body: bytes, where: str) -> dict[str, object]:
+def load_object(body: bytes, where: str) -> dict[str, Any]:
+    """A JSON object from a registry or an attestation, strictly: anything else (not JSON,
+    nested too deeply, not an object) is :class:`MalformedManifest` naming ``where``."""
     try:
         data = load_json(body)
     except ValueError:
@@ -176,7 +173,7 @@ def _object(body: bytes, where: str) -> dict[str, object]:
 
 def parse_manifest(body: bytes, where: str) -> tuple[Descriptor, list[Descriptor]]:
     """The config and layer descriptors of an image manifest, strictly."""
-    data = _object(body, where)
+    data = load_object(body, where)
     config = Descriptor.from_json(data.get("config"), f"{where}.config")
     layers = data.get("layers")
     if not isinstance(layers, list):
@@ -187,7 +184,7 @@ def parse_manifest(body: bytes, where: str) -> tuple[Descriptor, list[Descriptor
 def parse_config(body: bytes, where: str) -> tuple[dict[str, object], dict[str, str]]:
     """An image config, strictly where cannery reads it (``os``, ``architecture``,
     ``variant``, ``config.Env``, ``config.Labels``, ``history``), and the platform it names."""
-    data = _object(body, where)
+    data = load_object(body, where)
     platform: dict[str, str] = {}
     for key in ("architecture", "os", "variant"):
         value = data.get(key)

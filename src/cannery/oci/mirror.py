@@ -43,6 +43,7 @@ from cannery.oci.manifest import (
     MalformedManifest,
     digest_of,
     index_bytes,
+    load_object,
     parse_index,
 )
 from cannery.oci.reference import Reference
@@ -126,12 +127,7 @@ def docker_type(media_type: str, where: str) -> str:
 def to_docker_manifest(body: bytes, where: str) -> bytes:
     """An image manifest with Docker v2 schema 2 types. Docker-typed bytes come back as they
     are (same digest); OCI ones are rewritten (annotations dropped: Docker has none)."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        raise MalformedManifest(f"{where}: not JSON") from None
-    if not isinstance(data, dict):
-        raise MalformedManifest(f"{where}: not a JSON object")
+    data = load_object(body, where)
     if data.get("mediaType") == DOCKER_MANIFEST:
         return body
     if "subject" in data or "artifactType" in data:
@@ -245,12 +241,7 @@ class Mirror:
     # ------------------------------------------------------------------ blobs
 
     def _copy_blobs(self, src: Reference, dst: Reference, body: bytes, where: str) -> None:
-        try:
-            data = json.loads(body)
-        except ValueError:
-            raise MalformedManifest(f"{where}: not JSON") from None
-        if not isinstance(data, dict):
-            raise MalformedManifest(f"{where}: not a JSON object")
+        data = load_object(body, where)
         blobs = [Descriptor.from_json(data.get("config"), f"{where}.config")]
         layers = data.get("layers") or []
         if not isinstance(layers, list):

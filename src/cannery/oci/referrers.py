@@ -37,6 +37,7 @@ from cannery.oci.manifest import (
     MalformedManifest,
     digest_of,
     load_json,
+    load_object,
 )
 from cannery.oci.reference import Reference, valid_digest
 
@@ -93,12 +94,7 @@ def parse_artifact(
     body: bytes, where: str
 ) -> tuple[str, Descriptor, list[Descriptor], dict[str, str]]:
     """(artifactType, subject, layers, annotations) of an artifact manifest, read strictly."""
-    try:
-        data = load_json(body)
-    except ValueError:
-        raise MalformedManifest(f"{where}: not JSON") from None
-    if not isinstance(data, dict):
-        raise MalformedManifest(f"{where}: not a JSON object")
+    data = load_object(body, where)
     artifact_type = data.get("artifactType")
     if not isinstance(artifact_type, str):
         config = Descriptor.from_json(data.get("config"), f"{where}.config")

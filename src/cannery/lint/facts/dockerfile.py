@@ -93,6 +93,10 @@ class DockerfileFacts:
                 for cmd in inst.script.commands:
                     yield inst, cmd
 
+    def shell_commands(self) -> Iterator[Command]:
+        """The commands alone, for rules that read Dockerfiles and workflows alike."""
+        return (entry[-1] for entry in self.commands())
+
     def shipping(self, target: str | None = None) -> list[Stage]:
         """The stages whose layers end up in the image: ``target`` (default: the last stage)
         and the stages it is built FROM. A stage reached only by `COPY --from` is not."""

@@ -103,6 +103,10 @@ class WorkflowFacts:
                     for cmd in step.run.commands:
                         yield job, step, cmd
 
+    def shell_commands(self) -> Iterator[Command]:
+        """The commands alone, for rules that read Dockerfiles and workflows alike."""
+        return (entry[-1] for entry in self.commands())
+
 
 def _scalar(node: Any) -> str:
     import yaml

@@ -4,7 +4,6 @@ import re
 from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
-from cannery.lint.facts.shell import Command
 from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
@@ -74,11 +73,7 @@ class SwallowedCommand(Rule):
 
     def check(self, facts: DockerfileFacts | WorkflowFacts, ctx: LintContext
               ) -> Iterator[Finding]:
-        if isinstance(facts, WorkflowFacts):
-            cmds: Iterator[Command] = (c for _job, _step, c in facts.commands())
-        else:
-            cmds = (c for _inst, c in facts.commands())
-        for cmd in cmds:
+        for cmd in facts.shell_commands():
             if cmd.name in TAKES_COMMANDS or cmd.raw_name in TAKES_COMMANDS:
                 continue
             args = cmd.args

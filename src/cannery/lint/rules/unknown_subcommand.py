@@ -85,11 +85,7 @@ class UnknownSubcommand(Rule):
 
     def check(self, facts: DockerfileFacts | WorkflowFacts, ctx: LintContext
               ) -> Iterator[Finding]:
-        if isinstance(facts, WorkflowFacts):
-            cmds: Iterator[Command] = (c for _job, _step, c in facts.commands())
-        else:
-            cmds = (c for _inst, c in facts.commands())
-        for cmd in cmds:
+        for cmd in facts.shell_commands():
             call = tool_call(cmd)
             if call is None:
                 continue
