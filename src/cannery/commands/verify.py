@@ -110,19 +110,17 @@ def verify_cmd(
     specs = plan(loaded.catalog, lk, select(loaded, [image] if image else None))
     spec = specs[0] if image else _spec_for(ref, specs)
     checks: list[Check] = []
+    # An image that copies the checkout is planned from the one verify runs in.
+    checkout = checkout_for([spec], None, catalog, quiet=as_json)
+    job = plan_build(spec, render_dockerfile(spec), lk, checkout=checkout)
+    if checkout is not None:
+        spec = spec.with_checkout(checkout.commit)
     creds = (
-        publish_credentials([plan_build(spec, render_dockerfile(spec), lk)])
+        publish_credentials([job])
         if all_registries
-        else Credentials(
-            env_host=ref.host,
-            registries=registry_hosts([plan_build(spec, render_dockerfile(spec), lk)]),
-        )
+        else Credentials(env_host=ref.host, registries=registry_hosts([job]))
     )
     with OCIClient(ssl_context(ca_cert), credentials=creds) as client:
-        checkout = checkout_for([spec], None, catalog, quiet=as_json)
-        job = plan_build(spec, render_dockerfile(spec), lk, checkout=checkout)
-        if checkout is not None:
-            spec = spec.with_checkout(checkout.commit)
         inputs = {p.platform: p.input_digest for p in job.platforms}
         # The tag is read once; every later read is by that digest, so the index whose entries
         # and signature are checked is the one whose platforms were (the tag may move meanwhile).
