@@ -352,3 +352,24 @@ def test_verify_names_the_malformed_field(  # type: ignore[no-untyped-def]
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stdout + proc.stderr
     assert f"{reg.host}: malformed answer: " in lines[0] and "(config).os: missing" in lines[0]
+
+
+def test_verify_rebuild_reads_the_registry_manifest_strictly(  # type: ignore[no-untyped-def]
+    reg: HostileRegistry, client: OCIClient, tmp_path: Path
+) -> None:
+    """`verify --rebuild` compares its layout with the registry's manifest: a manifest whose
+    `layers` is not a list is one line naming the field (exit 2), never a crash."""
+    from cannery.verify.rebuild import compare
+
+    config = reg.store_blob(b'{"architecture":"amd64","os":"linux"}')
+    body = json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST, "layers": "x",
+                       "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                                  "digest": config, "size": 37}}).encode()
+    digest = reg.store_manifest(REPO, body, OCI_MANIFEST)
+    layout = tmp_path / "layout"
+    layout.mkdir()
+    (layout / "manifest.json").write_text('{"schemaVersion":2,"layers":[]}')
+    with pytest.raises(NetworkError) as exc:
+        compare(client, Reference.parse(f"{reg.host}/{REPO}"), digest, layout, "linux/amd64")
+    assert _one_line(exc).startswith(f"{reg.host}: malformed answer: ")
+    assert ".layers: missing or not a list" in str(exc.value)

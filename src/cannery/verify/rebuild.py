@@ -13,7 +13,6 @@ import contextlib
 import gzip
 import hashlib
 import io
-import json
 import shutil
 import tarfile
 import tempfile
@@ -22,8 +21,9 @@ from pathlib import Path
 from cannery.builder.buildah import BuildahEngine
 from cannery.builder.engine import BuildOptions
 from cannery.builder.plan import ImageJob, PlatformJob
-from cannery.errors import FatalError
+from cannery.errors import FatalError, NetworkError
 from cannery.oci.client import OCIClient
+from cannery.oci.manifest import MalformedManifest, digest_of, load_object, parse_manifest
 from cannery.oci.reference import Reference
 from cannery.util.cmd import run, stream
 from cannery.verify.model import Check
@@ -126,13 +126,19 @@ def compare(
 ) -> Check:
     """The rebuilt layout against the registry's platform manifest ``digest``."""
     mine = (layout / "manifest.json").read_bytes()
-    mine_digest = "sha256:" + hashlib.sha256(mine).hexdigest()
+    mine_digest = digest_of(mine)
     if mine_digest == digest:
         return Check("rebuild", True, f"same digest {digest[:19]}", platform)
-    theirs = json.loads(client.get_manifest(repo.with_digest(digest))[0])
-    ours = json.loads(mine)
-    t_layers = [str(x["digest"]) for x in theirs.get("layers", [])]
-    o_layers = [str(x["digest"]) for x in ours.get("layers", [])]
+    # The registry's answer is read strictly (a malformed one is exit 2 naming the field).
+    try:
+        t_config, theirs = parse_manifest(
+            client.get_manifest(repo.with_digest(digest))[0], f"{repo.host}: {digest}"
+        )
+    except MalformedManifest as exc:
+        raise NetworkError(f"{repo.host}: malformed answer: {exc}") from None
+    o_config, ours = parse_manifest(mine, str(layout / "manifest.json"))
+    t_layers = [x.digest for x in theirs]
+    o_layers = [x.digest for x in ours]
     head = f"rebuilt {mine_digest[:19]}, registry serves {digest[:19]}"
     for n in range(max(len(t_layers), len(o_layers))):
         t = t_layers[n] if n < len(t_layers) else None
@@ -152,11 +158,13 @@ def compare(
                      f"{head}; first differing {where}: "
                      f"{', '.join(files) or 'same files (tar headers or compression differ)'}",
                      platform)
-    t_cfg = json.loads(client.get_blob(repo, str(theirs["config"]["digest"])))
-    o_cfg = json.loads((layout / str(ours["config"]["digest"]).partition(":")[2]).read_bytes())
+    try:
+        t_cfg = load_object(client.get_blob(repo, t_config.digest), f"{repo.host}: config")
+    except MalformedManifest as exc:
+        raise NetworkError(f"{repo.host}: malformed answer: {exc}") from None
+    o_cfg = load_object((layout / o_config.digest.partition(":")[2]).read_bytes(), "rebuilt config")
     keys = sorted(k for k in set(t_cfg) | set(o_cfg) if t_cfg.get(k) != o_cfg.get(k))
-    cfg = t_cfg.get("config") or {}
-    ocfg = o_cfg.get("config") or {}
+    cfg, ocfg = (c if isinstance(c := d.get("config"), dict) else {} for d in (t_cfg, o_cfg))
     inner = sorted(k for k in set(cfg) | set(ocfg) if cfg.get(k) != ocfg.get(k))
     detail = ", ".join(keys) + (f" (config: {', '.join(inner)})" if inner else "")
     return Check("rebuild", False, f"{head}; same layers, config differs in {detail}", platform)
