@@ -23,6 +23,7 @@ ARG TARGETARCH
 # and tools clamp file times; unset, nothing changes.
 ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+CMD ["/bin/bash"]
 
 # System packages (change least often).
 RUN set -eu; \
@@ -108,4 +109,3 @@ LABEL org.opencontainers.image.source="https://github.com/hiyouga/LLaMA-Factory"
       io.cannery.component.deepspeed="deepspeed>=0.10.0,<=0.18.4" \
       io.cannery.component.metrics="nltk jieba rouge-chinese" \
       io.cannery.component.llamafactory="${CANNERY_CHECKOUT}"
-CMD ["/bin/bash"]
