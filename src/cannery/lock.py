@@ -1,6 +1,7 @@
 """cannery.lock: every moving reference resolved once, so builds use only immutable inputs.
 
-base image tag → manifest digest, git tag/branch → full commit, download URL → sha256.
+base image tag → manifest digest, git tag/branch/commit prefix → full commit, download URL →
+sha256.
 The file is TOML, sorted, and only entries whose value changed get a new timestamp (an entry
 re-resolved to the same value keeps its time), so re-running ``cannery lock``, even with
 ``--update``, leaves it byte-identical when nothing moved.
@@ -25,7 +26,13 @@ from cannery.catalog.platforms import arches_of
 from cannery.errors import LockError
 from cannery.pydeps import LOCKED_LINE, PythonRequest, python_requests
 from cannery.util import toml
-from cannery.util.patterns import COMMIT, COMMIT_PATTERN, OCI_DIGEST_PATTERN, SHA256_HEX_PATTERN
+from cannery.util.patterns import (
+    COMMIT,
+    COMMIT_PATTERN,
+    OCI_DIGEST_PATTERN,
+    SHA256_HEX_PATTERN,
+    SHORT_COMMIT,
+)
 
 if TYPE_CHECKING:
     from cannery.catalog.models import Catalog
@@ -100,6 +107,15 @@ class Lock(_Strict):
     git: dict[str, GitEntry] = {}
     urls: dict[str, UrlEntry] = {}
     python: dict[str, PythonEntry] = {}  # "image/arch"
+
+
+class RefError(LockError):
+    """A component's git ref could not be resolved; ``component`` names it (the lock command
+    adds the catalog's file:line)."""
+
+    def __init__(self, component: str, message: str) -> None:
+        super().__init__(f"component {component}: {message}")
+        self.component = component
 
 
 def git_key(url: str, ref: str) -> str:
@@ -246,12 +262,18 @@ def update_lock(
                     BaseEntry(digest=resolvers.base(inp.key), resolved_at=now()),
                 )
         elif inp.kind == "git":
+            # A commit prefix names one commit for good: --update never re-resolves it (more
+            # commits later could make it ambiguous, and the nightly's `--update all` fail).
+            fresh = fresh and not SHORT_COMMIT.match(inp.ref)
             if not fresh and inp.key in old.git:
                 gits[inp.key] = old.git[inp.key]
             elif chosen:
                 if progress:
                     progress(inp)
-                commit = resolvers.git(inp.url, inp.ref)
+                try:
+                    commit = resolvers.git(inp.url, inp.ref)
+                except LockError as exc:
+                    raise RefError(inp.owner, exc.message) from None
                 gits[inp.key] = _kept_time(
                     old.git.get(inp.key),
                     GitEntry(url=inp.url, ref=inp.ref, commit=commit, resolved_at=now()),
@@ -422,7 +444,8 @@ def ensure_locked(
 
 
 def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
-    """``git ls-remote`` a tag or branch to its full commit (peeled, for annotated tags).
+    """``git ls-remote`` a tag or branch to its full commit (peeled, for annotated tags); a
+    commit prefix (7-39 hex digits) goes to ``resolve_prefix`` instead.
 
     ``ca_file`` is a complete trust bundle for git (see ``cannery.tls.git_ca_bundle``).
     """
@@ -431,6 +454,8 @@ def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
     env = {"GIT_TERMINAL_PROMPT": "0"}
     if ca_file:
         env["GIT_SSL_CAINFO"] = ca_file
+    if SHORT_COMMIT.match(ref):
+        return resolve_prefix(url, ref, env)
     try:
         out = run(["git", "ls-remote", "--", url, ref, f"{ref}^{{}}"], extra_env=env, timeout=120)
     except CommandError as exc:
@@ -443,6 +468,37 @@ def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
         if name in refs:
             return refs[name]
     raise LockError(f"{url}: no tag or branch named {ref!r}")
+
+
+def resolve_prefix(url: str, prefix: str, env: dict[str, str]) -> str:
+    """The one commit of ``url`` whose id starts with ``prefix``. ``git ls-remote`` lists only
+    branch and tag tips, so the remote's branches and tags are cloned, commits only (a
+    ``tree:0`` partial clone; a server without filter support sends everything), into a
+    temporary bare repository, and the prefix is looked up there: a commit reachable from no
+    branch or tag is not found."""
+    import tempfile
+
+    from cannery.util.cmd import CommandError, run
+
+    with tempfile.TemporaryDirectory(prefix="cannery-git-") as tmp:
+        bare = f"{tmp}/r.git"
+        try:
+            run(["git", "clone", "-q", "--bare", "--filter=tree:0", "--", url, bare],
+                extra_env=env, timeout=1800)
+            found = run(["git", f"--git-dir={bare}", "rev-parse", f"--disambiguate={prefix}"],
+                        extra_env=env, timeout=120).split()
+            commits = [o for o in found if run(
+                ["git", f"--git-dir={bare}", "cat-file", "-t", o], extra_env=env, timeout=60
+            ).strip() == "commit"]
+        except CommandError as exc:
+            raise LockError(f"{url}: cannot fetch to resolve commit prefix {prefix!r}: "
+                            f"{exc.message}") from None
+    if not commits:
+        raise LockError(f"{url}: no commit starts with {prefix!r} (looked in every branch and tag)")
+    if len(commits) > 1:
+        raise LockError(f"{url}: commit prefix {prefix!r} is ambiguous ({len(commits)} commits: "
+                        f"{', '.join(sorted(c[:12] for c in commits))}): give more digits")
+    return commits[0]
 
 
 def resolve_url(url: str, verify: ssl.SSLContext, timeout: float = 60.0) -> tuple[str, int]:

@@ -586,3 +586,99 @@ def test_wheel_component_dependencies_are_locked_too(  # type: ignore[no-untyped
     text = (out / "one.Dockerfile").read_text()
     wheel_step = next(s for s in text.split("\n\n") if "extra-tool wheel" in s)
     assert "--no-deps" in wheel_step and "--no-build-isolation" not in wheel_step
+
+
+# ------------------------------------------------------------ commit prefixes (short SHAs)
+
+
+def _colliding_commits(repo: Path) -> tuple[str, str]:
+    """Two root commits of ``repo`` whose ids share their first 7 hex digits, on branches
+    ``c1`` and ``c2``. Commit ids are computed here first (sha1 of the object, fixed dates and
+    the empty tree), so the search is deterministic and git writes only the two found."""
+    import hashlib
+
+    empty_tree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    who = "t <t@example.com> 1700000000 +0000"
+    seen: dict[str, int] = {}
+    i = 0
+    while True:
+        body = f"tree {empty_tree}\nauthor {who}\ncommitter {who}\n\nc{i}\n".encode()
+        sha = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
+        if sha[:7] in seen:
+            break
+        seen[sha[:7]] = i
+        i += 1
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com", GIT_AUTHOR_DATE="1700000000 +0000",
+        GIT_COMMITTER_DATE="1700000000 +0000",
+    )
+    shas = []
+    for n, msg in enumerate((seen[sha[:7]], i), start=1):
+        made = subprocess.run(
+            ["git", "commit-tree", empty_tree, "-m", f"c{msg}"], cwd=repo, env=env, check=True,
+            capture_output=True, text=True,
+        ).stdout.strip()
+        _git(repo, "branch", f"c{n}", made)
+        shas.append(made)
+    assert shas[0][:7] == shas[1][:7] and shas[0] != shas[1]
+    return shas[0], shas[1]
+
+
+def test_commit_prefix_is_locked_to_the_full_commit(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
+    """A component's ref may be a short SHA (7-39 hex): `cannery lock` fetches the remote's
+    branches and tags and records the one commit it names; the Dockerfile fetches that full
+    commit. A commit that is no branch tip is found (ls-remote alone could not)."""
+    catalog: Path = setup["catalog"]
+    git: Path = setup["git"]
+    first = _git(git, "rev-parse", "main")
+    (git / "f").write_text("3")
+    _git(git, "commit", "-qam", "three")  # the commit named is no branch tip any more
+    catalog.write_text(catalog.read_text().replace('ref = "main"', f'ref = "{first[:9]}"'))
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 0, res.err
+    lock = read_lock(catalog.parent / "cannery.lock")
+    entry = lock.git[f"file://{git}#{first[:9]}"]
+    assert entry.commit == first and entry.ref == first[:9]
+    out = catalog.parent / "out"
+    assert cli("render", "dockerfile", "--catalog", str(catalog), "--out", str(out)).code == 0
+    text = (out / "one.Dockerfile").read_text()
+    assert f"--depth 1 file://{git} {first};" in text and "UNLOCKED" not in text
+    # --update all keeps a resolved prefix: it names one commit for good
+    before = (catalog.parent / "cannery.lock").read_text()
+    res = cli("lock", "--catalog", str(catalog), "--update", "vllm-ascend",
+              "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 0, res.err
+    assert (catalog.parent / "cannery.lock").read_text() == before
+
+
+@pytest.mark.parametrize("case", ["ambiguous", "missing"])
+def test_commit_prefix_ambiguous_or_missing_is_one_line_naming_the_component(  # type: ignore[no-untyped-def]
+    case: str, setup, cli, test_ca
+) -> None:
+    catalog: Path = setup["catalog"]
+    git: Path = setup["git"]
+    a, b = _colliding_commits(git)
+    if case == "ambiguous":
+        prefix = a[:7]
+    else:
+        commits = _git(git, "rev-list", "--all").split()
+        prefix = next(p for p in (f"{n:07x}" for n in range(1 << 28))
+                      if not any(c.startswith(p) for c in commits))
+    text = catalog.read_text().replace('ref = "main"', f'ref = "{prefix}"')
+    catalog.write_text(text)
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 2
+    from tests.catalogs import line_of
+
+    needle = f'ref = "{prefix}"'
+    where = f"{catalog}:{line_of(text, needle)}: component vllm-ascend: "
+    errors = [ln for ln in res.err.splitlines() if not ln.startswith("lock: ")]  # progress
+    assert len(errors) == 1 and errors[0].startswith(f"cannery: error: {where}"), res.err
+    if case == "ambiguous":
+        assert f"commit prefix {prefix!r} is ambiguous (2 commits: " in res.err
+        assert a[:12] in res.err and b[:12] in res.err
+    else:
+        assert f"no commit starts with {prefix!r}" in res.err
+    assert not (catalog.parent / "cannery.lock").exists()

@@ -16,7 +16,6 @@ from pydantic import (
 from pydantic.config import JsonDict, JsonValue
 
 from cannery.catalog.platforms import ARCHES, PLATFORM, platform_arch
-from cannery.util.patterns import SHORT_COMMIT
 from cannery.util.text import did_you_mean
 
 NAME = r"^[a-z0-9][a-z0-9_.-]*$"
@@ -304,8 +303,9 @@ class Component(Strict):
         description="Where the source tree goes in the image (default /opt/src/NAME)",
     )
     ref: str | None = Field(
-        None, description="Tag, branch or full commit; `cannery lock` pins it", min_length=1,
-        json_schema_extra={"not": {"pattern": SHORT_COMMIT.pattern}},
+        None, min_length=1,
+        description="Tag, branch, full commit, or a commit prefix of 7-39 hex digits; "
+                    "`cannery lock` pins it to a full commit",
     )
     package: str | None = Field(None, description="Distribution name, if not the component name")
     version: str | None = Field(None, description="Release this source corresponds to (for compat)")
@@ -379,13 +379,6 @@ class Component(Strict):
         other = other or ("path" if info.data.get("path") is not None else None)
         if v and other is not None:
             raise ValueError(f"pin is only for pip components (this one is {other})")
-        return v
-
-    @field_validator("ref")
-    @classmethod
-    def _ref(cls, v: str | None) -> str | None:
-        if v is not None and SHORT_COMMIT.fullmatch(v):
-            raise ValueError(f"ref {v!r} looks like a short SHA: give the full 40-hex commit")
         return v
 
     @field_validator("git")
