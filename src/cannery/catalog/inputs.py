@@ -17,12 +17,32 @@ def fill_url(template: str, *, version: str = "", arch: str) -> str:
     )
 
 
-def render_tag(cat: Catalog, image: str, template: str | None = None) -> str:
-    """The image's tag, or ``template`` (one of its aliases) filled in the same way."""
+# {date} where the lock cannot say it (an image none of whose inputs is locked yet), and
+# what `catalog validate` renders tags with (it reads no lock).
+NO_DATE = "unlocked"
+
+
+def component_field(component: str) -> str:
+    """The tag field of a component's version: its name with '-' and '.' as '_'."""
+    return re.sub(r"[-.]", "_", component)
+
+
+def template_fields(template: str) -> list[str]:
+    """The {field}s of a tag template, each once, in order."""
+    return list(dict.fromkeys(re.findall(r"\{([^}]*)\}", template)))
+
+
+def tag_values(cat: Catalog, image: str, date: str = NO_DATE) -> dict[str, str | None]:
+    """Every field a tag template may name → its value for ``image`` (None: no value here).
+    A built-in field wins over a component whose name maps to the same field."""
     img = cat.images[image]
     base = cat.bases[img.base]
     tk = cat.toolkits[img.toolkit]
-    values = {
+    values: dict[str, str | None] = {
+        component_field(c): comp.version if c in img.components else None
+        for c, comp in cat.components.items()
+    }
+    values.update({
         "name": image,
         "cann": tk.version.lower(),
         "chip": base.chip,
@@ -32,8 +52,20 @@ def render_tag(cat: Catalog, image: str, template: str | None = None) -> str:
         "recipe": img.recipe,
         "soc": img.soc,
         "family": cat.family_of(img.soc) or "",
-    }
-    return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], template or img.tag)
+        "version": cat.catalog.version,
+        "date": date,
+    })
+    return values
+
+
+def render_tag(
+    cat: Catalog, image: str, template: str | None = None, date: str = NO_DATE
+) -> str:
+    """The image's tag, or ``template`` (one of its aliases) filled in the same way; ``date``
+    is {date} (``YYYYMMDD``). The loader has checked that every field has a value."""
+    values = tag_values(cat, image, date)
+    text = template or cat.images[image].tag
+    return re.sub(r"\{([a-z0-9_]+)\}", lambda m: values[m.group(1)] or "", text)
 
 
 def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:

@@ -38,8 +38,12 @@ COMPAT_CODES = (
     "compat-torch",
     "compat-torch-npu",
 )
-# Values usable in an image tag template.
-TAG_FIELDS = ("name", "cann", "chip", "os", "os_version", "python", "recipe", "soc", "family")
+# Values usable in an image tag template; besides these, a component's version is
+# {<component name with '-' and '.' as '_'>} (which components exist, only the loader knows).
+TAG_FIELDS = (
+    "name", "cann", "chip", "os", "os_version", "python", "recipe", "soc", "family", "version",
+    "date",
+)
 URL_FIELDS = ("version", "uname_arch", "arch")
 SECRET_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 RUNNER_LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -48,9 +52,9 @@ REL_PATH = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
 HTTPS_URL = r"^https://[^/@]+(/.*)?$"
 # A URL template: literal text and {field}s of URL_FIELDS only.
 URL_TEMPLATE = rf"^https://[^/@{{}}]+(/([^{{}}]|\{{({'|'.join(URL_FIELDS)})\}})*)?$"
-# An image tag template: tag characters and {field}s of TAG_FIELDS only; a literal '.' or '-'
-# never first (the rendered tag could not start with it).
-_TAG_FIELD = rf"\{{({'|'.join(TAG_FIELDS)})\}}"
+# An image tag template: tag characters and {field}s (TAG_FIELDS or a component's field); a
+# literal '.' or '-' never first (the rendered tag could not start with it).
+_TAG_FIELD = r"\{[a-z0-9_]+\}"
 TAG_TEMPLATE = rf"^([A-Za-z0-9_]|{_TAG_FIELD})([A-Za-z0-9_.-]|{_TAG_FIELD})*$"
 # A base image with a tag and no digest (the lock records the digest).
 TAGGED_IMAGE = r"^[^@]*:[^/@:]+$"
@@ -116,6 +120,10 @@ class CatalogMeta(Strict):
         [],
         description="Registries (registries keys) every image is also published to, by digest, "
         "unless the image names its own mirrors",
+    )
+    version: str | None = Field(
+        None, pattern=TAG_VALUE,
+        description="The catalog's own release, e.g. 0.9.2: the {version} tag field",
     )
     python_index: str = Field(
         "https://pypi.org/simple",
@@ -649,12 +657,7 @@ class Image(Strict):
 
     @field_validator("tag")
     @classmethod
-    def _tag(cls, v: str) -> str:  # also checks each alias
-        for name in re.findall(r"\{([^}]*)\}", v):
-            if name not in TAG_FIELDS:
-                raise ValueError(
-                    f"unknown tag template field {{{name}}} (known: {', '.join(TAG_FIELDS)})"
-                )
+    def _tag(cls, v: str) -> str:  # also checks each alias; the loader checks field names
         if not _full(TAG_TEMPLATE, v):
             raise ValueError(
                 f"tag {v!r}: use letters, digits, '_', '.', '-' and {{field}}s only"

@@ -16,6 +16,8 @@ def _summary(spec: ImageSpec) -> dict[str, Any]:
         "name": spec.name,
         "reference": spec.reference,
         "tag": spec.tag,
+        "tags": list(spec.tags),
+        "tag_fields": dict(spec.tag_fields),
         "base": {"image": spec.base_image, "digest": spec.base_digest},
         "toolkit": {
             "version": spec.toolkit.version,
@@ -69,6 +71,8 @@ def plan_cmd(
         table.add_column("source", overflow="fold")
         table.add_column("ref", overflow="fold")
         table.add_column("pinned to", no_wrap=True)
+        fields = ", ".join(f"{{{f}}}={v}" for f, v in spec.tag_fields)
+        table.add_row("tags", ", ".join(spec.tags), fields, "")
         image, _, tag = spec.base_image.rpartition(":")
         table.add_row("base", image, tag, _short(spec.base_digest) or "UNLOCKED")
         tk = spec.toolkit
