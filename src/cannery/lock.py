@@ -362,7 +362,7 @@ def _python_unpinned(cat: Catalog, lock: Lock, image: str) -> bool:
     img = cat.images[image]
     comps = [cat.components[c] for c in img.components]
     installs = bool(img.pip_tools) or any(
-        c.pip or c.wheel or (c.git and c.install != "none") for c in comps
+        c.pip or c.wheel or (c.git and (c.install != "none" or c.requirements)) for c in comps
     )
     if not installs:
         return False

@@ -210,7 +210,8 @@ class ImageSpec:
         return [
             f"component {c.name}: dependencies of the checkout ({c.path})"
             for c in self.components
-            if c.path is not None and c.install != "none" and "--no-deps" not in c.pip_args
+            if c.path is not None
+            and (c.requirements or (c.install != "none" and "--no-deps" not in c.pip_args))
         ]
 
     def unpinned(self) -> list[str]:
@@ -220,10 +221,10 @@ class ImageSpec:
         out = [f"Python tool {t}" for t in self.pip_tools]
         for c in self.components:
             out += [f"component {c.name}: {r}" for r in c.pip]
-            if c.git and c.install != "none":
+            if c.git:
                 out += [f"component {c.name}: {r}" for r in c.requirements]
-                if "--no-deps" not in c.pip_args:
-                    out.append(f"component {c.name}: its own dependencies")
+            if c.git and c.install != "none" and "--no-deps" not in c.pip_args:
+                out.append(f"component {c.name}: its own dependencies")
             if c.wheels:
                 out.append(f"component {c.name}: the wheel's dependencies")
         return out

@@ -250,6 +250,11 @@ BUILT = (
 )
 GIT_ONLY = ("ref", *BUILT)
 SOURCES = ("git", "pip", "wheel", "path")
+# Fields that act on the component's own build and install: with install = "none" (the tree
+# is fetched, and only its requirements files are installed) they would have no effect.
+INSTALLED_ONLY = (
+    "subdir", "extras", "pyproject", "pip_args", "build_env", "toolkit_build", "jobs"
+)
 
 
 def _component_rules() -> JsonDict:
@@ -272,6 +277,16 @@ def _component_rules() -> JsonDict:
                 },
             },
             {"if": has("path"), "then": {"not": has("ref")}},
+            {"if": has("pip"), "then": {"not": has("pip_args")}},
+            {
+                "if": {"required": ["install"], "properties": {"install": {"const": "none"}}},
+                "then": {"not": {"anyOf": [has(f) for f in INSTALLED_ONLY]}},
+            },
+            {
+                "if": has("git", "dest"),
+                "then": {"required": ["install"],
+                         "properties": {"install": {"enum": ["editable", "none"]}}},
+            },
             {"if": {"anyOf": [has("git"), has("wheel"), has("path")]},
              "then": {"properties": {"pin": {"const": False}}}},
             {
@@ -318,7 +333,8 @@ class Component(Strict):
     package: str | None = Field(None, description="Distribution name, if not the component name")
     version: str | None = Field(None, description="Release this source corresponds to (for compat)")
     install: Literal["pip", "editable", "none"] = Field(
-        "pip", description="git only: editable keeps the tree, none only fetches it"
+        "pip", description="git and path only: editable keeps the tree; none only fetches it "
+                           "and installs its requirements files"
     )
     subdir: str | None = Field(
         None, description="Directory of the Python project in the repo",
@@ -368,6 +384,21 @@ class Component(Strict):
         if info.field_name == "ref" and info.data.get("path") is not None:
             raise ValueError(
                 "ref has no effect on a path component: its commit is read from git at build time"
+            )
+        return v
+
+    @field_validator(*INSTALLED_ONLY)
+    @classmethod
+    def _installed_only(cls, v: object, info: ValidationInfo) -> object:
+        if info.data.get("install") == "none":
+            raise ValueError(
+                f'{info.field_name} has no effect with install = "none" (the tree is only '
+                "fetched, and its requirements files installed)"
+            )
+        if info.field_name == "pip_args" and info.data.get("pip") is not None:
+            raise ValueError(
+                "pip_args has no effect on a pip component: `cannery lock` resolves its "
+                "specifiers and the image installs them from the lock (say it in the specifiers)"
             )
         return v
 
@@ -450,6 +481,11 @@ class Component(Strict):
             raise ValueError("give exactly one of git, pip, wheel, path")
         if self.git is not None and not self.ref:
             raise ValueError("a git component needs a ref")
+        if self.git is not None and self.dest is not None and self.install == "pip":
+            raise ValueError(
+                'dest has no effect with install = "pip": the tree is removed once installed '
+                '(keep it with install = "editable" or "none")'
+            )
         return self
 
     def indexes(self, arch: str) -> list[str]:

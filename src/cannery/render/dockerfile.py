@@ -286,8 +286,13 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             lines.append(
                 f'export LD_LIBRARY_PATH="{devlib}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}";'
             )
-        for req in comp.requirements if not spec.python_pinned or git is None else ():
-            lines.append(f"{pip} -r {_q(dest + '/' + req)};")
+    # Requirements files, with the component's pip_args but their dependencies (`--no-deps`
+    # is about the component itself, as in the lock). With a Python lock a git tree's are in
+    # it, installed hash-checked by the locked step; a checkout's change with it: pip here.
+    req_args = [_q(a) for a in comp.pip_args if a != "--no-deps"]
+    for req in comp.requirements if not spec.python_pinned or git is None else ():
+        lines.append(f"{' '.join([pip, *req_args])} -r {_q(dest + '/' + req)};")
+    if comp.install != "none":
         project = f"{dest}/{comp.subdir}" if comp.subdir else dest
         if comp.pyproject:
             lines.append(f"cp {_q(project + '/' + comp.pyproject)} {project}/pyproject.toml;")
