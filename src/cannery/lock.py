@@ -9,6 +9,7 @@ re-resolved to the same value keeps its time), so re-running ``cannery lock``, e
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import ssl
@@ -501,9 +502,11 @@ def resolve_prefix(url: str, prefix: str, env: dict[str, str]) -> str:
     return commits[0]
 
 
-def resolve_url(url: str, verify: ssl.SSLContext, timeout: float = 60.0) -> tuple[str, int]:
-    """Stream ``url`` over verified TLS and return (sha256 hex, size). Redirects are followed,
-    except from HTTPS to anything else."""
+def resolve_url(
+    url: str, verify: ssl.SSLContext, timeout: float = 60.0, into: Path | None = None
+) -> tuple[str, int]:
+    """Stream ``url`` over verified TLS and return (sha256 hex, size), keeping the bytes in
+    ``into`` if given. Redirects are followed, except from HTTPS to anything else."""
     import httpx
 
     from cannery.errors import NetworkError
@@ -527,9 +530,12 @@ def resolve_url(url: str, verify: ssl.SSLContext, timeout: float = 60.0) -> tupl
         ) as http, http.stream("GET", url) as resp:
             if resp.status_code != 200:
                 raise NetworkError(f"{url}: download failed: HTTP {resp.status_code}")
-            for chunk in resp.iter_bytes(1 << 20):
-                digest.update(chunk)
-                size += len(chunk)
+            with open(into, "wb") if into else contextlib.nullcontext() as sink:
+                for chunk in resp.iter_bytes(1 << 20):
+                    digest.update(chunk)
+                    size += len(chunk)
+                    if sink:
+                        sink.write(chunk)
     except httpx.HTTPError as exc:
         raise NetworkError(f"{url}: download failed: {http_reason(exc)}") from None
     return digest.hexdigest(), size

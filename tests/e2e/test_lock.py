@@ -682,3 +682,54 @@ def test_commit_prefix_ambiguous_or_missing_is_one_line_naming_the_component(  #
     else:
         assert f"no commit starts with {prefix!r}" in res.err
     assert not (catalog.parent / "cannery.lock").exists()
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar.gz"])
+def test_wheel_bundle_dependencies_are_locked(  # type: ignore[no-untyped-def]
+    kind: str, setup, cli, test_ca, https_files, tmp_path: Path
+) -> None:
+    """A `.zip` or `.tar.gz` of wheels (torch_npu's and sgl-kernel-npu's release shape) from
+    the test CA's HTTPS server: `cannery lock` pins the bundle's sha256 and resolves the
+    dependencies of every wheel in it (uv reads them from disk: a bundle URL would be an
+    sdist to it), so the bundle installs --no-deps; a member path is never followed."""
+    import tarfile
+    import zipfile
+
+    from tests.services.pyindex import make_wheel
+
+    server, www = https_files
+    wheels = [make_wheel(tmp_path / "w", "kernel-a", "1.0", ("torch==2.9.0",)),
+              make_wheel(tmp_path / "w", "kernel-b", "1.0", ("numpy-lite<2",))]
+    bundle = www / f"kernels-{tmp_path.name}.{kind}"
+    # kernel-b's member path climbs out of the archive: it is read under its base name
+    names = [f"dist/{wheels[0].name}", f"../../{wheels[1].name}"]
+    if kind == "zip":
+        with zipfile.ZipFile(bundle, "w") as zf:
+            for w, name in zip(wheels, names, strict=True):
+                zf.write(w, name)
+    else:
+        with tarfile.open(bundle, "w:gz") as tf:
+            for w, name in zip(wheels, names, strict=True):
+                tf.add(w, name)
+    catalog: Path = setup["catalog"]
+    text = catalog.read_text()
+    catalog.write_text(
+        text.replace(
+            "pin = true\n",
+            f'pin = true\n\n[components.kernels]\nwheel = "{server.url}/{bundle.name}"\n', 1,
+        ).replace('components = ["torch", "vllm"', 'components = ["torch", "kernels", "vllm"')
+    )
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 0, res.err
+    lock = read_lock(catalog.parent / "cannery.lock")
+    assert lock.urls[f"{server.url}/{bundle.name}"].sha256 == hashlib.sha256(
+        bundle.read_bytes()).hexdigest()
+    reqs = lock.python["one/arm64"].requirements
+    assert any(r.startswith("numpy-lite==1.0 ") for r in reqs), reqs  # kernel-b's bound
+    assert not any(r.startswith("kernel") for r in reqs)  # the bundle installs them itself
+    out = catalog.parent / "out"
+    res = cli("render", "dockerfile", "--locked", "--catalog", str(catalog), "--out", str(out))
+    assert res.code == 0, res.err
+    step = next(s for s in (out / "one.Dockerfile").read_text().split("\n\n")
+                if f"kernels: a {kind} of wheels" in s)
+    assert "xargs -0 python3 -m pip install --no-cache-dir" in step and "--no-deps" in step

@@ -85,6 +85,16 @@ def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
     return out
 
 
+# Wheel bundles by file name ending (torch_npu ships a .tar.gz, sgl-kernel-npu a .zip): the
+# Dockerfile installs every wheel in one, and the lock resolves their dependencies.
+BUNDLES = {".zip": "zip", ".tar.gz": "tar.gz", ".tgz": "tar.gz"}
+
+
+def bundle_kind(url: str) -> str | None:
+    """"zip" or "tar.gz" for a wheel bundle's URL, None for a single wheel."""
+    return next((kind for end, kind in BUNDLES.items() if url.endswith(end)), None)
+
+
 def wheel_urls(template: str, arches: tuple[str, ...]) -> list[tuple[str, str]]:
     """(TARGETARCH, URL) of a wheel component for each of ``arches``."""
     return [(a, fill_url(template, arch=a)) for a in arches]

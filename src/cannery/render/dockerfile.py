@@ -24,6 +24,7 @@ import re
 import shlex
 
 from cannery import __version__
+from cannery.catalog.inputs import BUNDLES
 from cannery.plan import CHECKOUT_ARG, UNAME_ARCH, ComponentSpec, Download, ImageSpec
 from cannery.render.instructions import (
     Arg,
@@ -51,8 +52,6 @@ ARCH_VAR = "CANN_ARCH"  # x86_64 | aarch64, set per platform in the arch-* stage
 UNLOCKED = "UNLOCKED"
 PIP = "python3 -m pip install --no-cache-dir"
 DEFAULT_INDEX = "https://pypi.org/simple"
-# Wheel bundles by file name ending (torch_npu ships a .tar.gz, sgl-kernel-npu a .zip).
-BUNDLES = {".zip": "zip", ".tar.gz": "tar.gz", ".tgz": "tar.gz"}
 
 
 def _q(text: str) -> str:
