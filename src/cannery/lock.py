@@ -239,7 +239,18 @@ def update_lock(
     inputs = required_inputs(cat)
     selected = {(i.kind, i.key) for i in required_inputs(cat, images)} if images else None
     update = update or set()
-    owners = {i.owner for i in inputs}
+    # Every catalog name an input belongs to: components sharing one git ref or wheel URL
+    # each name it (required_inputs keeps one owner per input).
+    names: dict[tuple[str, str], set[str]] = {(i.kind, i.key): {i.owner} for i in inputs}
+    for img in cat.images.values():
+        for cname in img.components:
+            comp = cat.components[cname]
+            if comp.git and comp.ref and not COMMIT.match(comp.ref):
+                names[("git", git_key(comp.git, comp.ref))].add(cname)
+            wheels = wheel_urls(comp.wheel, arches_of(img.platforms)) if comp.wheel else []
+            for _arch, url in wheels:
+                names[("url", url)].add(cname)
+    owners = {o for group in names.values() for o in group}
     unknown = update - owners - {"all", "python"} - set(cat.images)
     if unknown:
         raise LockError(
@@ -251,7 +262,7 @@ def update_lock(
     urls: dict[str, UrlEntry] = {}
     for inp in inputs:
         chosen = selected is None or (inp.kind, inp.key) in selected
-        fresh = chosen and ("all" in update or inp.owner in update)
+        fresh = chosen and ("all" in update or bool(names[(inp.kind, inp.key)] & update))
         if inp.kind == "base":
             if not fresh and inp.key in old.bases:
                 bases[inp.key] = old.bases[inp.key]

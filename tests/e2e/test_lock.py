@@ -733,3 +733,41 @@ def test_wheel_bundle_dependencies_are_locked(  # type: ignore[no-untyped-def]
     step = next(s for s in (out / "one.Dockerfile").read_text().split("\n\n")
                 if f"kernels: a {kind} of wheels" in s)
     assert "xargs -0 python3 -m pip install --no-cache-dir" in step and "--no-deps" in step
+
+
+def test_a_tracked_branch_moves_only_with_update(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
+    """A new commit on a branch a component tracks: `cannery lock` keeps the locked commit
+    (and a --locked render uses it); `--update NAME` (what the scheduled workflow runs, as
+    `--update all`) moves that entry and the Python pins that read it, nothing else; two
+    components on one branch are each a name for it."""
+    catalog: Path = setup["catalog"]
+    git: Path = setup["git"]
+    ca = ("--ca-cert", str(test_ca.ca_cert))
+    catalog.write_text(catalog.read_text().replace(
+        "[images.one]",
+        f'[components.twin]\ngit = "file://{git}"\nref = "main"\ninstall = "none"\n\n'
+        "[images.one]",
+    ).replace('components = ["torch", "vllm", "vllm-ascend"]',
+              'components = ["torch", "vllm", "vllm-ascend", "twin"]'))
+    lockfile = catalog.parent / "cannery.lock"
+    assert cli("lock", "--catalog", str(catalog), *ca).code == 0
+    before = read_lock(lockfile)
+    key = f"file://{git}#main"
+    old_commit = before.git[key].commit
+    (git / "f").write_text("moved")
+    _git(git, "commit", "-qam", "upstream moves")
+    new_commit = _git(git, "rev-parse", "main")
+    assert cli("lock", "--catalog", str(catalog), *ca).code == 0
+    assert read_lock(lockfile) == before
+    out = catalog.parent / "out"
+    res = cli("render", "dockerfile", "--locked", "--catalog", str(catalog), "--out", str(out))
+    assert res.code == 0 and old_commit in (out / "one.Dockerfile").read_text()
+    res = cli("lock", "--catalog", str(catalog), "--update", "vllm-ascend", *ca)
+    assert res.code == 0, res.err
+    after = read_lock(lockfile)
+    assert after.git[key].commit == new_commit
+    assert after.bases == before.bases and after.urls == before.urls
+    assert {k: v for k, v in after.git.items() if k != key} == {
+        k: v for k, v in before.git.items() if k != key}
+    assert all(after.python[k].inputs != before.python[k].inputs for k in before.python
+               if k.startswith("one/"))
