@@ -65,7 +65,7 @@ def test_plan_shows_tags_and_their_fields(tmp_path: Path, cli) -> None:  # type:
     assert one["tags"] == ["t-8.5.2-910b-py3.11-r-vv0.18.0"]
     assert one["tag_fields"]["vllm"] == "v0.18.0"
     res = cli("plan", "--catalog", str(path), "one")
-    assert "{vllm}=v0.18.0" in res.out
+    assert "vllm=v0.18.0" in res.out
 
 
 def test_every_unknown_field_once_even_when_inherited(tmp_path: Path) -> None:

@@ -71,8 +71,6 @@ def plan_cmd(
         table.add_column("source", overflow="fold")
         table.add_column("ref", overflow="fold")
         table.add_column("pinned to", no_wrap=True)
-        fields = ", ".join(f"{{{f}}}={v}" for f, v in spec.tag_fields)
-        table.add_row("tags", ", ".join(spec.tags), fields, "")
         image, _, tag = spec.base_image.rpartition(":")
         table.add_row("base", image, tag, _short(spec.base_digest) or "UNLOCKED")
         tk = spec.toolkit
@@ -102,6 +100,8 @@ def plan_cmd(
             table.add_row("python deps", "cannery.lock", f"{n} packages", "sha256 each")
         else:
             table.add_row("python deps", "resolved at build time", "", "UNPINNED")
+        fields = " ".join(f"{f}={v}" for f, v in spec.tag_fields)
+        table.add_row("tags", "\n".join(spec.tags), fields, "")
         out.print(table)
     return 0
 
