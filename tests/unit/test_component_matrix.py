@@ -152,3 +152,26 @@ def test_dest_refused_on_a_git_tree_that_is_removed(tmp_path: Path, cli) -> None
     text = GOOD.replace('ref = "main"\n', 'ref = "main"\ndest = "/workspace/vllm-ascend"\n')
     _refused(cli, tmp_path, text, "[components.vllm-ascend]",
              'components.vllm-ascend: dest has no effect with install = "pip"')
+
+
+def test_extra_index_of_a_checkout_reaches_its_pip_call_under_a_lock(tmp_path: Path) -> None:
+    """With every platform's Python pinned, a git component resolves nothing at build time;
+    a checkout still does (its dependencies and requirements change with it), so its
+    extra_index must reach its pip calls there too (it used to be dropped)."""
+    from dataclasses import replace
+
+    text = GOOD.replace(
+        'git = "https://git.example.com/v.git"\nref = "v0.18.0"\nversion = "v0.18.0"\n'
+        'install = "editable"',
+        'path = "."\ninstall = "editable"\nrequirements = ["r.txt"]\n'
+        'extra_index = { arm64 = "https://idx.example.com/simple" }',
+    )
+    path = tmp_path / "cannery.toml"
+    path.write_text(text)
+    spec = plan_image(load_catalog(path).catalog, "one", Lock())
+    pinned = replace(spec, python_locked=tuple(
+        (a, ("torch==2.9.0 --hash=sha256:" + "0" * 64,)) for a in spec.arches))
+    assert pinned.python_pinned
+    step = _step(render_dockerfile(pinned), "COPY . /opt/src/vllm")
+    assert "arm64) set -- --extra-index-url=https://idx.example.com/simple ;;" in step
+    assert '"$@" -r /opt/src/vllm/r.txt;' in step and step.endswith('"$@" -e /opt/src/vllm')

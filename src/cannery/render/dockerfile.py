@@ -166,9 +166,10 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         if comp.wheels:
             extra = [a for a in extra if a != "--no-build-isolation"]
     # The component's extra indexes, for its pip calls only ("$@": POSIX, no bash arrays);
-    # with a lock nothing is resolved here, so none is needed.
+    # with a lock nothing is resolved here, so none is needed, except for a checkout (pip
+    # resolves its dependencies and requirements files at build time).
     index: list[str] = []
-    if comp.extra_index and not spec.python_pinned:
+    if comp.extra_index and (not spec.python_pinned or comp.path is not None):
         urls = dict(comp.extra_index)
         branches = {
             a: [" ".join(["set --", *(_q(f"--extra-index-url={u}") for u in urls.get(a, ()))])
