@@ -727,6 +727,10 @@ def test_wheel_bundle_dependencies_are_locked(  # type: ignore[no-untyped-def]
     reqs = lock.python["one/arm64"].requirements
     assert any(r.startswith("numpy-lite==1.0 ") for r in reqs), reqs  # kernel-b's bound
     assert not any(r.startswith("kernel") for r in reqs)  # the bundle installs them itself
+    import tempfile
+
+    # followed, "../../" from the bundle's directory would have written it here
+    assert not (Path(tempfile.gettempdir()) / wheels[1].name).exists()
     out = catalog.parent / "out"
     res = cli("render", "dockerfile", "--locked", "--catalog", str(catalog), "--out", str(out))
     assert res.code == 0, res.err
