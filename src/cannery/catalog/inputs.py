@@ -37,20 +37,21 @@ def tag_values(cat: Catalog, image: str, date: str = NO_DATE) -> dict[str, str |
     A built-in field wins over a component whose name maps to the same field."""
     img = cat.images[image]
     base = cat.bases[img.base]
-    tk = cat.toolkits[img.toolkit]
+    tk = cat.toolkit_of(image)
     values: dict[str, str | None] = {
         component_field(c): comp.version if c in img.components else None
         for c, comp in cat.components.items()
     }
+    # A fact the image lacks renders empty; `catalog validate` refuses a tag that names one.
     values.update({
         "name": image,
-        "cann": tk.version.lower(),
+        "cann": tk.version.lower() if tk else "",
         "chip": base.chip,
         "os": base.os,
         "os_version": base.os_version,
-        "python": base.python,
+        "python": cat.python_of(image) or "",
         "recipe": img.recipe,
-        "soc": img.soc,
+        "soc": img.soc or "",
         "family": cat.family_of(img.soc) or "",
         "version": cat.catalog.version,
         "date": date,
@@ -72,8 +73,8 @@ def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
     """(package name, TARGETARCH, URL) for each installer the image needs, in install order."""
     img = cat.images[image]
     base = cat.bases[img.base]
-    tk = cat.toolkits[img.toolkit]
-    if base.toolkit_version == tk.version:
+    tk = cat.toolkit_of(image)
+    if tk is None or tk.provided == "host" or base.toolkit_version == tk.version:
         return []
     family = cat.family_of(img.soc)
     out = []
