@@ -775,3 +775,30 @@ def test_a_tracked_branch_moves_only_with_update(setup, cli, test_ca) -> None:  
         k: v for k, v in before.git.items() if k != key}
     assert all(after.python[k].inputs != before.python[k].inputs for k in before.python
                if k.startswith("one/"))
+
+
+def test_requirements_of_a_tree_that_is_not_installed_are_locked(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
+    """MindSpeed-RL's shape: a git tree only fetched (install = "none") whose requirements
+    file must still be installed. `cannery lock` resolves it at the locked commit, and the
+    --locked Dockerfile installs the result (the tree itself is not pip-installed)."""
+    catalog: Path = setup["catalog"]
+    git: Path = setup["git"]
+    (git / "req.txt").write_text("numpy-lite<2\n")
+    _git(git, "add", "req.txt")
+    _git(git, "commit", "-qm", "requirements")
+    _git(git, "tag", "v-req")
+    catalog.write_text(catalog.read_text().replace(
+        'ref = "v0.18.0"\nversion = "v0.18.0"\ninstall = "editable"',
+        'ref = "v-req"\nversion = "v0.18.0"\ninstall = "none"\nrequirements = ["req.txt"]',
+    ))
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 0, res.err
+    reqs = read_lock(catalog.parent / "cannery.lock").python["one/amd64"].requirements
+    assert any(r.startswith("numpy-lite==1.0 ") for r in reqs), reqs
+    out = catalog.parent / "out"
+    res = cli("render", "dockerfile", "--locked", "--catalog", str(catalog), "--out", str(out))
+    assert res.code == 0, res.err
+    text = (out / "one.Dockerfile").read_text()
+    assert "numpy-lite==1.0 " in _python_step(text)
+    vllm = next(s for s in text.split("\n\n") if "git init -q /opt/src/vllm;" in s)
+    assert "pip install" not in vllm and "rm -rf /opt/src/vllm/.git" in vllm

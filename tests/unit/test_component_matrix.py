@@ -175,3 +175,23 @@ def test_extra_index_of_a_checkout_reaches_its_pip_call_under_a_lock(tmp_path: P
     step = _step(render_dockerfile(pinned), "COPY . /opt/src/vllm")
     assert "arm64) set -- --extra-index-url=https://idx.example.com/simple ;;" in step
     assert '"$@" -r /opt/src/vllm/r.txt;' in step and step.endswith('"$@" -e /opt/src/vllm')
+
+
+def test_a_build_locks_the_requirements_of_a_tree_that_is_not_installed(tmp_path: Path) -> None:
+    """`cannery build` (without --locked) resolves what the lock lacks: an image whose only
+    Python install is the requirements file of an install = "none" tree lacks its pins (it
+    used to count as installing nothing, so the build resolved them with pip instead)."""
+    from cannery.lock import GitEntry, _python_unpinned, git_key
+
+    text = GOOD.replace(
+        'version = "v0.18.0"\ninstall = "editable"',
+        'version = "v0.18.0"\ninstall = "none"\nrequirements = ["requirements.txt"]',
+    ).replace('components = ["torch", "vllm", "vllm-ascend"]', 'components = ["vllm"]'
+              ).replace('acknowledge = ["compat-cann", "compat-torch-npu"]', "")
+    path = tmp_path / "cannery.toml"
+    path.write_text(text)
+    cat = load_catalog(path).catalog
+    url = "https://git.example.com/v.git"
+    lock = Lock(git={git_key(url, "v0.18.0"): GitEntry(
+        url=url, ref="v0.18.0", commit="c" * 40, resolved_at="2026-01-01T00:00:00+00:00")})
+    assert _python_unpinned(cat, lock, "one")
