@@ -150,8 +150,8 @@ def test_build_fields_refused_on_pip_and_wheel(  # type: ignore[no-untyped-def]
 def test_dest_refused_on_a_git_tree_that_is_removed(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     """install = "pip" removes a git tree once installed: a dest would name nothing."""
     text = GOOD.replace('ref = "main"\n', 'ref = "main"\ndest = "/workspace/vllm-ascend"\n')
-    _refused(cli, tmp_path, text, "[components.vllm-ascend]",
-             'components.vllm-ascend: dest has no effect with install = "pip"')
+    _refused(cli, tmp_path, text, "dest = ",
+             'components.vllm-ascend.dest: dest has no effect with install = "pip"')
 
 
 def test_extra_index_of_a_checkout_reaches_its_pip_call_under_a_lock(tmp_path: Path) -> None:

@@ -496,6 +496,12 @@ def _check_facts(cat: Catalog, iname: str, col: _Collector) -> None:
 
 
 def _cross_check(cat: Catalog, col: _Collector) -> None:
+    for cname, comp in cat.components.items():
+        # (the schema says it too; here, to name the line where dest is written)
+        if comp.git is not None and comp.dest is not None and comp.install == "pip":
+            col.error(("components", cname, "dest"),
+                      'dest has no effect with install = "pip": the tree is removed once '
+                      'installed (keep it with install = "editable" or "none")')
     if cat.catalog.registry and cat.catalog.registry not in cat.registries:
         col.error(("catalog", "registry"), f"unknown registry {cat.catalog.registry!r}")
     for i, name in enumerate(cat.catalog.mirrors):

@@ -525,11 +525,6 @@ class Component(Strict):
             raise ValueError("give exactly one of git, pip, wheel, path")
         if self.git is not None and not self.ref:
             raise ValueError("a git component needs a ref")
-        if self.git is not None and self.dest is not None and self.install == "pip":
-            raise ValueError(
-                'dest has no effect with install = "pip": the tree is removed once installed '
-                '(keep it with install = "editable" or "none")'
-            )
         return self
 
     def indexes(self, arch: str) -> list[str]:
