@@ -802,3 +802,57 @@ def test_requirements_of_a_tree_that_is_not_installed_are_locked(setup, cli, tes
     assert "numpy-lite==1.0 " in _python_step(text)
     vllm = next(s for s in text.split("\n\n") if "git init -q /opt/src/vllm;" in s)
     assert "pip install" not in vllm and "rm -rf /opt/src/vllm/.git" in vllm
+
+
+def test_rendered_step_installs_the_requirements_of_a_tree_it_does_not_install(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca, tmp_path: Path
+) -> None:
+    """Without Python pins, the component's own RUN (run here with bash, as a builder would:
+    real git from the local repository, real pip from the local index) fetches the tree and
+    installs its requirements file, and not the tree."""
+    import venv
+
+    from cannery.lock import dump_lock
+
+    catalog: Path = setup["catalog"]
+    git: Path = setup["git"]
+    (git / "req.txt").write_text("numpy-lite<2\n")
+    _git(git, "add", "req.txt")
+    _git(git, "commit", "-qm", "requirements")
+    _git(git, "tag", "v-req")
+    catalog.write_text(catalog.read_text().replace(
+        'ref = "v0.18.0"\nversion = "v0.18.0"\ninstall = "editable"',
+        'ref = "v-req"\nversion = "v0.18.0"\ninstall = "none"\nrequirements = ["req.txt"]',
+    ))
+    assert cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
+    lockfile = catalog.parent / "cannery.lock"
+    lockfile.write_text(dump_lock(read_lock(lockfile).model_copy(update={"python": {}})))
+    out = catalog.parent / "out"
+    assert cli("render", "dockerfile", "--catalog", str(catalog), "--out", str(out)).code == 0
+    import dockerfile
+
+    cmds = dockerfile.parse_file(str(out / "one.Dockerfile"))
+    body = next(c.value[0] for c in cmds if c.cmd == "RUN" and "git init -q /opt/src/vllm;" in
+                c.value[0])
+    assert "-r /opt/src/vllm/req.txt" in body
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    opt = tmp_path / "opt"
+    (opt / "cannery").mkdir(parents=True)
+    (opt / "cannery" / "constraints.txt").write_text("")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PIP_") and k not in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")}
+    env.update(PATH=f"{env_dir / 'bin'}:{os.environ['PATH']}", PIP_CERT=str(test_ca.ca_cert),
+               PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", TARGETARCH="amd64")
+    run = subprocess.run(["bash", "-o", "pipefail", "-c", body.replace("/opt/", f"{opt}/")],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    check = subprocess.run(
+        [str(env_dir / "bin" / "python"), "-c",
+         "import importlib.util as u, numpy_lite; print(numpy_lite.VERSION, "
+         "u.find_spec('vllm') is None)"],
+        capture_output=True, text=True,
+    )
+    assert check.stdout.split() == ["1.0", "True"], check.stderr
+    assert (opt / "src" / "vllm" / "req.txt").is_file()  # the tree stays, without .git
+    assert not (opt / "src" / "vllm" / ".git").exists()
