@@ -856,3 +856,33 @@ def test_rendered_step_installs_the_requirements_of_a_tree_it_does_not_install( 
     assert check.stdout.split() == ["1.0", "True"], check.stderr
     assert (opt / "src" / "vllm" / "req.txt").is_file()  # the tree stays, without .git
     assert not (opt / "src" / "vllm" / ".git").exists()
+
+
+def test_commit_prefix_over_https_trusts_the_ca_cert(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca: LocalCA, tmp_path: Path, monkeypatch
+) -> None:
+    """The prefix clone goes over git's smart HTTP (real `git http-backend`, the test CA's
+    certificate) with --ca-cert's trust, as ls-remote does; without it, exit 2, no lock."""
+    from tests.services.githttp import GitHTTPSServer
+
+    repos = tmp_path / "repos"
+    repos.mkdir()
+    _git(tmp_path, "clone", "-q", "--bare", str(setup["git"]), str(repos / "v.git"))
+    server = GitHTTPSServer(repos, test_ca)
+    try:
+        catalog: Path = setup["catalog"]
+        first = _git(setup["git"], "rev-parse", "main")
+        catalog.write_text(catalog.read_text().replace(
+            f'git = "file://{setup["git"]}"\nref = "main"',
+            f'git = "{server.url}/v.git"\nref = "{first[:8]}"'))
+        monkeypatch.delenv("CANNERY_CA_CERT", raising=False)
+        res = cli("lock", "--catalog", str(catalog))
+        assert res.code == 2 and "component vllm-ascend: " in res.err, res.err
+        assert "cannot fetch to resolve commit prefix" in res.err
+        assert not (catalog.parent / "cannery.lock").exists()
+        res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+        assert res.code == 0, res.err
+        entry = read_lock(catalog.parent / "cannery.lock").git[f"{server.url}/v.git#{first[:8]}"]
+        assert entry.commit == first
+    finally:
+        server.stop()
