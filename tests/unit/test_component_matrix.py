@@ -195,3 +195,22 @@ def test_a_build_locks_the_requirements_of_a_tree_that_is_not_installed(tmp_path
     lock = Lock(git={git_key(url, "v0.18.0"): GitEntry(
         url=url, ref="v0.18.0", commit="c" * 40, resolved_at="2026-01-01T00:00:00+00:00")})
     assert _python_unpinned(cat, lock, "one")
+
+
+def test_plan_names_a_checkout_component_as_one(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """`plan` called a path component a wheel (kind, source and a sha256 pin it has none of)."""
+    import json
+
+    text = GOOD.replace(
+        'git = "https://git.example.com/v.git"\nref = "v0.18.0"\nversion = "v0.18.0"\n'
+        'install = "editable"',
+        'path = "."\ninstall = "editable"',
+    )
+    path = tmp_path / "cannery.toml"
+    path.write_text(text)
+    res = cli("plan", "--catalog", str(path), "--json", "one")
+    vllm = next(c for c in json.loads(res.out)["images"][0]["components"] if c["name"] == "vllm")
+    assert vllm["kind"] == "path"
+    res = cli("plan", "--catalog", str(path), "one")
+    row = next(ln for ln in res.out.splitlines() if ln.startswith("│ vllm "))
+    assert "checkout (.)" in row and "commit at" in row and "wheel" not in row

@@ -32,7 +32,7 @@ def _summary(spec: ImageSpec) -> dict[str, Any]:
         "components": [
             {
                 "name": c.name,
-                "kind": "git" if c.git else ("pip" if c.pip else "wheel"),
+                "kind": "git" if c.git else "pip" if c.pip else "path" if c.path else "wheel",
                 "version": c.version,
                 "pin": c.label_version,
                 "locked": not ((c.git and not c.git.commit) or any(not w.sha256 for w in c.wheels))
@@ -97,6 +97,8 @@ def plan_cmd(
             elif c.pip:
                 source, ref = "pip", " ".join(c.pip)
                 pin = "sha256 (lock)" if spec.python_pinned else "UNPINNED"
+            elif c.path is not None:
+                source, ref, pin = f"checkout ({c.path})", c.version or "", "commit at build"
             else:
                 source, ref = "wheel", c.version or ""
                 pin = "sha256" if all(w.sha256 for w in c.wheels) else "UNLOCKED"
