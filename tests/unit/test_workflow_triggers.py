@@ -101,6 +101,10 @@ def test_pull_request_path_names_no_secret_pushes_nothing(path: Path) -> None:
             build = next(s["run"] for s in job["steps"] if "cannery build" in s.get("run", ""))
             assert '--output "oci:${RUNNER_TEMP}/oci"' in build and "--locked" in build
             assert "--backend buildah" in build
+            verify = next(s for s in job["steps"] if "cannery verify" in s.get("run", ""))
+            assert verify["run"].startswith('cannery verify "oci:${RUNNER_TEMP}/oci"')
+            assert '--platform "${PLATFORM}"' in verify["run"]
+            assert job["steps"].index(verify) == len(job["steps"]) - 1  # after the build
         if jid not in pr:
             assert jid.startswith(("build-", "merge-", "lock-update")), jid
 

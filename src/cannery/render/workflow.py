@@ -9,9 +9,11 @@ Shape, and why:
   lock); a release tag and the schedule, every image; a manual run, the images it names;
 - per image, one pull-request job (``pr-IMAGE``, only on ``pull_request``): one leg per
   platform on its native runner builds the pull request's checkout with buildah into an OCI
-  layout on the runner (`cannery build --output oci:DIR`). Nothing is pushed, no registry is
-  logged in to and no secret is named in that job, so it behaves the same for a fork's pull
-  request, where GitHub gives no secrets (``pull_request``, never ``pull_request_target``);
+  layout on the runner (`cannery build --platform P --output oci:DIR`) and verifies it there
+  (`cannery verify oci:DIR --platform P`: the registry checks read from the layout, then the
+  runtime checks in a container). Nothing is pushed, no registry is logged in to and no secret
+  is named in that job, so it behaves the same for a fork's pull request, where GitHub gives
+  no secrets (``pull_request``, never ``pull_request_target``);
 - per image, one build job (not on ``pull_request``, not in a fork) whose matrix has one leg
   per platform, each on a native runner (labels from ``[ci.runners]``); a leg runs `cannery
   build IMAGE --platform P --push --digest-dir DIR --registry-cache`, which pushes that
@@ -278,7 +280,8 @@ def _legs(cat: Catalog, spec: ImageSpec) -> dict[str, object]:
 
 def _pr_job(cat: Catalog, spec: ImageSpec, pins: dict[str, Pin], cat_args: str) -> object:
     """Build each platform of one image from the pull request's checkout into an OCI layout
-    on the runner: no registry, no login, no secret (a fork's pull request has none)."""
+    on the runner and verify it there: no registry, no login, no secret (a fork's pull
+    request has none)."""
     return {
         "name": f"pull request: build {spec.name} (${{{{ matrix.platform }}}}), push nothing",
         "needs": "check",
@@ -304,6 +307,14 @@ def _pr_job(cat: Catalog, spec: ImageSpec, pins: dict[str, Pin], cat_args: str) 
                 "run": Literal(
                     f"cannery build {spec.name}{cat_args} --locked --backend buildah \\\n"
                     '  --platform "${PLATFORM}" --output "oci:${RUNNER_TEMP}/oci"\n'
+                ),
+            },
+            {
+                "name": "Verify it from the layout (platform, env, labels, inputs; a container)",
+                "env": {"PLATFORM": "${{ matrix.platform }}"},
+                "run": Literal(
+                    f'cannery verify "oci:${{RUNNER_TEMP}}/oci"{cat_args} --image {spec.name} '
+                    '--platform "${PLATFORM}"\n'
                 ),
             },
         ],
@@ -579,8 +590,9 @@ def render_workflow(
         "checkout directory changed; a release tag and the schedule, all; a manual run, the\n"
         "images it names.\n"
         "Pull requests (pr-IMAGE): each platform on its native runner is built from the pull\n"
-        "request's checkout into an OCI layout on the runner; nothing is pushed, no registry\n"
-        "is logged in to, no secret is named, so a fork's pull request runs the same way.\n"
+        "request's checkout into an OCI layout on the runner and verified from it (`cannery\n"
+        "verify oci:DIR`); nothing is pushed, no registry is logged in to, no secret is\n"
+        "named, so a fork's pull request runs the same way.\n"
         "Pushes, tags, the schedule and manual runs, per image: one build job with a leg per\n"
         "platform on a native runner, each pushing its platform by digest (`cannery build\n"
         "--platform P --push --digest-dir`, no tag moves) and uploading the descriptor; then\n"
