@@ -285,3 +285,31 @@ def test_a_manual_run_builds_what_it_names_and_refuses_unknown_names(repo: Path)
     assert code == 1 and images == [] and "::error::no image nope" in said
     code, images, said = _choose(repo, "workflow_dispatch", wanted="*")  # never globbed
     assert code == 1 and "::error::no image *" in said
+
+
+def test_every_trigger_and_setting_at_once_is_lint_clean(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A workflow with every new setting on (release tags, a schedule with the lock update,
+    max-parallel, the disk clean-up, an image from the checkout): actionlint, zizmor (offline,
+    auditor persona) and cannery lint find nothing."""
+    from tests.unit.test_render_workflow import _tool
+
+    text = _render(_catalog(
+        tmp_path, 'release_tags = ["v*"]\nschedule = "0 3 * * *"\nmax_parallel = 1\n'
+        'free_disk = true\nbranches = ["main", "releases/*"]\n', extra=APP))
+    wf = tmp_path / ".github" / "workflows" / "images.yml"
+    wf.parent.mkdir(parents=True)
+    wf.write_text(text, encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    al = subprocess.run([_tool("actionlint"), "-no-color"], cwd=tmp_path, capture_output=True,
+                        text=True, timeout=120)
+    assert al.returncode == 0, al.stdout + al.stderr
+    zz = subprocess.run([_tool("zizmor"), "--offline", "--no-progress", "--format", "json",
+                         "--persona", "auditor", str(wf.parent)],
+                        capture_output=True, text=True, timeout=120)
+    assert json.loads(zz.stdout or "[]") == [] and zz.returncode == 0, zz.stdout[:2000]
+    res = cli("lint", "--format", "json", str(wf))
+    assert res.code == 0 and json.loads(res.out)["findings"] == [], res.out[:2000]
+    doc = yaml.safe_load(text)
+    assert set(doc["on"]) == {"workflow_dispatch", "push", "pull_request", "schedule"}
+    assert "src/app/**" in doc["on"]["pull_request"]["paths"]
+    assert "lock-update" in doc["jobs"]
