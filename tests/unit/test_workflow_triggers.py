@@ -313,3 +313,34 @@ def test_every_trigger_and_setting_at_once_is_lint_clean(tmp_path: Path, cli) ->
     assert set(doc["on"]) == {"workflow_dispatch", "push", "pull_request", "schedule"}
     assert "src/app/**" in doc["on"]["pull_request"]["paths"]
     assert "lock-update" in doc["jobs"]
+
+
+def test_a_release_tag_must_name_the_catalog_version(tmp_path: Path) -> None:
+    """With `release_tags` and `catalog.version`: a tag for another version publishes nothing
+    (the check job fails before any build); the version, with or without a `v`, builds all."""
+    root = tmp_path / "r"
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "user.email", "t@example.com")
+    _git(root, "config", "user.name", "t")
+    (root / "x").write_text("x\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "x")
+    cat = tmp_path / "cannery.toml"
+    cat.write_text(minimal().replace('[catalog]\nname = "test"',
+                                     '[catalog]\nname = "test"\nversion = "1.2"')
+                   + '\n[ci]\nrelease_tags = ["v*", "1.*"]\n')
+    (root / "script.sh").write_text(_affected_script(_render(cat)))
+    head = _git(root, "rev-parse", "HEAD")
+    for tag in ("v1.2", "1.2"):
+        code, images, said = _choose(root, "push", head, ref=f"refs/tags/{tag}")
+        assert (code, images) == (0, ["one", "two"]), said
+    code, images, said = _choose(root, "push", head, ref="refs/tags/v1.3")
+    assert code == 1 and images == []
+    assert "::error::release tag v1.3 is not the catalog's version 1.2 (or v1.2)" in said
+    # a branch push is not a release: no guard
+    assert _choose(root, "push", "0" * 40)[0] == 0
+    # no catalog version: no guard (the tags the catalog names are published)
+    plain = tmp_path / "plain.toml"
+    plain.write_text(minimal() + '\n[ci]\nrelease_tags = ["v*"]\n')
+    assert "release tag" not in _affected_script(_render(plain))

@@ -928,7 +928,7 @@ class Ci(Strict):
     )
     release_tags: list[str] = Field(
         [], description="Git tag patterns (e.g. \"v*\") whose pushes build and publish every "
-        "image: its tag, then its aliases",
+        "image: its tag, then its aliases; with catalog.version, the tag must be it (or v+it)",
         json_schema_extra={"items": {"type": "string", "pattern": GIT_TAG_FILTER}},
     )
     max_parallel: int | None = Field(

@@ -213,6 +213,7 @@ def _affected(cat: Catalog, specs: Sequence[ImageSpec]) -> Literal:
         '    echo "::error::no image ${w} in the catalog (images: ${all[*]})"; exit 1\n'
         "  fi\n"
         "done\n"
+        f"{_release_guard(cat)}"
         "changed=''\n"
         'case "${EVENT}" in\n'
         "  pull_request)  # the merge commit against the base branch it was made on\n"
@@ -247,6 +248,25 @@ def _affected(cat: Catalog, specs: Sequence[ImageSpec]) -> Literal:
         'json="$(jq -cn \'$ARGS.positional\' --args "${selected[@]}")"\n'
         'echo "images to build: ${json}"\n'
         'echo "images=${json}" >> "${GITHUB_OUTPUT}"\n'
+    )
+
+
+def _release_guard(cat: Catalog) -> str:
+    """With release tags and a catalog version: a tag push must name that version (``1.2`` or
+    ``v1.2``), else the check fails and nothing is built, so a release tag never publishes
+    another version's images. ``catalog.version`` is validated (tag characters only)."""
+    version = cat.catalog.version
+    if not (cat.ci.release_tags and version):
+        return ""
+    return (
+        "# A release tag names the catalog's version: another version's tag publishes nothing.\n"
+        'if [[ "${EVENT}" == push && "${GITHUB_REF}" == refs/tags/* ]]; then\n'
+        '  release="${GITHUB_REF#refs/tags/}"\n'
+        f"  if [[ \"${{release}}\" != '{version}' && \"${{release}}\" != 'v{version}' ]]; then\n"
+        f'    echo "::error::release tag ${{release}} is not the catalog\'s version {version} '
+        f'(or v{version})"; exit 1\n'
+        "  fi\n"
+        "fi\n"
     )
 
 
