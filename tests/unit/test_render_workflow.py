@@ -47,6 +47,14 @@ CASES = {
     "example": (EXAMPLE_CATALOG, EXAMPLE / ".github" / "workflows" / "docker-build-ascend.yml"),
     # release tags (v*), pull requests to two branches, max-parallel, images from the checkout
     "vllm-ascend": (VLLM_CATALOG, VLLM / ".github" / "workflows" / "cannery-images.yml"),
+    # a mirror, release tags without pull requests, the disk clean-up, chip-generic images
+    "llamafactory-npu": (ROOT / "examples" / "llamafactory-npu" / "cannery.toml",
+                         ROOT / "examples" / "llamafactory-npu" / ".github" / "workflows"
+                         / "docker_npu.yml"),
+    # one platform, a host-provided toolkit, short commit SHAs (unlocked: the example has no lock)
+    "mindspeed-rl": (ROOT / "examples" / "mindspeed-rl" / "cannery.toml",
+                     ROOT / "examples" / "mindspeed-rl" / ".github" / "workflows"
+                     / "cannery-images.yml"),
 }
 
 
@@ -83,6 +91,7 @@ def test_every_action_pinned_to_the_package_data_sha(name: str) -> None:
 @pytest.mark.parametrize("name", CASES)
 def test_secrets_only_through_env_and_least_permissions(name: str) -> None:
     doc = _doc(name)
+    environment = load_catalog(CASES[name][0]).catalog.ci.environment
     assert doc["permissions"] == {}
     for jid, job in doc["jobs"].items():
         if jid.startswith("merge-"):  # keyless signing: the OIDC token, the attestation store
@@ -102,8 +111,9 @@ def test_secrets_only_through_env_and_least_permissions(name: str) -> None:
             assert step["with"]["persist-credentials"] is False
         for key, value in step.get("env", {}).items():
             if "secrets." in str(value):
-                assert key in ("CANNERY_REGISTRY_USER", "CANNERY_REGISTRY_PASSWORD")
-                assert doc["jobs"][jid]["environment"] == "image-registry"
+                # one registry, or each of several (mirrors) in its own variables
+                assert re.fullmatch(r"CANNERY_REGISTRY_([A-Z0-9_]+_)?(USER|PASSWORD)", key), key
+                assert doc["jobs"][jid]["environment"] == environment
 
 
 def test_example_jobs_legs_and_merges_match_the_catalog() -> None:
