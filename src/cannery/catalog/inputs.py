@@ -54,6 +54,20 @@ def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
     return out
 
 
+def python_source_url(cat: Catalog, image: str) -> str | None:
+    """The URL of the Python source tarball ``image`` builds, or None (no source install)."""
+    py = cat.images[image].python
+    if py is None or py.install != "source" or py.url is None:
+        return None
+    return py.url.replace("{version}", py.version)
+
+
+def stage_bases(cat: Catalog, image: str) -> list[str]:
+    """The bases keys the image's builder stages start from (besides the image's own base)."""
+    img = cat.images[image]
+    return list(dict.fromkeys(s.base for s in img.stages if s.base and s.base != img.base))
+
+
 def wheel_urls(template: str, arches: tuple[str, ...]) -> list[tuple[str, str]]:
     """(TARGETARCH, URL) of a wheel component for each of ``arches``."""
     return [(a, fill_url(template, arch=a)) for a in arches]

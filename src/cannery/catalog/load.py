@@ -383,14 +383,18 @@ def _lint_run_steps(cat: Catalog, col: _Collector) -> None:
 
     engine: Engine | None = None
     for iname, img in cat.images.items():
-        runs = [(i, s.run) for i, s in enumerate(img.steps) if s.run is not None]
+        runs: list[tuple[tuple[str | int, ...], str]] = [
+            (("steps", i), s.run) for i, s in enumerate(img.steps) if s.run is not None
+        ]
+        runs += [(("stages", j, "steps", i), s.run) for j, st in enumerate(img.stages)
+                 for i, s in enumerate(st.steps) if s.run is not None]
         if not runs:
             continue
         engine = engine or Engine(LintConfig())
         text = render_dockerfile(plan_image(cat, iname, Lock()))
         lines = text.split("\n")
         findings = engine.lint_text(f"{iname}.Dockerfile", text, "dockerfile")
-        for i, run in runs:
+        for at, run in runs:
             rendered = run_step_text(run).render().split("\n")
             start = lines.index(rendered[0]) + 1
             end = start + len(rendered) - 1
@@ -398,7 +402,7 @@ def _lint_run_steps(cat: Catalog, col: _Collector) -> None:
                 if start <= f.span.line <= end and (
                     f.severity >= Severity.ERROR or f.rule in REVIEW_RULES
                 ):
-                    col.error(("images", iname, "steps", i, "run"), f"{f.rule}: {f.message}")
+                    col.error(("images", iname, *at, "run"), f"{f.rule}: {f.message}")
 
 
 def _check_stages(cat: Catalog, iname: str, col: _Collector) -> None:

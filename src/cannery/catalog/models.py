@@ -605,7 +605,10 @@ def _python_rules() -> JsonDict:
     return {
         "if": source,
         "then": {"required": ["url"], "not": {"required": ["packages"]}},
-        "else": {"required": ["packages"], "not": {"required": ["url"]}},
+        "else": {
+            "required": ["packages"],
+            "not": {"anyOf": [{"required": ["url"]}, {"required": ["build_packages"]}]},
+        },
     }
 
 
@@ -633,8 +636,14 @@ class PythonInstall(Strict):
         None, description="install = source: https URL template of the tarball ({version})",
         json_schema_extra=_schema(PY_URL_TEMPLATE),
     )
+    build_packages: list[str] | None = Field(
+        None,
+        description="install = source: what the builder stage installs to compile Python, never "
+        "in the final image (default: cannery's list for the base's package manager)",
+        json_schema_extra={"items": {"type": "string", "pattern": OS_PACKAGE}},
+    )
 
-    @field_validator("packages")
+    @field_validator("packages", "build_packages")
     @classmethod
     def _packages(cls, v: list[str] | None) -> list[str] | None:
         for name in v or ():
@@ -656,8 +665,10 @@ class PythonInstall(Strict):
     def _one_way(self) -> PythonInstall:
         if self.install == "source" and (self.url is None or self.packages is not None):
             raise ValueError("install = \"source\" takes url (and no packages)")
-        if self.install == "packages" and (self.packages is None or self.url is not None):
-            raise ValueError("install = \"packages\" takes packages (and no url)")
+        if self.install == "packages" and (
+            self.packages is None or self.url is not None or self.build_packages is not None
+        ):
+            raise ValueError("install = \"packages\" takes packages (and no url or build_packages)")
         return self
 
     @property
