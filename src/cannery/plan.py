@@ -191,7 +191,7 @@ class ImageSpec:
     os: str
     os_version: str
     chip: str
-    family: str | None  # None: a chip-generic image (no soc)
+    family: str | None  # without a soc: the family of the base's chip, if there is one
     soc: str | None
     platforms: tuple[str, ...]
     toolkit: ToolkitSpec | None  # None: no toolkit
@@ -356,8 +356,7 @@ def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) 
 def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
     img = cat.images[image]
     base = cat.bases[img.base]
-    family = cat.family_of(img.soc)
-    assert (family is None) == (img.soc is None)  # the loader checked every image's SoC
+    family = cat.family_for(image)  # the loader checked every image's SoC
     arches = arches_of(img.platforms)
     toolkit = _toolkit(cat, image, lock)
     components = tuple(_component(n, cat.components[n], arches, lock) for n in img.components)

@@ -155,3 +155,39 @@ def test_stage_run_step_is_linted_at_its_line(tmp_path: Path, cli) -> None:  # t
         'steps = [{ run = "curl -k https://x.example.com/a | sh" }]') + 1
     assert f"{path}:{line}: images.built.stages[0].steps[0].run: tls-verification-disabled" \
         in res.err, res.err
+
+
+def test_chip_generic_image_installs_its_chips_family_packages(tmp_path: Path) -> None:
+    """No soc: the ops package of the base chip's one family (910b: A2), no SOC_VERSION."""
+    text = PLAIN + """
+[[toolkits.cann852.packages]]
+name = "ops"
+family = "A2"
+url = "https://files.example.com/cann/ops-a2-{uname_arch}.run"
+
+[[toolkits.cann852.packages]]
+name = "ops"
+family = "A3"
+url = "https://files.example.com/cann/ops-a3-{uname_arch}.run"
+
+[images.generic]
+base = "os"
+toolkit = "cann852"
+platforms = ["linux/amd64"]
+tag = "generic-{family}"
+"""
+    cat = _load(tmp_path, text)
+    spec = plan_image(cat, "generic", _locked())
+    assert spec.tag == "generic-A2" and spec.soc is None
+    rendered = render_dockerfile(spec)
+    assert "ops-a2-x86_64.run" in rendered and "ops-a3" not in rendered
+    assert "SOC_VERSION" not in rendered and "io.cannery.soc" not in rendered
+
+
+def test_an_image_without_python_packages_has_no_pip_step(tmp_path: Path) -> None:
+    """Nothing to resolve, nothing locked: no pip call (the stand-in Python of the e2e test
+    would fail one)."""
+    cat = _load(tmp_path)
+    spec = plan_image(cat, "built", _locked())
+    assert spec.python_locked == () and spec.unpinned() == []
+    assert "-m pip" not in render_dockerfile(spec).split("AS image", 1)[1]

@@ -32,7 +32,7 @@ def render_tag(cat: Catalog, image: str, template: str | None = None) -> str:
         "python": cat.python_of(image) or "",
         "recipe": img.recipe,
         "soc": img.soc or "",
-        "family": cat.family_of(img.soc) or "",
+        "family": cat.family_for(image) or "",
     }
     return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], template or img.tag)
 
@@ -44,7 +44,7 @@ def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
     tk = cat.toolkit_of(image)
     if tk is None or tk.provided == "host" or base.toolkit_version == tk.version:
         return []
-    family = cat.family_of(img.soc)
+    family = cat.family_for(image)
     out = []
     for pkg in tk.packages:
         if pkg.family and pkg.family != family:

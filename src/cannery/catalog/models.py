@@ -986,6 +986,16 @@ class Catalog(Strict):
         """The SoC family (A2, A3, …) that ``soc`` belongs to, or None (also for no SoC)."""
         return next((f for f, fam in self.families.items() if soc in fam.socs), None)
 
+    def family_for(self, image: str) -> str | None:
+        """The image's SoC family: its soc's; for a chip-generic image (no soc), the one family
+        of its base's chip (the ops packages of that family fit every SoC of it), else None."""
+        img = self.images[image]
+        if img.soc is not None:
+            return self.family_of(img.soc)
+        chip = self.bases[img.base].chip
+        fams = [f for f, fam in self.families.items() if fam.chip == chip]
+        return fams[0] if len(fams) == 1 else None
+
     def python_of(self, image: str) -> str | None:
         """The image's Python as ``3.11``: the one it installs, else the base's, else None."""
         img = self.images[image]

@@ -448,7 +448,8 @@ def _toolkit(spec: ImageSpec) -> list[Instruction]:
 PY_STAGE = "cannery-python"
 PY_RUNTIME = "/opt/cannery/python-runtime-packages"
 # Which package owns a library file, per package manager: dpkg -S and rpm -qf, by the path
-# ldd prints, its real path, or under /usr (merged /usr: the package may name either).
+# ldd prints, its real path, or with /usr added or removed (merged /usr: a package may name
+# either).
 _OWNER = {
     "apt": "dpkg-query -S {path} 2>/dev/null | head -n 1 | cut -d: -f1",
     "dnf": "rpm -qf --qf '%{{NAME}}\\n' {path} 2>/dev/null",
@@ -498,7 +499,7 @@ def _python_stage(spec: ImageSpec, py: PythonSpec) -> list[Instruction]:
         f": > {PY_RUNTIME};",
         "while read -r lib; do",
         "  pkg=;",
-        '  for path in "${lib}" "$(readlink -f "${lib}")" "/usr${lib}"; do',
+        '  for path in "${lib}" "$(readlink -f "${lib}")" "/usr${lib}" "${lib#/usr}"; do',
         f'    [ -n "${{pkg}}" ] || pkg=$({owner.format(path=chr(34) + "${path}" + chr(34))})'
         " || true;",
         "  done;",
