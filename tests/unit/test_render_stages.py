@@ -191,3 +191,20 @@ def test_an_image_without_python_packages_has_no_pip_step(tmp_path: Path) -> Non
     spec = plan_image(cat, "built", _locked())
     assert spec.python_locked == () and spec.unpinned() == []
     assert "-m pip" not in render_dockerfile(spec).split("AS image", 1)[1]
+
+
+def test_plan_shows_the_python_build_and_stages(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    path = tmp_path / "cannery.toml"
+    path.write_text(PLAIN)
+    res = cli("plan", "--catalog", str(path), "--json", "built")
+    assert res.code == 0, res.err
+    (image,) = json.loads(res.out)["images"]
+    assert image["toolkit"]["provided"] == "host" and image["soc"] is None
+    assert image["python_install"]["install"] == "source"
+    assert {d["url"] for d in image["python_install"]["downloads"]} == {TARBALL}
+    assert image["stages"] == ["tools"]
+    text = cli("plan", "--catalog", str(path), "built").out
+    assert "source tarball (builder stage)" in text and "stage tools" in text
+    assert "python deps" not in text  # nothing to resolve

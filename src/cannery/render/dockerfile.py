@@ -9,6 +9,9 @@ What the output guarantees (each a defect found in review of hand-written images
   UNPINNED at the top;
 - the toolkit env is persisted with ENV from the catalog table, with no empty path element and
   no build-only ``devlib``, so ``docker run IMAGE python`` sees it with no shell in between;
+  an image without a toolkit, or whose toolkit the host mounts, gets no toolkit ENV or label;
+- builder stages (a Python source build, the catalog's stages) come before the final stage:
+  their build-only packages and steps stay there, only their outputs are copied in;
 - a job limit, SOC_VERSION and a component's build env live only in that component's RUN;
 - git sources are fetched at their locked commit with depth 1, and leave no ``.git`` behind;
 - torch pins are installed first and constrain every later pip call;
