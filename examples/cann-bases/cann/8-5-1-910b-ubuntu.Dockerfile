@@ -83,6 +83,7 @@ ARG TARGETARCH
 # and tools clamp file times; unset, nothing changes.
 ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+CMD ["/bin/bash"]
 
 # Python 3.11.14 from the builder stage cannery-python, first on PATH.
 COPY --from=cannery-python /usr/local/python3.11.14 /usr/local/python3.11.14
@@ -142,4 +143,3 @@ LABEL org.opencontainers.image.source="https://github.com/Ascend/cann-container-
       org.opencontainers.image.version="8.5.1-910b-ubuntu22.04-py3.11" \
       org.opencontainers.image.base.name="docker.io/library/ubuntu:22.04" \
       io.cannery.toolkit="cann-8.5.1"
-CMD ["/bin/bash"]

@@ -81,6 +81,7 @@ ARG TARGETARCH
 # and tools clamp file times; unset, nothing changes.
 ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+CMD ["/bin/bash"]
 
 # Python 3.11.15 from the builder stage cannery-python, first on PATH.
 COPY --from=cannery-python /usr/local/python3.11.15 /usr/local/python3.11.15
@@ -141,4 +142,3 @@ LABEL org.opencontainers.image.source="https://github.com/Ascend/cann-container-
       org.opencontainers.image.version="8.5.2-910b-openeuler24.03-py3.11" \
       org.opencontainers.image.base.name="docker.io/openeuler/openeuler:24.03-lts" \
       io.cannery.toolkit="cann-8.5.2"
-CMD ["/bin/bash"]

@@ -18,7 +18,9 @@ What the output guarantees (each a defect found in review of hand-written images
 - no mirror, index or trusted-host config is left in the image;
 - apt or dnf (from the base's os) installs only what the base lacks and leaves no lists,
   caches or logs;
-- layers run from least to most often changed, so bumping the framework rebuilds the tail only.
+- layers run from least to most often changed, so bumping the framework rebuilds the tail only;
+  ENTRYPOINT and CMD come first and one LABEL last, so that tail is the changed steps and the
+  LABEL.
 """
 
 from __future__ import annotations
@@ -615,6 +617,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
         ),
         Arg("SOURCE_DATE_EPOCH"),
         Shell(SHELL),
+        *_command(spec),
         Blank(),
     ]
 
@@ -664,13 +667,19 @@ def render_dockerfile(spec: ImageSpec) -> str:
                     "tree had changes)."),
             Arg(CHECKOUT_ARG, "unknown"),
         ]
-    body.append(Label(tuple(labels)))
     if spec.user:
         body.append(User(spec.user))
-    if spec.entrypoint:
-        body.append(Entrypoint(spec.entrypoint))
-    body.append(Cmd(spec.cmd))
+    # Last and one instruction: a bump rebuilds its own step, the steps after it, and this.
+    body.append(Label(tuple(labels)))
     return render_all(body)
+
+
+def _command(spec: ImageSpec) -> list[Instruction]:
+    """ENTRYPOINT and CMD, at the top of the final stage: no build step uses them, and set
+    there they stay cached when a later step changes (each instruction after a changed step
+    is a commit of its own in `buildah build --layers`)."""
+    out: list[Instruction] = [Entrypoint(spec.entrypoint)] if spec.entrypoint else []
+    return [*out, Cmd(spec.cmd)]
 
 
 def render_dockerignore(specs: list[ImageSpec], catalog_name: str) -> str | None:

@@ -20,6 +20,7 @@ ARG TARGETARCH
 # and tools clamp file times; unset, nothing changes.
 ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+CMD ["/bin/bash"]
 
 # System packages (change least often).
 RUN set -eu; \
@@ -161,4 +162,3 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       io.cannery.component.transformers="cc7ab9be508ce6ed3637bba9e50367b29b742dc6" \
       io.cannery.component.train-extras="accelerate==1.13.0 mathruler" \
       io.cannery.component.verl="4045d67063052dcb800c918c107b8d5a87046006"
-CMD ["/bin/bash"]

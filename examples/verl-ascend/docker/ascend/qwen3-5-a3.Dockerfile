@@ -31,6 +31,7 @@ ARG TARGETARCH
 # and tools clamp file times; unset, nothing changes.
 ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+CMD ["/bin/bash"]
 
 # System packages (change least often).
 RUN set -eu; \
@@ -213,4 +214,3 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       io.cannery.component.transformers="cc7ab9be508ce6ed3637bba9e50367b29b742dc6" \
       io.cannery.component.qwen3-5-extras="accelerate==1.13.0 mathruler" \
       io.cannery.component.verl-qwen3-5="4045d67063052dcb800c918c107b8d5a87046006"
-CMD ["/bin/bash"]
