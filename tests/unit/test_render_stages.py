@@ -5,6 +5,7 @@ or SoC it does not have. Every Dockerfile here passes cannery's own lint rules."
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from cannery.catalog.load import load_catalog
@@ -208,3 +209,77 @@ def test_plan_shows_the_python_build_and_stages(tmp_path: Path, cli) -> None:  #
     text = cli("plan", "--catalog", str(path), "built").out
     assert "source tarball (builder stage)" in text and "stage tools" in text
     assert "python deps" not in text  # nothing to resolve
+
+
+def _runtime_lines(tmp: Path, os_name: str) -> str:
+    """The rendered builder RUN's part that lists the runtime packages, with the prefix and
+    /opt/cannery moved under ``tmp`` (run by bash here, with stand-in ldd/dpkg-query/rpm)."""
+    import dockerfile
+
+    head = '[bases.os]\nimage = "registry.example.com/ubuntu:22.04"\nos = '
+    text = PLAIN.replace(head + '"ubuntu"', head + f'"{os_name}"')
+    cat = _load(tmp, text)
+    rendered = render_dockerfile(plan_image(cat, "built", _locked()))
+    run = next(c.value[0] for c in dockerfile.parse_string(rendered)
+               if c.cmd == "RUN" and "make altinstall" in c.value[0])
+    part = "set -eu; " + run[run.index("mkdir -p /opt/cannery;"):]
+    return (part.replace("/usr/local/python3.11.10", f"{tmp}/prefix")
+            .replace("/opt/cannery", f"{tmp}/opt"))
+
+
+def _world(tmp: Path, owners: dict[str, str]) -> dict[str, str]:
+    """A prefix with one binary and one module; ldd says what they link; the package
+    database knows ``owners`` (path -> package)."""
+    import stat
+
+    (tmp / "prefix" / "bin").mkdir(parents=True)
+    (tmp / "prefix" / "lib").mkdir()
+    for f in ("bin/python3.11", "lib/_ssl.so"):
+        (tmp / "prefix" / f).write_text("elf")
+        (tmp / "prefix" / f).chmod(0o755)
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+
+    def tool(name: str, body: str) -> None:
+        (bin_dir / name).write_text("#!/bin/bash\n" + body + "\n")
+        (bin_dir / name).chmod(0o755 | stat.S_IXUSR)
+
+    tool("ldd", f'case "$1" in *_ssl.so) echo "  libssl.so.3 => /lib/x86_64-linux-gnu/libssl.so.3 '
+         f'(0x1)"; echo "  libpython3.11.so.1.0 => {tmp}/prefix/lib/libpython3.11.so.1.0 (0x1)";;'
+         ' *) echo "  linux-vdso.so.1 (0x1)"; echo "  libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6'
+         ' (0x1)"; echo "  /lib64/ld-linux-x86-64.so.2 (0x1)";; esac')
+    cases = " ".join(f'"{path}") echo "{pkg}";;' for path, pkg in owners.items())
+    tool("dpkg-query", f'case "$2" in {cases.replace(chr(34) + ";;", ":amd64: x" + chr(34) + ";;")}'
+         ' *) exit 1;; esac')
+    tool("rpm", f'case "${{@: -1}}" in {cases} *) echo "not owned"; exit 1;; esac')
+    tool("readlink", 'echo "$2"')
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+def test_runtime_packages_are_the_owners_of_the_linked_libraries(tmp_path: Path) -> None:
+    """dpkg -S and rpm -qf, by the path ldd prints or with /usr added (merged /usr); the
+    prefix's own libpython is not a package."""
+    import subprocess
+
+    for os_name in ("ubuntu", "openeuler"):
+        tmp = tmp_path / os_name
+        tmp.mkdir()
+        script = _runtime_lines(tmp, os_name)
+        env = _world(tmp, {"/lib/x86_64-linux-gnu/libc.so.6": "libc6",
+                           "/usr/lib/x86_64-linux-gnu/libssl.so.3": "libssl3"})
+        proc = subprocess.run(["/bin/bash", "-o", "pipefail", "-c", script], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, (os_name, proc.stderr)
+        listed = (tmp / "opt" / "python-runtime-packages").read_text().split()
+        assert listed == ["libc6", "libssl3"], (os_name, listed)
+
+
+def test_a_linked_library_no_package_owns_stops_the_build(tmp_path: Path) -> None:
+    import subprocess
+
+    script = _runtime_lines(tmp_path, "ubuntu")
+    env = _world(tmp_path, {"/lib/x86_64-linux-gnu/libc.so.6": "libc6"})
+    proc = subprocess.run(["/bin/bash", "-o", "pipefail", "-c", script], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "cannery: no package owns /lib/x86_64-linux-gnu/libssl.so.3" in proc.stderr

@@ -60,7 +60,7 @@ RUN set -eu; \
     while read -r lib; do \
       pkg=; \
       for path in "${lib}" "$(readlink -f "${lib}")" "/usr${lib}" "${lib#/usr}"; do \
-        [ -n "${pkg}" ] || pkg=$(rpm -qf --qf '%{NAME}\n' "${path}" 2>/dev/null) || true; \
+        [ -n "${pkg}" ] || pkg=$(rpm -qf --qf '%{NAME}\n' "${path}" 2>/dev/null) || pkg=; \
       done; \
       if [ -z "${pkg}" ]; then echo "cannery: no package owns ${lib}" >&2; exit 1; fi; \
       echo "${pkg}" >> /opt/cannery/python-runtime-packages; \

@@ -62,7 +62,7 @@ RUN set -eu; \
     while read -r lib; do \
       pkg=; \
       for path in "${lib}" "$(readlink -f "${lib}")" "/usr${lib}" "${lib#/usr}"; do \
-        [ -n "${pkg}" ] || pkg=$(dpkg-query -S "${path}" 2>/dev/null | head -n 1 | cut -d: -f1) || true; \
+        [ -n "${pkg}" ] || pkg=$(dpkg-query -S "${path}" 2>/dev/null | head -n 1 | cut -d: -f1) || pkg=; \
       done; \
       if [ -z "${pkg}" ]; then echo "cannery: no package owns ${lib}" >&2; exit 1; fi; \
       echo "${pkg}" >> /opt/cannery/python-runtime-packages; \

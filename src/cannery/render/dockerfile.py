@@ -505,8 +505,9 @@ def _python_stage(spec: ImageSpec, py: PythonSpec) -> list[Instruction]:
         "while read -r lib; do",
         "  pkg=;",
         '  for path in "${lib}" "$(readlink -f "${lib}")" "/usr${lib}" "${lib#/usr}"; do',
+        # a failed query says why on stdout (rpm's "is not owned"): never take that as a name
         f'    [ -n "${{pkg}}" ] || pkg=$({owner.format(path=chr(34) + "${path}" + chr(34))})'
-        " || true;",
+        " || pkg=;",
         "  done;",
         '  if [ -z "${pkg}" ]; then echo "cannery: no package owns ${lib}" >&2; exit 1; fi;',
         f'  echo "${{pkg}}" >> {PY_RUNTIME};',
