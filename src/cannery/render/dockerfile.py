@@ -29,6 +29,7 @@ import re
 import shlex
 
 from cannery import __version__
+from cannery.catalog.inputs import BUNDLES
 from cannery.plan import (
     CHECKOUT_ARG,
     UNAME_ARCH,
@@ -65,8 +66,6 @@ ARCH_VAR = "CANN_ARCH"  # x86_64 | aarch64, set per platform in the arch-* stage
 UNLOCKED = "UNLOCKED"
 PIP = "python3 -m pip install --no-cache-dir"
 DEFAULT_INDEX = "https://pypi.org/simple"
-# Wheel bundles by file name ending (torch_npu ships a .tar.gz, sgl-kernel-npu a .zip).
-BUNDLES = {".zip": "zip", ".tar.gz": "tar.gz", ".tgz": "tar.gz"}
 
 
 def _q(text: str) -> str:
@@ -182,9 +181,10 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         if comp.wheels:
             extra = [a for a in extra if a != "--no-build-isolation"]
     # The component's extra indexes, for its pip calls only ("$@": POSIX, no bash arrays);
-    # with a lock nothing is resolved here, so none is needed.
+    # with a lock nothing is resolved here, so none is needed, except for a checkout (pip
+    # resolves its dependencies and requirements files at build time).
     index: list[str] = []
-    if comp.extra_index and not spec.python_pinned:
+    if comp.extra_index and (not spec.python_pinned or comp.path is not None):
         urls = dict(comp.extra_index)
         branches = {
             a: [" ".join(["set --", *(_q(f"--extra-index-url={u}") for u in urls.get(a, ()))])
@@ -303,8 +303,13 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             lines.append(
                 f'export LD_LIBRARY_PATH="{devlib}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}";'
             )
-        for req in comp.requirements if not spec.python_pinned or git is None else ():
-            lines.append(f"{pip} -r {_q(dest + '/' + req)};")
+    # Requirements files, with the component's pip_args but their dependencies (`--no-deps`
+    # is about the component itself, as in the lock). With a Python lock a git tree's are in
+    # it, installed hash-checked by the locked step; a checkout's change with it: pip here.
+    req_args = [_q(a) for a in comp.pip_args if a != "--no-deps"]
+    for req in comp.requirements if not spec.python_pinned or git is None else ():
+        lines.append(f"{' '.join([pip, *req_args])} -r {_q(dest + '/' + req)};")
+    if comp.install != "none":
         project = f"{dest}/{comp.subdir}" if comp.subdir else dest
         if comp.pyproject:
             lines.append(f"cp {_q(project + '/' + comp.pyproject)} {project}/pyproject.toml;")
