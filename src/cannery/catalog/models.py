@@ -637,7 +637,10 @@ def _python_rules() -> JsonDict:
     return {
         "if": source,
         "then": {"required": ["url"], "not": {"required": ["packages"]}},
-        "else": {"required": ["packages"], "not": {"required": ["url"]}},
+        "else": {
+            "required": ["packages"],
+            "not": {"anyOf": [{"required": ["url"]}, {"required": ["build_packages"]}]},
+        },
     }
 
 
@@ -665,8 +668,14 @@ class PythonInstall(Strict):
         None, description="install = source: https URL template of the tarball ({version})",
         json_schema_extra=_schema(PY_URL_TEMPLATE),
     )
+    build_packages: list[str] | None = Field(
+        None,
+        description="install = source: what the builder stage installs to compile Python, never "
+        "in the final image (default: cannery's list for the base's package manager)",
+        json_schema_extra={"items": {"type": "string", "pattern": OS_PACKAGE}},
+    )
 
-    @field_validator("packages")
+    @field_validator("packages", "build_packages")
     @classmethod
     def _packages(cls, v: list[str] | None) -> list[str] | None:
         for name in v or ():
@@ -688,8 +697,10 @@ class PythonInstall(Strict):
     def _one_way(self) -> PythonInstall:
         if self.install == "source" and (self.url is None or self.packages is not None):
             raise ValueError("install = \"source\" takes url (and no packages)")
-        if self.install == "packages" and (self.packages is None or self.url is not None):
-            raise ValueError("install = \"packages\" takes packages (and no url)")
+        if self.install == "packages" and (
+            self.packages is None or self.url is not None or self.build_packages is not None
+        ):
+            raise ValueError("install = \"packages\" takes packages (and no url or build_packages)")
         return self
 
     @property
@@ -1043,6 +1054,16 @@ class Catalog(Strict):
     def family_of(self, soc: str | None) -> str | None:
         """The SoC family (A2, A3, …) that ``soc`` belongs to, or None (also for no SoC)."""
         return next((f for f, fam in self.families.items() if soc in fam.socs), None)
+
+    def family_for(self, image: str) -> str | None:
+        """The image's SoC family: its soc's; for a chip-generic image (no soc), the one family
+        of its base's chip (the ops packages of that family fit every SoC of it), else None."""
+        img = self.images[image]
+        if img.soc is not None:
+            return self.family_of(img.soc)
+        chip = self.bases[img.base].chip
+        fams = [f for f, fam in self.families.items() if fam.chip == chip]
+        return fams[0] if len(fams) == 1 else None
 
     def python_of(self, image: str) -> str | None:
         """The image's Python as ``3.11``: the one it installs, else the base's, else None."""

@@ -29,7 +29,7 @@ CMD ["/bin/bash"]
 
 # System packages (change least often).
 RUN set -eu; \
-    missing=$(for p in libsox-dev unzip libaio-dev zip iputils-ping telnet sudo git wget net-tools libjemalloc2 build-essential python3-dev ca-certificates; do \
+    missing=$(for p in libsox-dev unzip libaio-dev zip iputils-ping telnet sudo git wget net-tools libjemalloc2 build-essential python3-dev python3.10 python3-pip ca-certificates; do \
       dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"; \
     done); \
     if [ -n "${missing}" ]; then \
