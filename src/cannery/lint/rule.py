@@ -4,23 +4,39 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
 
 from cannery.lint.model import Finding, Fix, Severity, Span
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
-@dataclass(repr=False, eq=False)
+
 class LintContext:
     """What rules may consult besides the file: options and Ascend domain facts."""
 
-    implicit_args: frozenset[str]
-    trusted_registries: tuple[str, ...]
-    root: str = "."  # repository root, for paths a workflow names
-    base_env: dict[str, list[str]] = field(default_factory=dict)  # image pattern → vars set
-    target: str | None = None  # the Dockerfile stage that ships (None: the last)
-    no_compile_env: tuple[str, ...] = ()  # NAME=VALUE that turn native compilation off
-    peers: tuple[str, ...] = ()  # the Dockerfiles linted in the same run (any directory)
+    __slots__ = (
+        "base_env",
+        "implicit_args",
+        "no_compile_env",
+        "peers",
+        "root",
+        "target",
+        "trusted_registries",
+    )
+
+    def __init__(self, implicit_args: frozenset[str], trusted_registries: tuple[str, ...],
+                 root: str = ".", base_env: dict[str, list[str]] | None = None,
+                 target: str | None = None, no_compile_env: tuple[str, ...] = (),
+                 peers: tuple[str, ...] = ()) -> None:
+        self.implicit_args = implicit_args
+        self.trusted_registries = trusted_registries
+        self.root = root  # repository root, for paths a workflow names
+        # image pattern → vars set
+        self.base_env: dict[str, list[str]] = {} if base_env is None else base_env
+        self.target = target  # the Dockerfile stage that ships (None: the last)
+        self.no_compile_env = no_compile_env  # NAME=VALUE that turn native compilation off
+        self.peers = peers  # the Dockerfiles linted in the same run (any directory)
 
     def find_dockerfile(self, name: str) -> str | None:
         """The file a workflow's `file:` names: under the repository root, or else the one

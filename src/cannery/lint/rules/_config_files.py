@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.facts.shell import Command
@@ -47,13 +46,15 @@ INDEX = {
 }
 
 
-@dataclass(repr=False, eq=False)
 class Setting:
-    tool: str
-    file: str
-    text: str  # the line as written
-    line: int
-    column: int
+    __slots__ = ("column", "file", "line", "text", "tool")
+
+    def __init__(self, tool: str, file: str, text: str, line: int, column: int) -> None:
+        self.tool = tool
+        self.file = file
+        self.text = text  # the line as written
+        self.line = line
+        self.column = column
 
 
 def tool_of(path: str) -> str | None:

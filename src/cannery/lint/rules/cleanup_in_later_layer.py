@@ -2,26 +2,36 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction
 from cannery.lint.facts.shell import Command
-from cannery.lint.model import Finding, Severity
+from cannery.lint.model import Finding, Frozen, Severity
 from cannery.lint.rule import LintContext, Rule
 from cannery.lint.rules._shell import DOWNLOADERS, basename, downloaded_file
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
-@dataclass(frozen=True)
-class Cache:
+
+class Cache(Frozen):
     """A package manager's cache: the tools that fill it, the paths it lives in, and the
     commands that clean it."""
 
+    __slots__ = ("clean", "fill", "paths", "tools", "what")
     what: str
     tools: tuple[str, ...]
     fill: tuple[str, ...]  # subcommands that fill it
     paths: re.Pattern[str]
     clean: tuple[str, ...]  # subcommands (of ``tools``) that clean it
+
+    def __init__(self, what: str, tools: tuple[str, ...], fill: tuple[str, ...],
+                 paths: re.Pattern[str], clean: tuple[str, ...]) -> None:
+        object.__setattr__(self, "what", what)
+        object.__setattr__(self, "tools", tools)
+        object.__setattr__(self, "fill", fill)
+        object.__setattr__(self, "paths", paths)
+        object.__setattr__(self, "clean", clean)
 
 
 CACHES = (

@@ -2,10 +2,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction
-from cannery.lint.model import Finding, Severity
+from cannery.lint.model import Finding, Frozen, Severity
 from cannery.lint.rule import LintContext, Rule
 from cannery.lint.rules._config_files import index, settings
 from cannery.lint.rules._shell import host_of
@@ -28,14 +27,19 @@ def _path(text: str) -> str:
     return re.sub(r"^(~|\$HOME|\$\{HOME\})/", "/root/", text)
 
 
-@dataclass(frozen=True)
-class _Undo:
+class _Undo(Frozen):
     """A later step that takes a setting back out of the image: a file removed or replaced,
     a `pip config unset KEY`, an `npm config delete KEY`."""
 
+    __slots__ = ("file", "key", "where")
     where: tuple[int, int]  # (line, column), to order it after the setting
-    file: str = ""
-    key: str = ""
+    file: str
+    key: str
+
+    def __init__(self, where: tuple[int, int], file: str = "", key: str = "") -> None:
+        object.__setattr__(self, "where", where)
+        object.__setattr__(self, "file", file)
+        object.__setattr__(self, "key", key)
 
 
 def _undos(facts: DockerfileFacts) -> dict[int, list[_Undo]]:
