@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction
 from cannery.lint.facts.shell import Command
 from cannery.lint.model import Finding, Frozen, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 from cannery.lint.rules._shell import DOWNLOADERS, basename, downloaded_file
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
@@ -37,14 +37,14 @@ class Cache(Frozen):
 CACHES = (
     Cache("the apt lists and cache", ("apt-get", "apt", "apt-cache"), ("update", "install",
           "upgrade", "dist-upgrade", "build-dep"),
-          re.compile(r"^/var/lib/apt/lists|^/var/cache/apt"), ("clean", "autoclean")),
+          lazy_re(r"^/var/lib/apt/lists|^/var/cache/apt"), ("clean", "autoclean")),
     Cache("the yum/dnf metadata and cache", ("yum", "dnf", "microdnf", "tdnf"),
           ("install", "update", "upgrade", "makecache", "groupinstall", "reinstall",
            "localinstall", "builddep", "distro-sync"),
-          re.compile(r"^/var/cache/(yum|dnf)"), ("clean",)),
+          lazy_re(r"^/var/cache/(yum|dnf)"), ("clean",)),
     Cache("the pip cache", ("pip",), ("install", "wheel", "download"),
-          re.compile(r"^/root/\.cache/pip|^~/\.cache/pip|^\$HOME/\.cache/pip|"
-                     r"^\$\{HOME\}/\.cache/pip"), ("cache",)),
+          lazy_re(r"^/root/\.cache/pip|^~/\.cache/pip|^\$HOME/\.cache/pip|"
+                  r"^\$\{HOME\}/\.cache/pip"), ("cache",)),
 )
 
 

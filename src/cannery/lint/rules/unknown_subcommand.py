@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
@@ -104,6 +103,8 @@ class UnknownSubcommand(Rule):
             hint = INSTEAD.get((parent, word.value))
             if hint is None:
                 choices = _choices(TOOLS[cmd.name].tree, parent.split()[1:])
+                import difflib  # only for a finding: its import is not free
+
                 close = difflib.get_close_matches(word.value, choices, n=3)
                 hint = (f"did you mean {', '.join(f'`{parent} {c}`' for c in close)}?" if close
                         else f"{parent} has: {', '.join(choices)}" if choices

@@ -7,7 +7,7 @@ from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction, expand
 from cannery.lint.facts.shell import Command, Script
 from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 from cannery.lint.rules._shell import (
     CHECKSUM_TOOLS,
     DOWNLOADERS,
@@ -22,7 +22,7 @@ from cannery.lint.rules._shell import (
     use_kind,
 )
 
-VAR = re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
+VAR = lazy_re(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
 EXTRACTORS = ("tar", "bsdtar", "cpio")
 
 

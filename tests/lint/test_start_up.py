@@ -1,0 +1,132 @@
+"""What keeps a one-file `cannery lint` starting about as fast as hadolint (measured by
+bench/lint_vs_hadolint.py, never here): the modules it does not import, the SoC table read
+without tomllib, regular expressions compiled on first use, and the plain classes that stand
+in for dataclasses behaving as the frozen dataclasses did."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cannery.knowledge import ascend_data, simple_tables, soc_chips
+from cannery.lint.config import LintConfig
+from cannery.lint.model import Edit, Finding, Fix, Severity, Span
+from cannery.lint.rule import lazy_re
+
+SEED = Path(__file__).parent / "seed" / "Dockerfile.ascend_8.5.2_a2_qwen3-5"
+# Each would cost a one-file lint milliseconds of start-up it has no use for.
+NOT_IMPORTED = ("typer", "rich", "pydantic", "httpx", "yaml", "dataclasses", "inspect",
+                "typing", "tomllib", "importlib.resources", "difflib", "tree_sitter",
+                "tree_sitter_bash")
+
+_RUN = """
+import contextlib, io, json, sys
+sys.argv = ["cannery", "lint", "--format", "json", sys.argv[1]]
+from cannery.entry import main
+out = io.StringIO()
+try:
+    with contextlib.redirect_stdout(out):
+        main()
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "findings": len(json.loads(out.getvalue())["findings"]),
+                  "modules": sorted(sys.modules)}))
+"""
+
+
+def test_a_one_file_lint_imports_only_what_it_uses(tmp_path: Path) -> None:
+    # a directory with no pyproject.toml or .cannery.toml above it (a config is read with
+    # tomllib, as it must be)
+    target = tmp_path / "Dockerfile"
+    shutil.copy(SEED, target)
+    if any((d / name).exists() for d in tmp_path.parents
+           for name in ("pyproject.toml", ".cannery.toml")):
+        pytest.skip("a lint config above the temporary directory")
+    res = subprocess.run([sys.executable, "-c", _RUN, str(target)], capture_output=True,
+                         text=True, check=True, cwd=tmp_path)
+    got = json.loads(res.stdout)
+    assert got["code"] == 1 and got["findings"] >= 10  # it linted, and found the seed's defects
+    loaded = set(got["modules"])
+    assert [m for m in NOT_IMPORTED if m in loaded] == []
+    # tree-sitter's compiled modules are loaded directly, and registered as a normal import
+    # would, so a later `import tree_sitter` reuses them
+    assert {"tree_sitter._binding", "tree_sitter_bash._binding"} <= loaded
+
+
+def test_the_soc_table_is_read_without_tomllib_and_matches_it() -> None:
+    from cannery.knowledge import _data_text
+
+    families = simple_tables(_data_text(), "families")
+    assert families is not None, "ascend.toml's families tables are written plainly"
+    assert families == ascend_data()["families"]  # what tomllib reads
+    assert soc_chips()["ascend910b1"] == "910b" and soc_chips()["ascend910_9391"] == "a3"
+
+
+@pytest.mark.parametrize("text", [
+    '[families.A2]\nsocs = [\n  "a",\n]\n',  # a multi-line array
+    '[families.A2]\nchip = "910b"  # a comment after the value\n',
+    '[families.A2]\nchip = "9\\u0031"\n',  # an escape
+    '[families.A2]\nchip = \'910b\'\n',  # a literal string
+    '[families.A2]\nchip="910b"\n',  # spacing it does not read
+    '[families.A2]\nchip = "910b"\nchip = "a3"\n',  # a duplicate key (tomllib rejects it)
+    '[families.A2]\n[families.A2]\n',  # a duplicate table
+    '[families.A2.extra]\nchip = "910b"\n',  # a sub-table
+    'families.A2.chip = "910b"\n',  # a dotted key outside the tables
+    '[other]\nx = """\n[families.A2]\n"""\n',  # a multi-line string holding a header
+    '[families.A2]\nsize = 3\n',  # not a string
+])
+def test_anything_else_about_the_families_goes_to_tomllib(text: str) -> None:
+    assert simple_tables(text, "families") is None
+
+
+def test_simple_tables_skip_other_tables() -> None:
+    text = ('# comment\n[families.A2]\nchip = "910b"\nsocs = ["x", "y"]\n\n'
+            '[envs.cann-8]\nPATH = [\n  "a",\n]\n[families.A3]\nchip = "a3"\n')
+    assert simple_tables(text, "families") == {"A2": {"chip": "910b", "socs": ["x", "y"]},
+                                               "A3": {"chip": "a3"}}
+
+
+def test_a_lazy_pattern_is_the_compiled_pattern() -> None:
+    source, flags = r"(?<![\d.])v?(\d+)\.(\d+)", re.I
+    lazy, real = lazy_re(source, flags), re.compile(source, flags)
+    text = "torch V2.5 and 1.10"
+    assert lazy.pattern == real.pattern and lazy.flags == real.flags
+    assert lazy.search(text).groups() == real.search(text).groups()  # type: ignore[union-attr]
+    assert lazy.findall(text) == real.findall(text)
+    assert lazy.sub("#", text) == real.sub("#", text)
+    assert lazy.fullmatch("v1.2") is not None and lazy.match("x") is None
+    with pytest.raises(re.error):
+        lazy_re("(unclosed").search("x")  # a bad pattern fails where it is first used
+
+
+def test_findings_are_values_as_the_frozen_dataclasses_were() -> None:
+    fix = Fix("drop it", (Edit(1, 2, ""),), safe=True)
+    a = Finding("r", "C1", Severity.ERROR, "m", Span("f", 3, 2), fix=fix)
+    b = Finding("r", "C1", Severity.ERROR, "m", Span("f", 3, 2), fix=Fix(
+        "drop it", (Edit(1, 2, ""),), safe=True))
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a != a.replace(severity=Severity.WARNING)
+    assert a.replace(severity=Severity.WARNING).severity is Severity.WARNING
+    assert Span("f", 3, 5, 1, 0) == Span("f", 3, 5, 3, 5)  # the end never precedes the start
+    with pytest.raises(AttributeError):
+        a.message = "other"  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(a)) == a
+    assert repr(a).startswith("Finding(") and "rule='r'" in repr(a)
+
+
+def test_a_config_copy_keeps_the_original() -> None:
+    cfg = LintConfig()
+    other = cfg.replace(ignore=("unused-arg",), source="x")
+    assert (cfg.ignore, cfg.source) == ((), "defaults")
+    assert (other.ignore, other.source) == (("unused-arg",), "x")
+    assert other.base_image_shells == cfg.base_image_shells
+    assert LintConfig().base_image_env is not cfg.base_image_env  # a fresh dict per config
+    with pytest.raises(AttributeError):
+        cfg.target = "x"  # type: ignore[misc]
