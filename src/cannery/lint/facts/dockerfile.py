@@ -202,10 +202,9 @@ def _pairs(inst: Instruction, facts_lines: list[str], offsets: list[int]) -> lis
     elif len(values) >= 2 and inst.keyword in ("ENV", "LABEL"):
         items = [(values[i], values[i + 1]) for i in range(0, len(values) - 1, 2)]
     for key, raw in items:
-        m = re.compile(rf"(?<![\w$]){re.escape(key)}(?=[=\s]|$)").search(span_text, cursor)
-        if m is None:
+        start = _find_key(span_text, key, cursor)
+        if start < 0:
             continue
-        start = m.start()
         end = start + len(key)
         if raw is not None:
             rest = span_text[end:]
@@ -222,6 +221,22 @@ def _pairs(inst: Instruction, facts_lines: list[str], offsets: list[int]) -> lis
         out.append(Pair(key, value, raw or "", line, start - line_start + 1, base + start,
                         base + end))
     return out
+
+
+def _find_key(text: str, key: str, pos: int) -> int:
+    r"""Where ``key`` first stands as a whole name at or after ``pos`` (not preceded by a word
+    character or `$`, followed by `=`, white space or the end), or -1. What the regular
+    expression ``(?<![\w$])KEY(?=[=\s]|$)`` finds, without compiling one per key."""
+    end = len(text)
+    i = text.find(key, pos)
+    while i >= 0:
+        before = text[i - 1] if i > 0 else ""
+        j = i + len(key)
+        if (not before or not (before.isalnum() or before in "_$")) and (
+                j == end or text[j] == "=" or text[j].isspace()):
+            return i
+        i = text.find(key, i + 1)
+    return -1
 
 
 def _script_text(inst: Instruction, lines: list[str]) -> str:

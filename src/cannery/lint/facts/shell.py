@@ -272,6 +272,8 @@ class _Mapper:
                  original: str | None = None):
         self.lines = text.split("\n")
         self.raw = [ln.encode() for ln in self.lines]
+        # lines in ASCII, where a byte column is a character column (most of them)
+        self.ascii = [len(b) == len(ln) for b, ln in zip(self.raw, self.lines, strict=True)]
         # text as written when ``text`` has masked parts (same character positions)
         self.original: list[str] | None = (
             None if original is None or original == text else original.split("\n"))
@@ -279,15 +281,26 @@ class _Mapper:
         self.line_offsets = line_offsets  # file char offset of each script line's start
         self.col_shift = col_shift  # characters of indentation stripped per script line
 
+    def _chars(self, row: int, byte_col: int) -> int:
+        """How many characters the first ``byte_col`` bytes of script line ``row`` hold."""
+        raw = self.raw[row]
+        if self.ascii[row]:
+            return min(byte_col, len(raw))
+        return len(raw[:byte_col].decode(errors="replace"))
+
     def col(self, row: int, byte_col: int) -> int:
         if row >= len(self.raw):
             return 1
-        return len(self.raw[row][:byte_col].decode(errors="replace")) + 1 + self.col_shift[row]
+        return self._chars(row, byte_col) + 1 + self.col_shift[row]
 
-    def offset(self, row: int, byte_col: int) -> int:
+    def _offset_at(self, row: int, col: int) -> int:
+        """The file offset of ``col`` (as ``col`` returns it) on script line ``row``."""
         if row >= len(self.line_offsets):
             return self.line_offsets[-1] if self.line_offsets else 0
-        return self.line_offsets[row] + self.col(row, byte_col) - 1
+        return self.line_offsets[row] + col - 1
+
+    def offset(self, row: int, byte_col: int) -> int:
+        return self._offset_at(row, self.col(row, byte_col))
 
     def pos(self, node: Any) -> Pos:
         (r0, c0), (r1, c1) = node.start_point, node.end_point
@@ -297,21 +310,27 @@ class _Mapper:
         if self.original is None:
             return str(node.text.decode(errors="replace"))
         (r0, c0), (r1, c1) = node.start_point, node.end_point
-        a = len(self.raw[r0][:c0].decode(errors="replace"))
-        b = len(self.raw[r1][:c1].decode(errors="replace"))
+        a = self._chars(r0, c0)
+        b = self._chars(r1, c1)
         if r0 == r1:
             return str(self.original[r0][a:b])
         return "\n".join([self.original[r0][a:], *self.original[r0 + 1 : r1],
                           self.original[r1][:b]])
 
     def word(self, node: Any) -> Word:
+        # pos() and offset() in one: the columns are computed once (a lint makes thousands)
         text = self.text(node)
-        return Word(text, unquote(text), self.pos(node),
-                    self.offset(*node.start_point), self.offset(*node.end_point))
+        (r0, c0), (r1, c1) = node.start_point, node.end_point
+        k0, k1 = self.col(r0, c0), self.col(r1, c1)
+        return Word(text, unquote(text),
+                    Pos(self.first_line + r0, k0, self.first_line + r1, k1),
+                    self._offset_at(r0, k0), self._offset_at(r1, k1))
 
 
 def unquote(text: str) -> str:
     """Remove shell quoting for matching purposes (not a full shell evaluation)."""
+    if "'" not in text and '"' not in text and "\\" not in text:
+        return text  # nothing to remove (most words)
     out = []
     i = 0
     while i < len(text):
@@ -635,7 +654,8 @@ def _condition(node: Any) -> str:
 def line_offsets(text: str) -> list[int]:
     """Character offset of the start of each line of ``text``."""
     out = [0]
-    for i, ch in enumerate(text):
-        if ch == "\n":
-            out.append(i + 1)
+    i = text.find("\n")
+    while i >= 0:
+        out.append(i + 1)
+        i = text.find("\n", i + 1)
     return out
