@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cannery.knowledge import ascend_data, simple_tables, soc_chips
 from cannery.lint.config import LintConfig
@@ -117,3 +119,14 @@ def test_a_config_copy_keeps_the_original() -> None:
     assert LintConfig().base_image_env is not cfg.base_image_env  # a fresh dict per config
     with pytest.raises(AttributeError):
         cfg.target = "x"  # type: ignore[misc]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="AB_1é²$= \t\n.\u00a0x", max_size=16),
+       st.text(alphabet="AB_1é.$", max_size=3), st.integers(min_value=0, max_value=16))
+def test_an_env_key_is_found_where_the_regular_expression_finds_it(text: str, key: str,
+                                                                   pos: int) -> None:
+    from cannery.lint.facts.dockerfile import _find_key
+
+    m = re.compile(rf"(?<![\w$]){re.escape(key)}(?=[=\s]|$)").search(text, min(pos, len(text)))
+    assert _find_key(text, key, min(pos, len(text))) == (m.start() if m else -1)
