@@ -484,7 +484,8 @@ class _Builder:
                     self.script.expansions.append((name, self.m.pos(node)))
             nested = t in ("command_substitution", "process_substitution")
             self.depth += nested
-            for child in node.children:
+            # anonymous children are tokens (`&&`, `then`, quotes): leaves nothing here reads
+            for child in node.named_children:
                 self.walk(child)
             self.depth -= nested
 
