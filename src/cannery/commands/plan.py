@@ -16,12 +16,15 @@ def _summary(spec: ImageSpec) -> dict[str, Any]:
         "name": spec.name,
         "reference": spec.reference,
         "tag": spec.tag,
+        "tags": list(spec.tags),
+        "tag_fields": dict(spec.tag_fields),
         "base": {"image": spec.base_image, "digest": spec.base_digest},
         "toolkit": {
             "version": spec.toolkit.version,
+            "provided": spec.toolkit.provided,
             "install": spec.toolkit.install,
             "downloads": [asdict(d) for d in spec.toolkit.downloads],
-        },
+        } if spec.toolkit else None,
         "soc": spec.soc,
         "family": spec.family,
         "python": spec.python,
@@ -29,7 +32,7 @@ def _summary(spec: ImageSpec) -> dict[str, Any]:
         "components": [
             {
                 "name": c.name,
-                "kind": "git" if c.git else ("pip" if c.pip else "wheel"),
+                "kind": "git" if c.git else "pip" if c.pip else "path" if c.path else "wheel",
                 "version": c.version,
                 "pin": c.label_version,
                 "locked": not ((c.git and not c.git.commit) or any(not w.sha256 for w in c.wheels))
@@ -72,13 +75,18 @@ def plan_cmd(
         image, _, tag = spec.base_image.rpartition(":")
         table.add_row("base", image, tag, _short(spec.base_digest) or "UNLOCKED")
         tk = spec.toolkit
-        if tk.install:
+        if tk is None:
+            table.add_row("toolkit", "none", "", "")
+        elif not tk.in_image:
+            table.add_row("toolkit", "the host's, mounted at run time", tk.version, "")
+        elif tk.install:
             locked = all(d.sha256 for d in tk.downloads)
             pinned = f"sha256 ×{len(tk.downloads)}" if locked else "UNLOCKED"
             table.add_row("toolkit", f"CANN installers ({len(tk.downloads)})", tk.version, pinned)
         else:
             table.add_row("toolkit", "in the base image", tk.version, "")
-        table.add_row("soc", f"{spec.family}, chip {spec.chip}", spec.soc, "")
+        if spec.soc is not None:
+            table.add_row("soc", f"{spec.family}, chip {spec.chip}", spec.soc, "")
         table.add_row("platforms", ", ".join(spec.platforms), "", "")
         for c in spec.components:
             name = c.name + (f" (jobs≤{c.jobs_limit})" if c.jobs_limit else "")
@@ -89,6 +97,8 @@ def plan_cmd(
             elif c.pip:
                 source, ref = "pip", " ".join(c.pip)
                 pin = "sha256 (lock)" if spec.python_pinned else "UNPINNED"
+            elif c.path is not None:
+                source, ref, pin = f"checkout ({c.path})", c.version or "", "commit at build"
             else:
                 source, ref = "wheel", c.version or ""
                 pin = "sha256" if all(w.sha256 for w in c.wheels) else "UNLOCKED"
@@ -98,6 +108,8 @@ def plan_cmd(
             table.add_row("python deps", "cannery.lock", f"{n} packages", "sha256 each")
         else:
             table.add_row("python deps", "resolved at build time", "", "UNPINNED")
+        fields = " ".join(f"{f}={v}" for f, v in spec.tag_fields)
+        table.add_row("tags", "\n".join(spec.tags), fields, "")
         out.print(table)
     return 0
 

@@ -15,7 +15,9 @@ What the output guarantees (each a defect found in review of hand-written images
 - no mirror, index or trusted-host config is left in the image;
 - apt or dnf (from the base's os) installs only what the base lacks and leaves no lists,
   caches or logs;
-- layers run from least to most often changed, so bumping the framework rebuilds the tail only.
+- layers run from least to most often changed, so bumping the framework rebuilds the tail only;
+  ENTRYPOINT and CMD come first and one LABEL last, so that tail is the changed steps and the
+  LABEL.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import re
 import shlex
 
 from cannery import __version__
+from cannery.catalog.inputs import BUNDLES
 from cannery.plan import CHECKOUT_ARG, UNAME_ARCH, ComponentSpec, Download, ImageSpec
 from cannery.render.instructions import (
     Arg,
@@ -51,8 +54,6 @@ ARCH_VAR = "CANN_ARCH"  # x86_64 | aarch64, set per platform in the arch-* stage
 UNLOCKED = "UNLOCKED"
 PIP = "python3 -m pip install --no-cache-dir"
 DEFAULT_INDEX = "https://pypi.org/simple"
-# Wheel bundles by file name ending (torch_npu ships a .tar.gz, sgl-kernel-npu a .zip).
-BUNDLES = {".zip": "zip", ".tar.gz": "tar.gz", ".tgz": "tar.gz"}
 
 
 def _q(text: str) -> str:
@@ -68,10 +69,11 @@ def _expand(value: str, known: dict[str, str]) -> str:
 
 
 def toolkit_env(spec: ImageSpec) -> tuple[tuple[str, str], ...]:
-    """The ENV pairs that persist the toolkit's set_env.sh (search paths prepend, no '::')."""
+    """The ENV pairs that persist the toolkit's set_env.sh (search paths prepend, no '::');
+    none for an image without a toolkit, or whose toolkit the host mounts at run time."""
     known: dict[str, str] = {}
     pairs: list[tuple[str, str]] = []
-    for var, value in spec.toolkit.env:
+    for var, value in spec.toolkit.env if spec.toolkit and spec.toolkit.in_image else ():
         if isinstance(value, tuple):
             parts = ":".join(_expand(v, known) for v in value)
             text = parts + "${" + var + ":+:${" + var + "}}"
@@ -167,9 +169,10 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         if comp.wheels:
             extra = [a for a in extra if a != "--no-build-isolation"]
     # The component's extra indexes, for its pip calls only ("$@": POSIX, no bash arrays);
-    # with a lock nothing is resolved here, so none is needed.
+    # with a lock nothing is resolved here, so none is needed, except for a checkout (pip
+    # resolves its dependencies and requirements files at build time).
     index: list[str] = []
-    if comp.extra_index and not spec.python_pinned:
+    if comp.extra_index and (not spec.python_pinned or comp.path is not None):
         urls = dict(comp.extra_index)
         branches = {
             a: [" ".join(["set --", *(_q(f"--extra-index-url={u}") for u in urls.get(a, ()))])
@@ -237,8 +240,10 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
     notes = [head + (f" ({comp.install})" if comp.install != "pip" else "")]
     if git is not None and not git.commit:
         notes.append(f"cannery: UNLOCKED git ref {git.ref!r}: run `cannery lock` to pin a commit.")
+    # toolkit_build: the loader checked that the image has a soc and a toolkit it installs
+    devlib = spec.toolkit.devlib if comp.toolkit_build and spec.toolkit else None
     env_names = [k for k, _ in comp.build_env] + (["SOC_VERSION"] if comp.toolkit_build else [])
-    if comp.toolkit_build and spec.toolkit.devlib:
+    if devlib:
         env_names.append("the devlib stub on LD_LIBRARY_PATH")
     if env_names and comp.install != "none":
         what = ", ".join(env_names[:-1]) + (" and " if len(env_names) > 1 else "") + env_names[-1]
@@ -279,15 +284,20 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         lines += _jobs_lines(comp)
         for key, value in comp.build_env:
             lines.append(f"export {key}={_q(value)};")
-        if comp.toolkit_build:
+        if comp.toolkit_build and spec.soc:
             lines.append(f"export SOC_VERSION={_q(spec.soc)};")
-        if comp.toolkit_build and spec.toolkit.devlib:
-            devlib = spec.toolkit.devlib.replace("{uname_arch}", "${" + ARCH_VAR + "}")
+        if devlib:
+            devlib = devlib.replace("{uname_arch}", "${" + ARCH_VAR + "}")
             lines.append(
                 f'export LD_LIBRARY_PATH="{devlib}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}";'
             )
-        for req in comp.requirements if not spec.python_pinned or git is None else ():
-            lines.append(f"{pip} -r {_q(dest + '/' + req)};")
+    # Requirements files, with the component's pip_args but their dependencies (`--no-deps`
+    # is about the component itself, as in the lock). With a Python lock a git tree's are in
+    # it, installed hash-checked by the locked step; a checkout's change with it: pip here.
+    req_args = [_q(a) for a in comp.pip_args if a != "--no-deps"]
+    for req in comp.requirements if not spec.python_pinned or git is None else ():
+        lines.append(f"{' '.join([pip, *req_args])} -r {_q(dest + '/' + req)};")
+    if comp.install != "none":
         project = f"{dest}/{comp.subdir}" if comp.subdir else dest
         if comp.pyproject:
             lines.append(f"cp {_q(project + '/' + comp.pyproject)} {project}/pyproject.toml;")
@@ -350,7 +360,7 @@ def _package_lines(spec: ImageSpec) -> list[str]:
     """
     packages = list(spec.packages)
     needs = ["ca-certificates"]
-    if (spec.toolkit.install and spec.toolkit.downloads) or any(c.wheels for c in spec.components):
+    if _installs_toolkit(spec) or any(c.wheels for c in spec.components):
         needs.append("curl")
     if any(c.git for c in spec.components):
         needs.append("git")
@@ -382,6 +392,42 @@ def _package_lines(spec: ImageSpec) -> list[str]:
         "rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log"
         " /var/cache/ldconfig/aux-cache",
     ]
+
+
+def _installs_toolkit(spec: ImageSpec) -> bool:
+    return spec.toolkit is not None and spec.toolkit.install and bool(spec.toolkit.downloads)
+
+
+def _toolkit(spec: ImageSpec) -> list[Instruction]:
+    """The toolkit's ENV and installers; nothing for no toolkit or the host's."""
+    tk = spec.toolkit
+    if tk is None or not tk.in_image:
+        return []
+    body: list[Instruction] = [
+        Comment(
+            f"CANN {tk.version} environment, as its set_env.sh sets it, persisted for every\n"
+            "later step and for the running container (no `source` needed, none lost under\n"
+            "--entrypoint)."
+        ),
+        Env(toolkit_env(spec)),
+    ]
+    if _installs_toolkit(spec):
+        names = ", ".join(dict.fromkeys(d.name for d in tk.downloads))
+        body.append(
+            Comment(
+                f"CANN {tk.version} installers ({names}): fetched over verified TLS and\n"
+                "checked against their sha256 from cannery.lock before they run."
+            )
+        )
+        lines = [
+            "set -eu;",
+            *_downloads_run(
+                spec, tk.downloads, f"CANN {tk.version} installers", list(tk.install_args)
+            ),
+        ]
+        body.append(Run(_finish(lines)))
+    body.append(Blank())
+    return body
 
 
 def render_dockerfile(spec: ImageSpec) -> str:
@@ -424,6 +470,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
         ),
         Arg("SOURCE_DATE_EPOCH"),
         Shell(SHELL),
+        *_command(spec),
         Blank(),
     ]
 
@@ -433,31 +480,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
                          f"{' '.join(_q(t) for t in spec.pip_tools)}"]))
     body.append(Blank())
 
-    tk = spec.toolkit
-    body.append(
-        Comment(
-            f"CANN {tk.version} environment, as its set_env.sh sets it, persisted for every\n"
-            "later step and for the running container (no `source` needed, none lost under\n"
-            "--entrypoint)."
-        )
-    )
-    body.append(Env(toolkit_env(spec)))
-    if tk.install and tk.downloads:
-        names = ", ".join(dict.fromkeys(d.name for d in tk.downloads))
-        body.append(
-            Comment(
-                f"CANN {tk.version} installers ({names}): fetched over verified TLS and\n"
-                "checked against their sha256 from cannery.lock before they run."
-            )
-        )
-        lines = [
-            "set -eu;",
-            *_downloads_run(
-                spec, tk.downloads, f"CANN {tk.version} installers", list(tk.install_args)
-            ),
-        ]
-        body.append(Run(_finish(lines)))
-    body.append(Blank())
+    body += _toolkit(spec)
 
     if spec.python_pinned:
         body += _python_locked(spec)
@@ -486,10 +509,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
         labels.append(("org.opencontainers.image.revision", spec.revision))
     if spec.base_digest:
         labels.append(("org.opencontainers.image.base.digest", spec.base_digest))
-    labels += [
-        ("io.cannery.toolkit", f"cann-{tk.version}"),
-        ("io.cannery.soc", spec.soc),
-    ]
+    labels += [(k, v) for k, v in spec.fact_labels() if v is not None]
     labels += [(f"io.cannery.component.{c.name}", c.label_version) for c in spec.components]
     labels += list(spec.labels)
     if any(c.path is not None for c in spec.components):
@@ -498,13 +518,19 @@ def render_dockerfile(spec: ImageSpec) -> str:
                     "tree had changes)."),
             Arg(CHECKOUT_ARG, "unknown"),
         ]
-    body.append(Label(tuple(labels)))
     if spec.user:
         body.append(User(spec.user))
-    if spec.entrypoint:
-        body.append(Entrypoint(spec.entrypoint))
-    body.append(Cmd(spec.cmd))
+    # Last and one instruction: a bump rebuilds its own step, the steps after it, and this.
+    body.append(Label(tuple(labels)))
     return render_all(body)
+
+
+def _command(spec: ImageSpec) -> list[Instruction]:
+    """ENTRYPOINT and CMD, at the top of the final stage: no build step uses them, and set
+    there they stay cached when a later step changes (each instruction after a changed step
+    is a commit of its own in `buildah build --layers`)."""
+    out: list[Instruction] = [Entrypoint(spec.entrypoint)] if spec.entrypoint else []
+    return [*out, Cmd(spec.cmd)]
 
 
 def render_dockerignore(specs: list[ImageSpec], catalog_name: str) -> str | None:
