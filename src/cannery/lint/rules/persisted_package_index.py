@@ -2,40 +2,44 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction
-from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.model import Finding, Frozen, Severity
+from cannery.lint.rule import LintContext, Rule, lazy_re
 from cannery.lint.rules._config_files import index, settings
 from cannery.lint.rules._shell import host_of
 
 INDEX_ENV = {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "UV_INDEX_URL",
              "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "NPM_CONFIG_REGISTRY",
              "CONDA_CHANNELS", "GOPROXY"}
-URL = re.compile(r"(?<![a-z])[a-z]{1,15}://[^\s'\"]+")  # bounded scheme: linear on long words
-HOSTISH = re.compile(r"://|\w\.\w")  # a sed expression that rewrites a host
-CONFIG_FILES = re.compile(
+URL = lazy_re(r"(?<![a-z])[a-z]{1,15}://[^\s'\"]+")  # bounded scheme: linear on long words
+HOSTISH = lazy_re(r"://|\w\.\w")  # a sed expression that rewrites a host
+CONFIG_FILES = lazy_re(
     r"(pip\.conf|pip\.ini|\.npmrc|\.condarc|sources\.list|\.pypirc|\.repo|yum\.conf|dnf\.conf)$"
 )
 # The file `pip config set` writes, by scope option (default: the user's file)
-PIP_SCOPE_FILES = {"--global": re.compile(r"^/etc/(xdg/pip/)?pip\.conf$"),
-                   "--user": re.compile(r"^/root/\.config/pip/pip\.conf$"),
-                   "--site": re.compile(r"pip\.conf$")}
+PIP_SCOPE_FILES = {"--global": lazy_re(r"^/etc/(xdg/pip/)?pip\.conf$"),
+                   "--user": lazy_re(r"^/root/\.config/pip/pip\.conf$"),
+                   "--site": lazy_re(r"pip\.conf$")}
 
 
 def _path(text: str) -> str:
     return re.sub(r"^(~|\$HOME|\$\{HOME\})/", "/root/", text)
 
 
-@dataclass(frozen=True)
-class _Undo:
+class _Undo(Frozen):
     """A later step that takes a setting back out of the image: a file removed or replaced,
     a `pip config unset KEY`, an `npm config delete KEY`."""
 
+    __slots__ = ("file", "key", "where")
     where: tuple[int, int]  # (line, column), to order it after the setting
-    file: str = ""
-    key: str = ""
+    file: str
+    key: str
+
+    def __init__(self, where: tuple[int, int], file: str = "", key: str = "") -> None:
+        object.__setattr__(self, "where", where)
+        object.__setattr__(self, "file", file)
+        object.__setattr__(self, "key", key)
 
 
 def _undos(facts: DockerfileFacts) -> dict[int, list[_Undo]]:
