@@ -174,6 +174,10 @@ class ImageSpec:
     cmd: tuple[str, ...] = ("/bin/bash",)
     aliases: tuple[str, ...] = ()  # more tags of the same index
     steps: tuple[StepSpec, ...] = ()
+    # build_mirrors, (original prefix, mirror prefix) longest original first: used by the
+    # rendered package and pip steps for that RUN only.
+    package_mirrors: tuple[tuple[str, str], ...] = ()
+    python_mirrors: tuple[tuple[str, str], ...] = ()
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -281,6 +285,11 @@ def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) 
     )
 
 
+def _longest_first(mirrors: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """A prefix map in the order it is applied: the most specific original prefix wins."""
+    return tuple(sorted(mirrors.items(), key=lambda kv: (-len(kv[0]), kv[0])))
+
+
 def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
     img = cat.images[image]
     base = cat.bases[img.base]
@@ -368,6 +377,8 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         cmd=tuple(img.cmd) if img.cmd else ("/bin/bash",),
         aliases=tuple(render_tag(cat, image, a) for a in img.aliases),
         steps=tuple(_step(s) for s in img.steps),
+        package_mirrors=_longest_first(cat.build_mirrors.packages),
+        python_mirrors=_longest_first(cat.build_mirrors.python),
         registries=_registries(cat, target, img.mirrors),
     )
 

@@ -12,7 +12,8 @@ What the output guarantees (each a defect found in review of hand-written images
 - a job limit, SOC_VERSION and a component's build env live only in that component's RUN;
 - git sources are fetched at their locked commit with depth 1, and leave no ``.git`` behind;
 - torch pins are installed first and constrain every later pip call;
-- no mirror, index or trusted-host config is left in the image;
+- no mirror, index or trusted-host config is left in the image: build_mirrors are used by the
+  package and pip steps for that RUN only;
 - apt or dnf (from the base's os) installs only what the base lacks and leaves no lists,
   caches or logs;
 - layers run from least to most often changed, so bumping the framework rebuilds the tail only.
@@ -136,12 +137,26 @@ def _finish(lines: list[str]) -> list[str]:
     return lines
 
 
+def _mirrored(spec: ImageSpec, url: str) -> str:
+    """``url`` as the build fetches it: the longest build_mirrors.python prefix that covers
+    whole path segments of it replaced (the lock's hashes are checked against what the mirror
+    serves all the same)."""
+    probe = url if url.endswith("/") else url + "/"
+    for src, dst in spec.python_mirrors:
+        if probe.startswith(src):
+            out = dst + probe[len(src):]
+            return out if url.endswith("/") else out[:-1]
+    return url
+
+
 def _index_url(spec: ImageSpec, resolves: bool) -> str:
-    """The catalog's python_index for a pip call that resolves at build time (PyPI, pip's own
-    default, needs no option); a call that only installs locked files needs none."""
-    if not resolves or spec.python_index.rstrip("/") == DEFAULT_INDEX:
+    """The catalog's python_index (or its build mirror) for a pip call that resolves at build
+    time (PyPI, pip's own default, needs no option); a call that only installs locked files
+    needs none."""
+    index = _mirrored(spec, spec.python_index)
+    if not resolves or index.rstrip("/") == DEFAULT_INDEX:
         return ""
-    return f" --index-url {_q(spec.python_index)}"
+    return f" --index-url {_q(index)}"
 
 
 def _jobs_lines(comp: ComponentSpec) -> list[str]:
@@ -172,7 +187,8 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
     if comp.extra_index and not spec.python_pinned:
         urls = dict(comp.extra_index)
         branches = {
-            a: [" ".join(["set --", *(_q(f"--extra-index-url={u}") for u in urls.get(a, ()))])
+            a: [" ".join(["set --", *(_q(f"--extra-index-url={_mirrored(spec, u)}")
+                                      for u in urls.get(a, ()))])
                 + ";"]
             for a in spec.arches
         }
@@ -191,7 +207,8 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         lines.append("mkdir -p /opt/cannery;")
         lines.append(f"printf '%s\\n' {reqs} >> {CONSTRAINTS};")
         idx = ' "$@"' if index else ""
-        lines.append(f"{PIP}{idx} -c {CONSTRAINTS} {' '.join([*extra, reqs])}".rstrip() + ";")
+        lines.append(f"{PIP}{_index_url(spec, True)}{idx} -c {CONSTRAINTS} "
+                     f"{' '.join([*extra, reqs])}".rstrip() + ";")
         out.append(Run(_finish(lines)))
         return out
     if comp.pip:
@@ -315,7 +332,8 @@ def _python_locked(spec: ImageSpec) -> list[Instruction]:
     branches: dict[str, list[str]] = {}
     for arch in spec.arches:
         reqs = " ".join(_q(line) for line in locked[arch])
-        index = " ".join(_q(f"--extra-index-url={u}") for u in extra.get(arch, ()))
+        index = " ".join(_q(f"--extra-index-url={_mirrored(spec, u)}")
+                         for u in extra.get(arch, ()))
         # the extra indexes become "$@" (POSIX, no bash arrays)
         branches[arch] = [
             f"printf '%s\\n' {reqs} > {REQUIREMENTS};",
@@ -325,7 +343,7 @@ def _python_locked(spec: ImageSpec) -> list[Instruction]:
         "set -eu;",
         "mkdir -p /opt/cannery;",
         *_arch_case(spec, "locked Python dependencies", branches),
-        f"{PIP} --require-hashes --no-deps --index-url {_q(spec.python_index)}"
+        f"{PIP} --require-hashes --no-deps --index-url {_q(_mirrored(spec, spec.python_index))}"
         f' "$@" -r {REQUIREMENTS};',
         f"sed 's/ .*//' {REQUIREMENTS} > {CONSTRAINTS}",
     ]
@@ -339,6 +357,62 @@ def _refuse_base(spec: ImageSpec) -> list[Instruction]:
     return [Run([_refuse(f"base image {spec.base_image} has no digest")[:-1]])]
 
 
+# Where the package step puts its rewritten copy of the base's repository sources when the
+# catalog has build_mirrors.packages; removed in the same RUN.
+MIRROR_DIR = "/tmp/cannery-mirror"
+# dnf .repo copies: in each [section], the first build_mirrors prefix found on its baseurl
+# line is replaced; a section whose baseurl was rewritten loses its metalink= and
+# mirrorlist= lines, so dnf asks the mirror only. gpgkey= is never rewritten: the key comes
+# from where the base says, never from the mirror.
+_REPO_AWK = (
+    r"function flush(i) { for (i = 1; i <= n; i++)"
+    r" if (!(hit && buf[i] ~ /^[ \t]*(metalink|mirrorlist)[ \t]*=/)) print buf[i];"
+    r" n = 0; hit = 0 }"
+    r' BEGIN { m = split(map, kv, " ") }'
+    r" /^[ \t]*\[/ { flush() }"
+    r" /^[ \t]*baseurl[ \t]*=/ { for (i = 1; i < m; i += 2) if ((p = index($0, kv[i])) > 0)"
+    r" { $0 = substr($0, 1, p - 1) kv[i + 1] substr($0, p + length(kv[i])); hit = 1; break } }"
+    r" { buf[++n] = $0 } END { flush() }"
+)
+
+
+def _mirror_copy(spec: ImageSpec) -> list[str]:
+    """Lines that copy the base's repository sources to MIRROR_DIR with each
+    build_mirrors.packages prefix replaced, and stop the build when none matched (a mirror
+    that silently goes unused would be a setting cannery did not honour)."""
+    pairs = spec.package_mirrors
+    found = " ".join(f"-e {_q(to)}" for _, to in pairs)
+    if spec.package_manager == "dnf":
+        mapping = " ".join(f"{src} {to}" for src, to in pairs)
+        return [
+            f"  rm -rf {MIRROR_DIR}; mkdir -p {MIRROR_DIR};",
+            "  for f in /etc/yum.repos.d/*.repo; do",
+            '    [ -f "$f" ] || continue;',
+            f"    awk -v map={_q(mapping)} {_q(_REPO_AWK)}"
+            f' "$f" > "{MIRROR_DIR}/${{f##*/}}";',
+            "  done;",
+            f"  grep -qsF {found} {MIRROR_DIR}/*.repo"
+            f" || {{ echo 'cannery: no baseurl in /etc/yum.repos.d starts with a"
+            " build_mirrors.packages prefix' >&2; exit 1; };",
+        ]
+    # sed: the first prefix that matches a line is replaced (`t` ends that line's script).
+    script = " ".join(
+        f"-e {_q('s#' + src.replace('.', chr(92) + '.') + '#' + to + '#')} -e t"
+        for src, to in pairs
+    )
+    return [
+        f"  rm -rf {MIRROR_DIR}; mkdir -p {MIRROR_DIR}/sources.list.d;",
+        "  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list"
+        " /etc/apt/sources.list.d/*.sources; do",
+        '    [ -f "$f" ] || continue;',
+        f'    sed {script} "$f" > "{MIRROR_DIR}/${{f#/etc/apt/}}";',
+        "  done;",
+        f"  grep -rqsF {found} {MIRROR_DIR}"
+        f" || {{ echo 'cannery: no apt source of the base starts with a"
+        " build_mirrors.packages prefix' >&2; exit 1; };",
+    ]
+
+
 def _package_lines(spec: ImageSpec) -> list[str]:
     """Install only the packages the base lacks, with the base's package manager, then drop
     its lists, caches and logs in the same step.
@@ -346,7 +420,9 @@ def _package_lines(spec: ImageSpec) -> list[str]:
     curl is added only when the image downloads something, git only when it has a git
     component. The lists, caches and logs differ on every run, so leaving them would make the
     layer irreproducible. Signature checks stay as the base configures them; no repository or
-    mirror configuration is written.
+    mirror configuration is written. With build_mirrors.packages, apt or dnf reads a rewritten
+    copy of the base's sources in MIRROR_DIR (the base's own files are left as they are), and
+    the copy is removed before the step ends.
     """
     packages = list(spec.packages)
     needs = ["ca-certificates"]
@@ -356,18 +432,27 @@ def _package_lines(spec: ImageSpec) -> list[str]:
         needs.append("git")
     packages += [n for n in needs if n not in packages]
     names = " ".join(packages)
+    mirror = _mirror_copy(spec) if spec.package_mirrors else []
+    done = [f"  rm -rf {MIRROR_DIR};"] if mirror else []
     if spec.package_manager == "dnf":
+        repos = f" --setopt=reposdir={MIRROR_DIR}" if mirror else ""
         return [
             "set -eu;",
             f'missing=$(for p in {names}; do rpm -q --quiet "$p" || echo "$p"; done);',
             'if [ -n "${missing}" ]; then',
+            *mirror,
             # unquoted on purpose: one word per missing package
-            "  dnf install -y --setopt=install_weak_deps=False ${missing};",
+            f"  dnf install -y{repos} --setopt=install_weak_deps=False ${{missing}};",
+            *done,
             "fi;",
             "dnf clean all;",
             "rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log"
             " /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache",
         ]
+    apt = "apt-get"
+    if mirror:
+        apt += (f" -o Dir::Etc::SourceList={MIRROR_DIR}/sources.list"
+                f" -o Dir::Etc::SourceParts={MIRROR_DIR}/sources.list.d")
     return [
         "set -eu;",
         f"missing=$(for p in {names}; do",
@@ -375,9 +460,11 @@ def _package_lines(spec: ImageSpec) -> list[str]:
         ' || echo "$p";',
         "done);",
         'if [ -n "${missing}" ]; then',
-        "  apt-get update;",
+        *mirror,
+        f"  {apt} update;",
         # unquoted on purpose: one word per missing package
-        "  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing};",
+        f"  DEBIAN_FRONTEND=noninteractive {apt} install -y --no-install-recommends ${{missing}};",
+        *done,
         "fi;",
         "rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log"
         " /var/cache/ldconfig/aux-cache",
