@@ -12,19 +12,25 @@ and signed with a test GPG key at test time, served over HTTPS with the test CA,
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import os
 import shutil
 import subprocess
+import tarfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world
-from tests.e2e.test_build import CANNERY, build, cannery
+from tests.e2e.imagediff import describe_across
+from tests.e2e.test_build import CANNERY, _ssl, build, cannery
 from tests.services.bases import push_base
-from tests.services.rpmrepo import KEY_PATH, UNSIGNED, base_rpmdb, make_rpm_repo
+from tests.services.rpmrepo import KEY_PATH, UNSIGNED, RpmRepo, base_rpmdb, make_rpm_repo
 from tests.services.tlsca import HTTPSFileServer, LocalCA
 
 pytestmark = pytest.mark.e2e
@@ -67,10 +73,18 @@ def world(tmp_path_factory: pytest.TempPathFactory, test_ca: LocalCA) -> Iterato
 
 
 @pytest.fixture(scope="module")
-def oe_base(world: BuildWorld) -> Iterator[str]:
-    """The openEuler stand-in base, its repository file pointing at the signed RPMs."""
+def rpm_repo(world: BuildWorld) -> Iterator[tuple[RpmRepo, HTTPSFileServer]]:
+    """The signed RPM repository, served over HTTPS: the base's one repository."""
     repo = make_rpm_repo(world.root / "rpms")
     server = HTTPSFileServer(repo.root, world.ca)
+    yield repo, server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def oe_base(world: BuildWorld, rpm_repo: tuple[RpmRepo, HTTPSFileServer]) -> Iterator[str]:
+    """The openEuler stand-in base, its repository file pointing at the signed RPMs."""
+    repo, server = rpm_repo
     work = world.root / "oe-base"
     work.mkdir()
     (work / "standin.repo").write_text(repo.repo_file(server.url + "/"))
@@ -81,7 +95,6 @@ def oe_base(world: BuildWorld) -> Iterator[str]:
                (repo.public_key, KEY_PATH)],
     )  # fmt: skip
     yield ref
-    server.stop()
 
 
 def _catalog(world: BuildWorld, base: str, where: str, packages: list[str]) -> Path:
@@ -167,3 +180,107 @@ def test_a_package_nobody_signed_is_refused(world: BuildWorld, oe_base: str) -> 
     # dnf's own refusal, not some earlier failure
     assert f"Package {UNSIGNED}-1.0-1.noarch.rpm is not signed" in err + log, (err + log)[-3000:]
 
+
+
+MIRRORS = """
+[build_mirrors]
+packages = {{ "{rpm}/" = "{rpm_mirror}/" }}
+python = {{ "{files}/wheels/" = "{py_mirror}/wheels/" }}
+"""
+
+
+def _layers(world: BuildWorld, ref: str, arch: str, out: Path) -> list[bytes]:
+    """The uncompressed layer tars of ``ref``'s ``arch`` image, and its config last."""
+    subprocess.run(
+        ["skopeo", "copy", "--quiet", "--override-arch", arch, "--src-cert-dir",
+         str(world.cert_dir), "--src-creds", f"{world.user}:{world.password}",
+         f"docker://{ref}", f"oci:{out}"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    index = json.loads((out / "index.json").read_text())
+    blob = out / "blobs" / "sha256"
+    manifest = json.loads((blob / index["manifests"][0]["digest"][7:]).read_text())
+    layers = [gzip.decompress((blob / d["digest"][7:]).read_bytes())
+              if d["mediaType"].endswith("gzip") else (blob / d["digest"][7:]).read_bytes()
+              for d in manifest["layers"]]
+    return [*layers, (blob / manifest["config"]["digest"][7:]).read_bytes()]
+
+
+def test_build_mirrors_are_used_and_nothing_of_them_is_in_any_layer(
+    world: BuildWorld, oe_base: str, rpm_repo: tuple[RpmRepo, HTTPSFileServer]
+) -> None:
+    """dnf and pip fetch from the mirrors only (the originals see no request during the
+    build), signature and hash checks still pass, and no layer holds the mirror: the
+    base's .repo file is the base's, no copy is left, no pip config, nothing in ENV/labels.
+    One arch: the step is the same text on both."""
+    repo, original = rpm_repo
+    rpm_mirror = HTTPSFileServer(repo.root, world.ca)
+    py_mirror = HTTPSFileServer(world.files_root, world.ca)
+    try:
+        catalog = _catalog(world, oe_base, "mirrored", ["standin-hello"])
+        text = catalog.read_text().replace(
+            'platforms = ["linux/amd64", "linux/arm64"]', 'platforms = ["linux/amd64"]')
+        catalog.write_text(text + MIRRORS.format(
+            rpm=original.url, rpm_mirror=rpm_mirror.url, files=world.files.url,
+            py_mirror=py_mirror.url))
+        lock = cannery(world, "lock", "--catalog", str(catalog))
+        assert lock.returncode == 0, lock.stderr[-3000:]
+        original.requests.clear()
+        world.files.requests.clear()
+        rc, _summary, err = build(world, catalog, "--locked")
+        assert rc == 0, err[-3000:]
+        # where the build fetched from
+        assert original.requests == []
+        assert any(p.endswith("repomd.xml") for p in rpm_mirror.requests), rpm_mirror.requests
+        assert any(p.endswith(".rpm") and "standin-hello" in p for p in rpm_mirror.requests)
+        assert not [p for p in world.files.requests if p.startswith("/wheels/")]
+        assert any(p.startswith("/wheels/") and p.endswith(".whl") for p in py_mirror.requests)
+
+        ref = f"{world.push_registry.host}/e2e/mirrored:{TAG}"
+        blobs = _layers(world, ref, "amd64", world.root / "mirrored-oci")
+        *layers, config = blobs
+        traces = [f"127.0.0.1:{rpm_mirror.port}".encode(),
+                  f"127.0.0.1:{py_mirror.port}".encode(), b"cannery-mirror"]
+        for n, layer in enumerate(layers):
+            for trace in traces:
+                assert trace not in layer, f"layer {n} holds {trace!r}"
+        names: list[str] = []
+        for layer in layers[1:]:  # the build's layers (the stand-in base is one)
+            with tarfile.open(fileobj=io.BytesIO(layer)) as tar:
+                names += [m.name.rstrip("/") for m in tar.getmembers()]
+        assert "usr/bin/standin-hello" in names  # installed from the mirror
+        kept = [n for n in names if n.startswith(("etc/yum.repos.d", "etc/pip", "tmp/"))
+                or n.endswith("pip.conf")]
+        assert kept == [], kept
+        image_config = json.loads(config)["config"]
+        settings = json.dumps([image_config.get("Env"), image_config.get("Labels")]).encode()
+        assert not [t for t in traces if t in settings]
+        assert f"127.0.0.1:{rpm_mirror.port}".encode() in config  # the RUN text, in history
+    finally:
+        rpm_mirror.stop()
+        py_mirror.stop()
+
+
+def test_dnf_layer_is_reproducible_from_the_same_lock(world: BuildWorld, oe_base: str) -> None:
+    """Two builds of the openEuler image from scratch with one lock give byte-identical
+    images: dnf's history (time, command line) is kept out of the image, rpm takes the install
+    times from SOURCE_DATE_EPOCH, caches and logs are removed. One arch: the step is the same
+    text on both."""
+    first = _catalog(world, oe_base, "oe-repro-a", ["standin-hello"])
+    first.write_text(first.read_text().replace(
+        'platforms = ["linux/amd64", "linux/arm64"]', 'platforms = ["linux/amd64"]'))
+    rc, one, err = build(world, first)
+    assert rc == 0, err[-3000:]
+    second = _catalog(world, oe_base, "oe-repro-b", ["standin-hello"])
+    second.write_text(first.read_text().replace("e2e/oe-repro-a", "e2e/oe-repro-b"))
+    shutil.copyfile(first.parent / "cannery.lock", second.parent / "cannery.lock")
+    time.sleep(1.1)  # another second on the clock: a wall-clock time would differ
+    rc, two, err = build(world, second, "--force", "--frozen")
+    assert rc == 0, err[-3000:]
+    a = one["images"][0]["platforms"][0]["digest"]
+    b = two["images"][0]["platforms"][0]["digest"]
+    with httpx.Client(auth=(world.user, world.password), verify=_ssl(world)) as client:
+        base = f"https://{world.push_registry.host}/v2/e2e"
+        why = "" if a == b else describe_across(
+            client, f"{base}/oe-repro-a", a, f"{base}/oe-repro-b", b)
+    assert a == b, why

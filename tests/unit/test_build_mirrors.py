@@ -297,3 +297,17 @@ def test_http_original_may_keep_an_http_mirror(tmp_path: Path, cli) -> None:  # 
                     'ubuntu/" = "http://mirror.internal/ubuntu/" }\n')
     res = cli("catalog", "validate", "--catalog", str(path))
     assert res.code == 0, res.err
+
+
+def test_the_readme_example_validates_and_renders_its_mirrors(tmp_path: Path) -> None:
+    import re
+
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"^```toml\n(.*?)^```", readme, flags=re.S | re.M)
+                 if "[build_mirrors.packages]" in b)
+    spec = _spec(tmp_path, minimal(index="https://pypi.org/simple") + "\n" + block)
+    out = render_dockerfile(spec)
+    assert "s#http://archive\\.ubuntu\\.com/ubuntu/#https://repo.huaweicloud.com/ubuntu/#" in out
+    assert "--index-url https://repo.huaweicloud.com/repository/pypi/simple " in out

@@ -31,7 +31,8 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 RUN set -eu; \
     missing=$(for p in python3 python3-pip gcc gcc-c++ make cmake git vim wget jq curl numactl-devel sqlite-devel unzip pciutils net-tools blas-devel gcc-gfortran patchelf ca-certificates; do rpm -q --quiet "$p" || echo "$p"; done); \
     if [ -n "${missing}" ]; then \
-      dnf install -y --setopt=install_weak_deps=False ${missing}; \
+      dnf install -y --setopt=persistdir=/tmp/cannery-dnf --setopt=install_weak_deps=False ${missing}; \
+      rm -rf /tmp/cannery-dnf; \
     fi; \
     dnf clean all; \
     rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache

@@ -225,15 +225,18 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             (k for k in BUNDLES if all(w.url.endswith(k) for w in comp.wheels)), None
         )
         if bundle is not None:
-            # A release bundle of wheels: every wheel in it is installed, in one pip call.
+            # A release bundle of wheels: every wheel in it for this platform (torch_npu's
+            # daily bundle holds x86_64 and aarch64 ones) and every pure-Python one is
+            # installed, in one pip call.
             out[-1] = Comment(f"{comp.name}: a {BUNDLES[bundle]} of wheels, checked against its "
-                              "sha256 from cannery.lock")
+                              "sha256 from cannery.lock; its wheels for this platform installed")
             lines.append(
                 f"python3 -m zipfile -e /tmp/{v}.run /tmp/{v}/;" if bundle == ".zip"
                 else f"mkdir -p /tmp/{v}; tar -xzf /tmp/{v}.run -C /tmp/{v};"
             )
             lines.append(" ".join(
-                [f"find /tmp/{v} -name '*.whl' -print0 | xargs -0 {pip}", *extra]) + ";")
+                [f"find /tmp/{v} \\( -name \"*_${{{ARCH_VAR}}}.whl\" -o -name '*-any.whl' \\)"
+                 f" -print0 | xargs -0 {pip}", *extra]) + ";")
             lines.append(f"rm -rf /tmp/{v} /tmp/{v}.run;")
             out.append(Run(_finish(lines)))
             return out
@@ -357,6 +360,11 @@ def _refuse_base(spec: ImageSpec) -> list[Instruction]:
     return [Run([_refuse(f"base image {spec.base_image} has no digest")[:-1]])]
 
 
+# dnf's own state for the one transaction (persistdir: the history database with the time and
+# the command line, repository state), so it is never written into the image's /var/lib/dnf;
+# rpm's database stays the record of what is installed (rpm >= 4.18 takes its install times
+# from SOURCE_DATE_EPOCH, which the build passes).
+DNF_STATE = "/tmp/cannery-dnf"
 # Where the package step puts its rewritten copy of the base's repository sources when the
 # catalog has build_mirrors.packages; removed in the same RUN.
 MIRROR_DIR = "/tmp/cannery-mirror"
@@ -442,7 +450,9 @@ def _package_lines(spec: ImageSpec) -> list[str]:
             'if [ -n "${missing}" ]; then',
             *mirror,
             # unquoted on purpose: one word per missing package
-            f"  dnf install -y{repos} --setopt=install_weak_deps=False ${{missing}};",
+            f"  dnf install -y{repos} --setopt=persistdir={DNF_STATE}"
+            " --setopt=install_weak_deps=False ${missing};",
+            f"  rm -rf {DNF_STATE};",
             *done,
             "fi;",
             "dnf clean all;",
