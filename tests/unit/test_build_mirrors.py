@@ -19,7 +19,7 @@ from cannery.lint.engine import Engine
 from cannery.lock import Lock, PythonEntry
 from cannery.plan import ImageSpec, plan
 from cannery.pydeps import python_requests
-from cannery.render.dockerfile import MIRROR_DIR, render_dockerfile
+from cannery.render.dockerfile import DNF_STATE, MIRROR_DIR, render_dockerfile
 from tests.catalogs import minimal
 from tests.unit.test_render_steps import _bash, _tool
 
@@ -48,8 +48,9 @@ def _spec(tmp_path: Path, text: str) -> ImageSpec:
 def _package_step(spec: ImageSpec, root: Path) -> str:
     step = next(c.value[0] for c in dockerfile.parse_string(render_dockerfile(spec))
                 if c.cmd == "RUN" and "missing=" in c.value[0])
-    return step.replace("/etc/", f"{root}/etc/").replace(MIRROR_DIR, f"{root}{MIRROR_DIR}") \
-        .replace(" /var/", f" {root}/var/")
+    for path in ("/etc/", MIRROR_DIR, DNF_STATE, " /var/"):
+        step = step.replace(path.strip(), f"{root}{path.strip()}")
+    return step
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -129,6 +130,9 @@ def test_dnf_reads_a_rewritten_copy_keys_and_other_repositories_untouched(
     root = tmp_path / "root"
     (root / "etc/yum.repos.d").mkdir(parents=True)
     (root / "etc/yum.repos.d/openEuler.repo").write_text(REPO)
+    (root / "var/lib/dnf").mkdir(parents=True)
+    (root / "var/lib/dnf/history.sqlite").write_text("the base's history")
+    (root / "var/lib/rpm").mkdir(parents=True)
     before = _tree(root / "etc")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -137,7 +141,9 @@ def test_dnf_reads_a_rewritten_copy_keys_and_other_repositories_untouched(
     _tool(bin_dir, "dnf", f'''echo "dnf $*" >> {log}
 for a in "$@"; do case "$a" in
   --setopt=reposdir=*) cat "${{a#--setopt=reposdir=}}"/*.repo >> {log} ;;
-esac; done''')
+  --setopt=persistdir=*) mkdir -p "${{a#*=}}"; echo "$*" > "${{a#*=}}/history.sqlite" ;;
+esac; done
+[ "$1" = clean ] || echo changed > {root}/var/lib/rpm/rpmdb.sqlite-shm''')
     proc = _bash(_package_step(spec, root), tmp_path)
     assert proc.returncode == 0, proc.stderr
     seen = log.read_text()
@@ -158,6 +164,12 @@ esac; done''')
     assert _tree(root / "etc") == before
     assert not (root / MIRROR_DIR.lstrip("/")).exists()
     assert seen.splitlines()[-1] == "dnf clean all"
+    # dnf's history of this step (time, command line) went to a persistdir that is gone; the
+    # base's is as it was; rpm's WAL index (different bytes on every run) is not kept
+    assert f"--setopt=persistdir={root}{DNF_STATE}" in seen
+    assert not (root / DNF_STATE.lstrip("/")).exists()
+    assert (root / "var/lib/dnf/history.sqlite").read_text() == "the base's history"
+    assert not (root / "var/lib/rpm/rpmdb.sqlite-shm").exists()
 
 
 @pytest.mark.parametrize("os_", ["ubuntu", "openeuler"])

@@ -37,7 +37,7 @@ RUN set -eu; \
       rm -rf /tmp/cannery-dnf; \
     fi; \
     dnf clean all; \
-    rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache
+    rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache /var/lib/rpm/rpmdb.sqlite-shm
 
 # CANN 2026.08.03 environment, as its set_env.sh sets it, persisted for every
 # later step and for the running container (no `source` needed, none lost under

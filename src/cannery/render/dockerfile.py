@@ -363,7 +363,7 @@ def _refuse_base(spec: ImageSpec) -> list[Instruction]:
 # dnf's own state for the one transaction (persistdir: the history database with the time and
 # the command line, repository state), so it is never written into the image's /var/lib/dnf;
 # rpm's database stays the record of what is installed (rpm >= 4.18 takes its install times
-# from SOURCE_DATE_EPOCH, which the build passes).
+# from SOURCE_DATE_EPOCH, which the build passes), so the layer is byte-reproducible.
 DNF_STATE = "/tmp/cannery-dnf"
 # Where the package step puts its rewritten copy of the base's repository sources when the
 # catalog has build_mirrors.packages; removed in the same RUN.
@@ -456,8 +456,11 @@ def _package_lines(spec: ImageSpec) -> list[str]:
             *done,
             "fi;",
             "dnf clean all;",
+            # rpmdb.sqlite-shm is SQLite's shared-memory index of the WAL: no persistent
+            # content (the next open rebuilds it), different bytes on every run.
             "rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log"
-            " /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache",
+            " /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache"
+            " /var/lib/rpm/rpmdb.sqlite-shm",
         ]
     apt = "apt-get"
     if mirror:
