@@ -1,13 +1,15 @@
 """`[build_mirrors]`: the package and pip steps fetch from mirrors for that RUN only.
 
 The rendered package steps are run here with stand-in `dpkg-query`/`apt-get` and `rpm`/`dnf`
-that record what they were given (the real ones run in tests/e2e/test_build_openeuler.py);
+that record what they were given (real dnf runs in tests/e2e/test_build_openeuler.py; real apt-get
+is asked which URIs it would fetch, here);
 /etc and /tmp are moved under the test's directory so the step's own file handling is what
 runs.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import dockerfile
@@ -323,3 +325,30 @@ def test_the_readme_example_validates_and_renders_its_mirrors(tmp_path: Path) ->
     out = render_dockerfile(spec)
     assert "s#http://archive\\.ubuntu\\.com/ubuntu/#https://repo.huaweicloud.com/ubuntu/#" in out
     assert "--index-url https://repo.huaweicloud.com/repository/pypi/simple " in out
+
+
+@pytest.mark.skipif(shutil.which("apt-get") is None, reason="needs apt-get (Debian, Ubuntu)")
+def test_real_apt_reads_only_the_rewritten_copy(tmp_path: Path) -> None:
+    """The options the step gives apt are the ones apt honours: real apt-get, asked for the
+    URIs of the update (`--print-uris`, nothing fetched), names the mirror only — not the
+    originals, and not the sources of the machine the test runs on."""
+    real = shutil.which("apt-get")
+    spec = _spec(tmp_path, minimal() + MIRRORS)
+    root = tmp_path / "root"
+    (root / "etc/apt/sources.list.d").mkdir(parents=True)
+    (root / "etc/apt/sources.list").write_text(SOURCES_LIST)
+    (root / "etc/apt/sources.list.d/ubuntu.sources").write_text(DEB822)
+    state = tmp_path / "state"
+    for d in ("lists/partial", "cache/archives/partial"):
+        (state / d).mkdir(parents=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    uris = tmp_path / "uris"
+    _tool(bin_dir, "dpkg-query", "exit 1")
+    _tool(bin_dir, "apt-get", f'''[ "${{@: -1}}" = update ] || exit 0
+{real} "${{@:1:$#-1}}" -o Dir::State::Lists={state}/lists -o Dir::Cache={state}/cache \\
+  -o Debug::NoLocking=1 update --print-uris > {uris}''')
+    proc = _bash(_package_step(spec, root), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    hosts = {line.split("'")[1].split("/dists/")[0] for line in uris.read_text().splitlines()}
+    assert hosts == {"https://repo.huaweicloud.com/ubuntu", "http://security.ubuntu.com/ubuntu"}
