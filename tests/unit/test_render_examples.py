@@ -18,12 +18,12 @@ def test_example_render_check_is_clean(catalog, cli) -> None:  # type: ignore[no
 def test_openeuler_images_have_no_apt() -> None:
     docker = ROOT / "examples" / "vllm-ascend" / "docker"
     files = sorted(docker.glob("*openeuler*.Dockerfile"))
-    assert len(files) == 6  # 4 release images, 2 nightly variants
+    assert len(files) == 8  # 4 release images, 4 nightly variants
     for path in files:
         text = path.read_text()
         assert "apt-get" not in text and "dpkg" not in text, path
         assert "dnf install" in text, path
-    assert len(list(docker.glob("*.Dockerfile"))) == 12
+    assert len(list(docker.glob("*.Dockerfile"))) == 16
 
 
 def test_rendered_openeuler_steps_lint_clean_of_package_rules(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -63,3 +63,9 @@ def test_vllm_ascend_nightly_variants_are_the_release_images_with_a_few_inputs_c
         # the daily triton-ascend wheel replaces the release's triton-ascend==3.2.2 step
         assert not any("triton-ascend==" in str(s.args) for s in nightly.steps)
         assert any("triton-ascend==3.2.2" in str(s.args) for s in release.steps)
+    # 310P's daily build adds torch_npu only (DAILY_DEPS_MODE=torch_npu_only)
+    release, nightly = plan(cat, Lock(), ["310p-openeuler", "daily-310p-openeuler"])
+    assert [c.name for c in nightly.components] == [
+        *(c.name for c in release.components), "torch-npu-daily"]
+    assert nightly.steps == release.steps and nightly.entrypoint == release.entrypoint
+    assert len([n for n in cat.images if n.startswith("daily-")]) == 8
