@@ -53,7 +53,9 @@ def test_vllm_ascend_nightly_variants_are_the_release_images_with_a_few_inputs_c
         release, nightly = plan(cat, Lock(), [release_name, nightly_name])
         assert (release.repository, nightly.repository) == (
             "quay.io/ascend/vllm-ascend", "quay.io/atlas_inference/vllm-ascend")
-        assert nightly.tag.startswith("nightly-main") and nightly.tag.endswith("-cann2026.08.03")
+        # {date}: the day of the newest lock entry; this example is not locked
+        assert nightly.tag.startswith("nightly-main")
+        assert nightly.tag.endswith("-cann2026.08.03-unlocked")
         assert "cann:2026.08.03-" in nightly.base_image and nightly.toolkit.version == "2026.08.03"
         for same in ("packages", "soc", "platforms", "runtime_env", "workdir", "package_manager"):
             assert getattr(release, same) == getattr(nightly, same), same
