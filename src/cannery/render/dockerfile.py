@@ -27,7 +27,7 @@ import re
 import shlex
 
 from cannery import __version__
-from cannery.catalog.inputs import BUNDLES
+from cannery.catalog.inputs import BUNDLE_WHEEL_ENDINGS, BUNDLES
 from cannery.plan import CHECKOUT_ARG, UNAME_ARCH, ComponentSpec, Download, ImageSpec
 from cannery.render.instructions import (
     Arg,
@@ -237,9 +237,11 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
                 f"python3 -m zipfile -e /tmp/{v}.run /tmp/{v}/;" if bundle == ".zip"
                 else f"mkdir -p /tmp/{v}; tar -xzf /tmp/{v}.run -C /tmp/{v};"
             )
+            # bundle_wheel_fits, as find patterns ({uname_arch}: this platform's CANN_ARCH)
+            fits = " -o ".join('-name "*' + e.replace("{uname_arch}", "${" + ARCH_VAR + "}") + '"'
+                               for e in BUNDLE_WHEEL_ENDINGS)
             lines.append(" ".join(
-                [f"find /tmp/{v} \\( -name \"*_${{{ARCH_VAR}}}.whl\" -o -name '*-any.whl' \\)"
-                 f" -print0 | xargs -0 {pip}", *extra]) + ";")
+                [f"find /tmp/{v} \\( {fits} \\) -print0 | xargs -0 {pip}", *extra]) + ";")
             lines.append(f"rm -rf /tmp/{v} /tmp/{v}.run;")
             out.append(Run(_finish(lines)))
             return out

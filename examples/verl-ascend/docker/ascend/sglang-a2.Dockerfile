@@ -112,7 +112,7 @@ RUN set -eu; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/sgl_kernel_npu_910b.run "${sgl_kernel_npu_910b_url}"; \
     echo "${sgl_kernel_npu_910b_sha256}  /tmp/sgl_kernel_npu_910b.run" | sha256sum -c -; \
     python3 -m zipfile -e /tmp/sgl_kernel_npu_910b.run /tmp/sgl_kernel_npu_910b/; \
-    find /tmp/sgl_kernel_npu_910b \( -name "*_${CANN_ARCH}.whl" -o -name '*-any.whl' \) -print0 | xargs -0 python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt; \
+    find /tmp/sgl_kernel_npu_910b \( -name "*_${CANN_ARCH}.whl" -o -name "*-any.whl" \) -print0 | xargs -0 python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt; \
     rm -rf /tmp/sgl_kernel_npu_910b /tmp/sgl_kernel_npu_910b.run
 
 # mindspeed at ref core_r0.16.0 (editable)

@@ -112,7 +112,7 @@ RUN set -eu; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/sgl_kernel_npu_a3.run "${sgl_kernel_npu_a3_url}"; \
     echo "${sgl_kernel_npu_a3_sha256}  /tmp/sgl_kernel_npu_a3.run" | sha256sum -c -; \
     python3 -m zipfile -e /tmp/sgl_kernel_npu_a3.run /tmp/sgl_kernel_npu_a3/; \
-    find /tmp/sgl_kernel_npu_a3 \( -name "*_${CANN_ARCH}.whl" -o -name '*-any.whl' \) -print0 | xargs -0 python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt; \
+    find /tmp/sgl_kernel_npu_a3 \( -name "*_${CANN_ARCH}.whl" -o -name "*-any.whl" \) -print0 | xargs -0 python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt; \
     rm -rf /tmp/sgl_kernel_npu_a3 /tmp/sgl_kernel_npu_a3.run
 
 # mindspeed at ref core_r0.16.0 (editable)
