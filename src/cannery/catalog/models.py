@@ -897,6 +897,11 @@ class Compat(Strict):
 EnvValue = str | list[str]
 
 
+# A GitHub Actions tag filter (on.push.tags): tag characters and the glob characters * ? +;
+# no '!' negation and nothing that needs YAML quoting.
+GIT_TAG_FILTER = r"^[A-Za-z0-9_.*?+][A-Za-z0-9_./*?+-]*$"
+
+
 class Ci(Strict):
     """How `cannery render` lays out files and the GitHub Actions pipeline. Paths are relative to
     the catalog's directory, which is taken to be the repository root."""
@@ -909,9 +914,35 @@ class Ci(Strict):
             "additionalProperties": {"type": "string", "pattern": RUNNER_LABEL},
         },
     )
-    branches: list[str] = Field(["main"], description="Branches whose pushes build images")
+    branches: list[str] = Field(
+        ["main"], description="Branches whose pushes build and publish the images they touch, "
+        "and whose pull requests build them without pushing"
+    )
     schedule: str | None = Field(
         None, description="Optional cron for periodic rebuilds", json_schema_extra=_schema(CRON)
+    )
+    # The triggers below are the generated workflow's (cannery.render.workflow says how).
+    pull_requests: bool = Field(
+        True, description="Pull requests to `branches` build every image they touch, per platform "
+        "on its native runner, from the pull request's checkout: no push, no secret"
+    )
+    release_tags: list[str] = Field(
+        [], description="Git tag patterns (e.g. \"v*\") whose pushes build and publish every "
+        "image: its tag, then its aliases; with catalog.version, the tag must be it (or v+it)",
+        json_schema_extra={"items": {"type": "string", "pattern": GIT_TAG_FILTER}},
+    )
+    max_parallel: int | None = Field(
+        None, ge=1, description="At most this many platform legs of one image build at once "
+        "(GitHub's strategy.max-parallel)"
+    )
+    free_disk: bool = Field(
+        False, description="Before building, delete the toolchains GitHub-hosted Ubuntu runners "
+        "preinstall (.NET, Android SDK, GHC, CodeQL) and prune Docker images, for images close "
+        "to the runner's disk size (not for self-hosted runners)"
+    )
+    lock_update: bool = Field(
+        True, description="With schedule: the scheduled run also runs `cannery lock --update "
+        "all`, re-renders, and opens a pull request when the lock changed (GITHUB_TOKEN, gh)"
     )
     install: str = Field("", description="pip requirement CI installs cannery from "
                                          "(default: this cannery's exact version)")
@@ -944,6 +975,17 @@ class Ci(Strict):
         # Written below the catalog's directory: never outside it, never an odd file name.
         if not REL_PATH.fullmatch(v) or ".." in v.split("/") or v.endswith("/"):
             raise ValueError(f"{v!r}: give a relative path inside the repository")
+        return v
+
+    @field_validator("release_tags")
+    @classmethod
+    def _release_tags(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            if not _full(GIT_TAG_FILTER, pattern):
+                raise ValueError(
+                    f"release tag pattern {pattern!r}: use letters, digits, '.', '_', '-', '/' "
+                    "and the filter characters * ? + (e.g. \"v*\")"
+                )
         return v
 
     @field_validator("schedule")
