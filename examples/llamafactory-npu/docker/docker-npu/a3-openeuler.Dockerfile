@@ -29,10 +29,11 @@ CMD ["/bin/bash"]
 RUN set -eu; \
     missing=$(for p in ca-certificates; do rpm -q --quiet "$p" || echo "$p"; done); \
     if [ -n "${missing}" ]; then \
-      dnf install -y --setopt=install_weak_deps=False ${missing}; \
+      dnf install -y --setopt=persistdir=/tmp/cannery-dnf --setopt=install_weak_deps=False ${missing}; \
+      rm -rf /tmp/cannery-dnf; \
     fi; \
     dnf clean all; \
-    rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache
+    rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache /var/lib/rpm/rpmdb.sqlite-shm
 RUN python3 -m pip install --no-cache-dir --upgrade pip packaging wheel setuptools editables 'hatchling>=1.18.0'
 
 # CANN 9.1.0 environment, as its set_env.sh sets it, persisted for every

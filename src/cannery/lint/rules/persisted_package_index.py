@@ -4,9 +4,10 @@ import re
 from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction
+from cannery.lint.facts.shell import Command
 from cannery.lint.model import Finding, Frozen, Severity
 from cannery.lint.rule import LintContext, Rule, lazy_re
-from cannery.lint.rules._config_files import index, settings
+from cannery.lint.rules._config_files import index, settings, tool_of
 from cannery.lint.rules._shell import host_of
 
 INDEX_ENV = {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "UV_INDEX_URL",
@@ -68,6 +69,18 @@ def _undos(facts: DockerfileFacts) -> dict[int, list[_Undo]]:
     return out
 
 
+def _sed_edits(cmd: Command) -> list[str]:
+    """The package source files ``sed`` writes: those it edits in place (`-i`), and the one its
+    output is redirected over where apt or dnf reads it. sed that only reads a source file into
+    a copy elsewhere (a build-only mirror list in /tmp, handed to apt or dnf for one command)
+    changes nothing in the image."""
+    edited = [a for a in cmd.argv if CONFIG_FILES.search(a)] if cmd.has_flag(
+        "-i", "--in-place") else []
+    edited += [w.value for op, w in cmd.redirects
+               if op in (">", ">>", ">|") and tool_of(w.value) in ("apt", "yum")]
+    return edited
+
+
 def _key(text: str) -> str:
     return text.lower().replace("_", "-")
 
@@ -83,7 +96,9 @@ class PersistedPackageIndex(Rule):
     PIP_INDEX_URL`/`PIP_EXTRA_INDEX_URL`, `pip config set …index-url`, `npm config set
     registry`, index settings written into `pip.conf`, `.npmrc` or `.condarc` (by `echo`,
     `printf`, `tee`, a heredoc or `COPY <<EOF`), and `sed` edits that put a host into a
-    package source file (`sources.list`, a yum/dnf `.repo` file, `yum.conf`, `dnf.conf`).
+    package source file (`sources.list`, a yum/dnf `.repo` file, `yum.conf`, `dnf.conf`) in
+    place (`-i`) or by redirecting over it; `sed` that reads one into a copy elsewhere (a
+    build-only mirror list handed to apt or dnf, removed in the same step) is not reported.
     Hosts in `trusted-registries` are allowed. A setting that a later
     step of the same stage takes back out is not reported: `pip config unset` of the same
     key, `npm config delete registry`, or the file removed (`rm`) or replaced (`> FILE`,
@@ -153,11 +168,10 @@ class PersistedPackageIndex(Rule):
                             [re.compile(r"^/root/\.npmrc$")], "npm:registry"):
                     yield self.at(facts.path, cmd.pos, "npm registry config is saved into the "
                                   "image", hint="use --registry on the command")
-                elif cmd.name == "sed" and any(CONFIG_FILES.search(a) for a in argv) and any(
+                elif cmd.name == "sed" and (edited := _sed_edits(cmd)) and any(
                         HOSTISH.search(a) for a in argv if not CONFIG_FILES.search(a)) and (
                         not undone(inst, cmd.pos.line, cmd.pos.column,
-                                   [re.compile(re.escape(_path(a)) + "$") for a in argv
-                                    if CONFIG_FILES.search(a)])):
+                                   [re.compile(re.escape(_path(a)) + "$") for a in edited])):
                     yield self.at(facts.path, cmd.pos, "mirror rewritten in a package source "
                                   "file that stays in the image",
                                   hint="use a build-only mount or restore it in the same RUN")
