@@ -19,6 +19,7 @@ from cannery.plan import ImageSpec, plan
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import ssl_context
 from cannery.verify.attestations import attestation_checks, index_entries_check
+from cannery.verify.keyless import KeylessPolicy, keyless_checks
 from cannery.verify.mirrors import registry_parity_checks
 from cannery.verify.model import Check
 from cannery.verify.registry import PlatformImage, registry_checks
@@ -86,6 +87,24 @@ def _rebuild(
     return out
 
 
+def keyless_policy(
+    identity: str | None, issuer: str | None, trusted_root: Path | None
+) -> KeylessPolicy | None:
+    """The keyless identity to require, from the three options (both or neither of identity
+    and issuer; a trusted root only with them)."""
+    if identity is None and issuer is None:
+        if trusted_root is not None:
+            raise InputError("--trusted-root: give --certificate-identity and "
+                             "--certificate-oidc-issuer too")
+        return None
+    if not identity or not issuer:
+        raise InputError("--certificate-identity and --certificate-oidc-issuer go together: "
+                         "give both")
+    if trusted_root is not None and not trusted_root.is_file():
+        raise InputError(f"--trusted-root: {trusted_root}: no such file")
+    return KeylessPolicy(identity, issuer, trusted_root)
+
+
 def verify_cmd(
     ref_text: str,
     catalog: Path | None,
@@ -100,6 +119,7 @@ def verify_cmd(
     network: str | None = None,
     rebuild_platforms: list[str] | None = None,
     all_registries: bool = False,
+    keyless: KeylessPolicy | None = None,
 ) -> int:
     try:
         ref = Reference.parse(ref_text)
@@ -133,6 +153,8 @@ def verify_cmd(
             checks.append(index_entries_check(index[0]))
             checks += attestation_checks(client, by_digest, spec, images, keys,
                                          require_attestations)
+            if keyless is not None:
+                checks += keyless_checks(client, by_digest, spec, images, keyless)
         if rebuild:
             checks += _rebuild(client, by_digest, job, images, ca_cert, network, rebuild_platforms)
         if all_registries:  # the registry checks above and the runtime checks run once
