@@ -164,7 +164,7 @@ def required_inputs(cat: Catalog, images: list[str] | None = None) -> list[Input
         base = cat.bases[img.base]
         out[("base", base.image)] = Input("base", base.image, img.base)
         for _pkg, _arch, url in toolkit_downloads(cat, iname):
-            out[("url", url)] = Input("url", url, img.toolkit, url=url)
+            out[("url", url)] = Input("url", url, img.toolkit or iname, url=url)
         for cname in img.components:
             comp = cat.components[cname]
             if comp.git and comp.ref and not COMMIT.match(comp.ref):

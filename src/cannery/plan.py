@@ -98,6 +98,12 @@ class ToolkitSpec:
     env: tuple[tuple[str, str | tuple[str, ...]], ...]
     devlib: str | None
     env_scripts: tuple[str, ...]
+    provided: str = "image"  # image | host: a host's toolkit is mounted at run time
+
+    @property
+    def in_image(self) -> bool:
+        """The toolkit is in the image (installed, or shipped by the base): its ENV applies."""
+        return self.provided == "image"
 
 
 # The build argument carrying the checkout's commit (``+dirty…`` when the tree had changes).
@@ -140,14 +146,14 @@ class ImageSpec:
     repository: str
     base_image: str
     base_digest: str | None
-    python: str
+    python: str | None  # 3.11: the image's (installed) or the base's; None: no Python
     os: str
     os_version: str
     chip: str
-    family: str
-    soc: str
+    family: str | None  # None: a chip-generic image (no soc)
+    soc: str | None
     platforms: tuple[str, ...]
-    toolkit: ToolkitSpec
+    toolkit: ToolkitSpec | None  # None: no toolkit
     packages: tuple[str, ...]
     package_manager: str  # apt | dnf: what the base's os installs packages with
     pip_tools: tuple[str, ...]
@@ -223,6 +229,21 @@ class ImageSpec:
         return f"{self.repository}:{self.tag}"
 
     @property
+    def downloads(self) -> tuple[Download, ...]:
+        """The installers the image fetches and checks (the toolkit's)."""
+        return self.toolkit.downloads if self.toolkit else ()
+
+    def fact_labels(self) -> tuple[tuple[str, str | None], ...]:
+        """The labels that state the toolkit and the SoC; None: the label must be absent (a
+        toolkit the image does not carry is never claimed, nor a SoC it is not built for)."""
+        tk = self.toolkit
+        return (
+            ("io.cannery.toolkit", f"cann-{tk.version}" if tk and tk.in_image else None),
+            ("io.cannery.toolkit-provided", "host" if tk and not tk.in_image else None),
+            ("io.cannery.soc", self.soc),
+        )
+
+    @property
     def base_reference(self) -> str:
         return f"{self.base_image}@{self.base_digest}" if self.base_digest else self.base_image
 
@@ -230,7 +251,7 @@ class ImageSpec:
         out: list[str] = []
         if not self.base_digest:
             out.append(f"base image {self.base_image} (no digest)")
-        for d in self.toolkit.downloads:
+        for d in self.toolkit.downloads if self.toolkit else ():
             if not d.sha256:
                 out.append(f"{d.name} installer for {d.arch} (no sha256)")
         for c in self.components:
@@ -284,29 +305,10 @@ def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) 
 def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
     img = cat.images[image]
     base = cat.bases[img.base]
-    tk = cat.toolkits[img.toolkit]
     family = cat.family_of(img.soc)
-    assert family is not None  # the loader checked every image's SoC
+    assert (family is None) == (img.soc is None)  # the loader checked every image's SoC
     arches = arches_of(img.platforms)
-    downloads = tuple(
-        Download(n, a, u, lock.urls[u].sha256 if u in lock.urls else None)
-        for n, a, u in toolkit_downloads(cat, image)
-    )
-    env: list[tuple[str, str | tuple[str, ...]]] = []
-    for var, value in cat.envs[tk.env].items():
-        if isinstance(value, list):
-            env.append((var, tuple(v.replace("{version}", tk.version) for v in value)))
-        else:
-            env.append((var, value.replace("{version}", tk.version)))
-    toolkit = ToolkitSpec(
-        version=tk.version,
-        install=base.toolkit_version != tk.version,
-        downloads=downloads,
-        install_args=tuple(tk.install_args),
-        env=tuple(env),
-        devlib=tk.devlib.replace("{version}", tk.version) if tk.devlib else None,
-        env_scripts=tuple(tk.env_scripts),
-    )
+    toolkit = _toolkit(cat, image, lock)
     components = tuple(_component(n, cat.components[n], arches, lock) for n in img.components)
     # Pins go first so nothing compiles against a torch that is replaced later.
     components = tuple(c for c in components if c.pin) + tuple(c for c in components if not c.pin)
@@ -335,7 +337,7 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         repository=cat.registries[target].repository,
         base_image=base.image,
         base_digest=base_entry.digest if base_entry else None,
-        python=base.python,
+        python=cat.python_of(image),
         os=base.os,
         os_version=base.os_version,
         chip=base.chip,
@@ -369,6 +371,33 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         aliases=tuple(render_tag(cat, image, a) for a in img.aliases),
         steps=tuple(_step(s) for s in img.steps),
         registries=_registries(cat, target, img.mirrors),
+    )
+
+
+def _toolkit(cat: Catalog, image: str, lock: Lock) -> ToolkitSpec | None:
+    tk = cat.toolkit_of(image)
+    if tk is None:
+        return None
+    base = cat.bases[cat.images[image].base]
+    downloads = tuple(
+        Download(n, a, u, lock.urls[u].sha256 if u in lock.urls else None)
+        for n, a, u in toolkit_downloads(cat, image)
+    )
+    env: list[tuple[str, str | tuple[str, ...]]] = []
+    for var, value in cat.envs[tk.env].items() if tk.env is not None else ():
+        if isinstance(value, list):
+            env.append((var, tuple(v.replace("{version}", tk.version) for v in value)))
+        else:
+            env.append((var, value.replace("{version}", tk.version)))
+    return ToolkitSpec(
+        version=tk.version,
+        install=tk.provided == "image" and base.toolkit_version != tk.version,
+        downloads=downloads,
+        install_args=tuple(tk.install_args),
+        env=tuple(env),
+        devlib=tk.devlib.replace("{version}", tk.version) if tk.devlib else None,
+        env_scripts=tuple(tk.env_scripts),
+        provided=tk.provided,
     )
 
 

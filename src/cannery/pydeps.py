@@ -73,6 +73,9 @@ def python_requests(
     ``commits`` maps (git URL, ref) to the locked commit.
     """
     img = cat.images[image]
+    python = cat.python_of(image)
+    if python is None:  # nothing to resolve: the loader refuses Python uses without one
+        return []
     requirements = list(img.pip_tools)
     wheels: list[str] = []
     git: list[GitPackage] = []
@@ -108,7 +111,7 @@ def python_requests(
             PythonRequest(
                 image=image,
                 arch=arch,
-                python=cat.bases[img.base].python,
+                python=python,
                 index_url=cat.catalog.python_index,
                 extra_index_urls=tuple(dict.fromkeys(extra.get(arch, []))),
                 requirements=tuple(requirements),

@@ -21,16 +21,17 @@ def render_tag(cat: Catalog, image: str, template: str | None = None) -> str:
     """The image's tag, or ``template`` (one of its aliases) filled in the same way."""
     img = cat.images[image]
     base = cat.bases[img.base]
-    tk = cat.toolkits[img.toolkit]
+    tk = cat.toolkit_of(image)
+    # A fact the image lacks renders empty; `catalog validate` refuses a tag that names one.
     values = {
         "name": image,
-        "cann": tk.version.lower(),
+        "cann": tk.version.lower() if tk else "",
         "chip": base.chip,
         "os": base.os,
         "os_version": base.os_version,
-        "python": base.python,
+        "python": cat.python_of(image) or "",
         "recipe": img.recipe,
-        "soc": img.soc,
+        "soc": img.soc or "",
         "family": cat.family_of(img.soc) or "",
     }
     return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], template or img.tag)
@@ -40,8 +41,8 @@ def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
     """(package name, TARGETARCH, URL) for each installer the image needs, in install order."""
     img = cat.images[image]
     base = cat.bases[img.base]
-    tk = cat.toolkits[img.toolkit]
-    if base.toolkit_version == tk.version:
+    tk = cat.toolkit_of(image)
+    if tk is None or tk.provided == "host" or base.toolkit_version == tk.version:
         return []
     family = cat.family_of(img.soc)
     out = []

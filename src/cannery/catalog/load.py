@@ -401,6 +401,69 @@ def _lint_run_steps(cat: Catalog, col: _Collector) -> None:
                     col.error(("images", iname, "steps", i, "run"), f"{f.rule}: {f.message}")
 
 
+def _check_stages(cat: Catalog, iname: str, col: _Collector) -> None:
+    """Builder stages: distinct names, known bases, Python where a step needs it."""
+    img = cat.images[iname]
+    seen: set[str] = set()
+    for i, stage in enumerate(img.stages):
+        at = ("images", iname, "stages", i)
+        if stage.name in seen:
+            col.error((*at, "name"), f"stage {stage.name!r} is defined twice in this image")
+        seen.add(stage.name)
+        base = cat.bases.get(stage.base or img.base)
+        if stage.base is not None and base is None:
+            col.error((*at, "base"),
+                      f"unknown base {stage.base!r} ({did_you_mean(stage.base, cat.bases)})")
+        for j, step in enumerate(stage.steps):
+            if step.uninstall is not None and base is not None and base.python is None:
+                col.error((*at, "steps", j, "uninstall"),
+                          f"pip uninstall needs Python, and base {stage.base or img.base!r} of "
+                          "this stage has none (bases.X.python)")
+
+
+# What an image uses its Python for: each of these, when non-empty, needs one.
+NEEDS_PYTHON = ("components", "pip_tools", "smoke_imports")
+# Tag fields that name a fact the image may not have.
+TAG_FACTS = {"python": "python", "cann": "toolkit", "soc": "soc", "family": "soc"}
+
+
+def _check_facts(cat: Catalog, iname: str, col: _Collector) -> None:
+    """Python, the toolkit and the SoC are facts of the image, not assumptions: whatever uses
+    one that the image does not have is an error where it is written."""
+    img = cat.images[iname]
+    where = ("images", iname)
+    python = cat.python_of(iname)
+    if python is None:
+        needs: list[tuple[str | int, ...]] = [(k,) for k in NEEDS_PYTHON if getattr(img, k)]
+        needs += [("steps", i, "uninstall") for i, s in enumerate(img.steps) if s.uninstall]
+        for path in needs:
+            col.error((*where, *path),
+                      f"needs Python, and neither base {img.base!r} ships one (bases.X.python) "
+                      "nor the image installs one ([images.X.python])")
+    tk = cat.toolkit_of(iname)
+    for i, cname in enumerate(img.components):
+        comp = cat.components.get(cname)
+        if comp is None or not comp.toolkit_build:
+            continue
+        if img.soc is None:
+            col.error((*where, "components", i),
+                      f"component {cname!r} has toolkit_build = true, which needs the image's "
+                      "soc (SOC_VERSION)")
+        if tk is None or tk.provided == "host":
+            what = "has no toolkit" if tk is None else "gets its toolkit from the host at run time"
+            col.error((*where, "components", i),
+                      f"component {cname!r} has toolkit_build = true, but the image {what}: "
+                      "nothing to build against")
+    have = {"python": python is not None, "toolkit": tk is not None, "soc": img.soc is not None}
+    for fieldname, template in [("tag", img.tag), *(("aliases", a) for a in img.aliases)]:
+        for name in dict.fromkeys(re.findall(r"\{([a-z_]+)\}", template)):
+            fact = TAG_FACTS.get(name)
+            if fact is not None and not have[fact]:
+                at = (*where, "tag") if fieldname == "tag" else (
+                    *where, "aliases", img.aliases.index(template))
+                col.error(at, f"tag field {{{name}}}: the image has no {fact}")
+
+
 def _cross_check(cat: Catalog, col: _Collector) -> None:
     if cat.catalog.registry and cat.catalog.registry not in cat.registries:
         col.error(("catalog", "registry"), f"unknown registry {cat.catalog.registry!r}")
@@ -409,6 +472,8 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             col.error(("catalog", "mirrors", i),
                       f"unknown registry {name!r} ({did_you_mean(name, cat.registries)})")
     for tname, tk in cat.toolkits.items():
+        if tk.env is None:  # a toolkit the host provides: nothing of it is in the image
+            continue
         home = cat.envs.get(tk.env, {}).get("ASCEND_TOOLKIT_HOME")
         want = LAYOUT_HOME[tk.layout].replace("{version}", tk.version)
         if isinstance(home, str) and home.replace("{version}", tk.version) != want:
@@ -441,7 +506,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         refs_ok = True
         for fieldname, table in (("base", cat.bases), ("toolkit", cat.toolkits)):
             ref = getattr(img, fieldname)
-            if ref not in table:
+            if ref is not None and ref not in table:
                 refs_ok = False
                 col.error(
                     (*where, fieldname), f"unknown {fieldname} {ref!r} ({did_you_mean(ref, table)})"
@@ -467,24 +532,26 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             col.error((*where, "registry"), f"unknown registry {registry!r}")
         _check_publish(cat, iname, registry, col)
         family = cat.family_of(img.soc)
-        if family is None:
+        if img.soc is not None and family is None:
             col.error(
                 (*where, "soc"),
                 f"unknown SOC_VERSION {img.soc!r} ({did_you_mean(img.soc, socs)})",
             )
             continue
+        _check_stages(cat, iname, col)
         if not refs_ok:
             continue
         base = cat.bases[img.base]
-        fam = cat.families[family]
-        if fam.chip != base.chip:
+        fam = cat.families[family] if family is not None else None
+        if fam is not None and fam.chip != base.chip:
             col.error(
                 (*where, "soc"),
                 f"SOC_VERSION {img.soc} is an {family} SoC (chip {fam.chip}) but base "
                 f"{img.base!r} is built for chip {base.chip!r}",
             )
-        tk = cat.toolkits[img.toolkit]
-        fams = {p.family for p in tk.packages if p.family}
+        _check_facts(cat, iname, col)
+        itk = cat.toolkit_of(iname)
+        fams = {p.family for p in itk.packages if p.family} if itk is not None else set()
         if fams and family not in fams:
             col.error(
                 (*where, "toolkit"),
@@ -519,7 +586,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                     col.error(at, f"tag {tag!r} is given twice for this image")
                     break
                 tags[f"{repository}:{tag}"] = iname
-        tk_env = cat.envs.get(tk.env, {})
+        tk_env = cat.envs.get(itk.env, {}) if itk is not None and itk.env is not None else {}
         for var, value in img.env.items():
             if isinstance(value, str) and isinstance(tk_env.get(var), list):
                 col.error(

@@ -175,7 +175,10 @@ class Base(Strict):
         description="Base image reference with a tag; `cannery lock` pins its digest",
         json_schema_extra=_schema(TAGGED_IMAGE),
     )
-    python: str = Field(pattern=r"^3\.[0-9]+$")
+    python: str | None = Field(
+        None, pattern=r"^3\.[0-9]+$",
+        description="The Python the base image ships (\"3.11\"); omitted: it ships none",
+    )
     os: Literal["ubuntu", "debian", "openeuler"] = Field(
         description="Decides the package manager: apt (ubuntu, debian) or dnf (openeuler)"
     )
@@ -219,16 +222,57 @@ def _url_template(v: str) -> str:
     return _https(v, URL_TEMPLATE)
 
 
+# What a toolkit the host provides (mounted at run time) cannot have: nothing installs it, no
+# ENV claims it, nothing builds against it.
+HOST_FORBIDS = ("env", "devlib", "env_scripts", "install_args", "packages")
+
+
+def _toolkit_rules() -> JsonDict:
+    """Toolkit's cross-field rule as JSON Schema (the model validator says the same)."""
+    host: JsonDict = {"properties": {"provided": {"const": "host"}}, "required": ["provided"]}
+    return {
+        "if": host,
+        "then": {"not": {"anyOf": [{"required": [k]} for k in HOST_FORBIDS]}},
+        "else": {"required": ["env"]},
+    }
+
+
 class Toolkit(Strict):
+    model_config = ConfigDict(json_schema_extra=_toolkit_rules())
+
     version: str = Field(pattern=TAG_VALUE)
+    provided: Literal["image", "host"] = Field(
+        "image",
+        description="image: installed in the image (or shipped by the base); host: mounted from "
+        "the host at run time, so no installers, no ENV and no io.cannery.toolkit label",
+    )
     layout: Literal["cann", "ascend-toolkit"] = "cann"
-    env: str = Field(description="Name of the env table (an envs key) set_env.sh corresponds to")
+    env: str | None = Field(
+        None, description="Name of the env table (an envs key) set_env.sh corresponds to"
+    )
     devlib: str | None = Field(None, description="Build-only stub library dir; never in image ENV")
     env_scripts: list[str] = Field(
         [], description="Scripts the toolkit ships to set its env; `cannery verify` compares them"
     )
     install_args: list[str] = ["--quiet", "--install"]
     packages: list[Package] = []
+
+    @field_validator(*HOST_FORBIDS)
+    @classmethod
+    def _host(cls, v: object, info: ValidationInfo) -> object:
+        # runs only for keys written (defaults are not validated): each is its own error line
+        if info.data.get("provided") == "host":
+            raise ValueError(
+                f"{info.field_name} has no effect on a toolkit the host provides (nothing "
+                "installs it, and the image sets no toolkit ENV)"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _env_needed(self) -> Toolkit:
+        if self.provided == "image" and self.env is None:
+            raise ValueError("missing required key 'env' (a toolkit installed in the image)")
+        return self
 
 
 class Jobs(Strict):
@@ -550,11 +594,144 @@ PLATFORMS: list[JsonValue] = [*(f"linux/{a}" for a in ARCHES), "linux/arm64/v8"]
 OS_PACKAGE = r"^[A-Za-z0-9][A-Za-z0-9+._-]*$"
 
 
+# A Python source tarball's URL template: {version} only (one tarball for every platform).
+PY_URL_TEMPLATE = r"^https://[^/@{}]+(/([^{}]|\{version\})*)?$"
+PY_VERSION = r"^3\.[0-9]+\.[0-9]+$"
+
+
+def _python_rules() -> JsonDict:
+    """PythonInstall's cross-field rules as JSON Schema (the model validator says the same)."""
+    source: JsonDict = {"properties": {"install": {"const": "source"}}}
+    return {
+        "if": source,
+        "then": {"required": ["url"], "not": {"required": ["packages"]}},
+        "else": {"required": ["packages"], "not": {"required": ["url"]}},
+    }
+
+
+class PythonInstall(Strict):
+    """``[images.X.python]``: the Python the image installs, from the distribution's packages or
+    built from a source tarball (sha256 from the lock) in a builder stage."""
+
+    model_config = ConfigDict(json_schema_extra=_python_rules())
+
+    version: str = Field(
+        pattern=PY_VERSION,
+        description="The full version, e.g. 3.11.10 (filled into url; `python3 --version` is "
+        "checked against it)",
+    )
+    install: Literal["packages", "source"] = Field(
+        description="packages: the distribution's packages; source: built from url in a "
+        "builder stage, the tarball checked against its sha256 from cannery.lock",
+    )
+    packages: list[str] | None = Field(
+        None, min_length=1,
+        description="install = packages: the distribution packages (apt or dnf, by the base's os)",
+        json_schema_extra={"items": {"type": "string", "pattern": OS_PACKAGE}},
+    )
+    url: str | None = Field(
+        None, description="install = source: https URL template of the tarball ({version})",
+        json_schema_extra=_schema(PY_URL_TEMPLATE),
+    )
+
+    @field_validator("packages")
+    @classmethod
+    def _packages(cls, v: list[str] | None) -> list[str] | None:
+        for name in v or ():
+            if not _full(OS_PACKAGE, name):
+                raise ValueError(f"bad package name {name!r}")
+        return v
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        for name in re.findall(r"\{([^}]*)\}", v):
+            if name != "version":
+                raise ValueError(f"unknown template field {{{name}}} (known: version)")
+        return _https(v, PY_URL_TEMPLATE)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> PythonInstall:
+        if self.install == "source" and (self.url is None or self.packages is not None):
+            raise ValueError("install = \"source\" takes url (and no packages)")
+        if self.install == "packages" and (self.packages is None or self.url is not None):
+            raise ValueError("install = \"packages\" takes packages (and no url)")
+        return self
+
+    @property
+    def minor(self) -> str:
+        """``3.11`` of ``3.11.10``: what tags and the Python resolution use."""
+        return ".".join(self.version.split(".")[:2])
+
+
+# Stage names the renderer uses itself (the base, per-arch and final stages, its own builders).
+RESERVED_STAGE = r"^(base|image|arch-.*|cannery-.*)$"
+
+
+class Stage(Strict):
+    """A builder stage rendered before the final one: its packages stay in it, and only its
+    ``outputs`` reach the image (``COPY --from=NAME``, at the same path)."""
+
+    name: str = Field(
+        pattern=NAME, description="Stage name (not base, image, arch-*, cannery-*)",
+        json_schema_extra={"not": {"pattern": RESERVED_STAGE}},
+    )
+    base: str | None = Field(None, description="A bases key (default: the image's base)")
+    packages: list[str] = Field(
+        [], description="Build-only distribution packages: never in the final image",
+        json_schema_extra={"items": {"type": "string", "pattern": OS_PACKAGE}},
+    )
+    steps: list[Step] = Field([], description="What the stage runs, in order")
+    outputs: list[str] = Field(
+        min_length=1,
+        description="Absolute paths copied into the final image at the same path",
+        json_schema_extra={
+            "items": {"type": "string", "pattern": ABS_PATH, "not": {"const": "/"}},
+            "uniqueItems": True,
+        },
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if _full(RESERVED_STAGE, v):
+            raise ValueError(f"stage name {v!r} is reserved (base, image, arch-*, cannery-*)")
+        return v
+
+    @field_validator("packages")
+    @classmethod
+    def _packages(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not _full(OS_PACKAGE, name):
+                raise ValueError(f"bad package name {name!r}")
+        return v
+
+    @field_validator("outputs")
+    @classmethod
+    def _outputs(cls, v: list[str]) -> list[str]:
+        for path in v:
+            if not _full(ABS_PATH, path) or path == "/":
+                raise ValueError(f"output {path!r}: give an absolute path below /")
+        if len(set(v)) != len(v):
+            raise ValueError("an output is listed twice")
+        return v
+
+
 class Image(Strict):
     extends: str | None = EXTENDS
     base: str
-    toolkit: str
-    soc: str = Field(description="SOC_VERSION, e.g. ascend910b1")
+    toolkit: str | None = Field(None, description="A toolkits key; omitted: no toolkit")
+    soc: str | None = Field(
+        None, description="SOC_VERSION, e.g. ascend910b1; omitted for a chip-generic image"
+    )
+    python: PythonInstall | None = Field(
+        None, description="Python installed by the image (omitted: the base's python)"
+    )
+    stages: list[Stage] = Field(
+        [], description="Builder stages, rendered before the final stage in this order"
+    )
     recipe: str = Field("", pattern=TAG_VALUE)
     platforms: list[str] = Field(
         min_length=1,
@@ -794,6 +971,16 @@ class Catalog(Strict):
                     raise ValueError(f"{var!r} is not a valid environment variable name")
         return v
 
-    def family_of(self, soc: str) -> str | None:
-        """The SoC family (A2, A3, …) that ``soc`` belongs to, or None."""
+    def family_of(self, soc: str | None) -> str | None:
+        """The SoC family (A2, A3, …) that ``soc`` belongs to, or None (also for no SoC)."""
         return next((f for f, fam in self.families.items() if soc in fam.socs), None)
+
+    def python_of(self, image: str) -> str | None:
+        """The image's Python as ``3.11``: the one it installs, else the base's, else None."""
+        img = self.images[image]
+        return img.python.minor if img.python else self.bases[img.base].python
+
+    def toolkit_of(self, image: str) -> Toolkit | None:
+        """The image's toolkit (installed, shipped by the base, or the host's), or None."""
+        img = self.images[image]
+        return self.toolkits[img.toolkit] if img.toolkit is not None else None

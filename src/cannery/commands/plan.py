@@ -19,9 +19,10 @@ def _summary(spec: ImageSpec) -> dict[str, Any]:
         "base": {"image": spec.base_image, "digest": spec.base_digest},
         "toolkit": {
             "version": spec.toolkit.version,
+            "provided": spec.toolkit.provided,
             "install": spec.toolkit.install,
             "downloads": [asdict(d) for d in spec.toolkit.downloads],
-        },
+        } if spec.toolkit else None,
         "soc": spec.soc,
         "family": spec.family,
         "python": spec.python,
@@ -72,13 +73,18 @@ def plan_cmd(
         image, _, tag = spec.base_image.rpartition(":")
         table.add_row("base", image, tag, _short(spec.base_digest) or "UNLOCKED")
         tk = spec.toolkit
-        if tk.install:
+        if tk is None:
+            table.add_row("toolkit", "none", "", "")
+        elif not tk.in_image:
+            table.add_row("toolkit", "the host's, mounted at run time", tk.version, "")
+        elif tk.install:
             locked = all(d.sha256 for d in tk.downloads)
             pinned = f"sha256 ×{len(tk.downloads)}" if locked else "UNLOCKED"
             table.add_row("toolkit", f"CANN installers ({len(tk.downloads)})", tk.version, pinned)
         else:
             table.add_row("toolkit", "in the base image", tk.version, "")
-        table.add_row("soc", f"{spec.family}, chip {spec.chip}", spec.soc, "")
+        if spec.soc is not None:
+            table.add_row("soc", f"{spec.family}, chip {spec.chip}", spec.soc, "")
         table.add_row("platforms", ", ".join(spec.platforms), "", "")
         for c in spec.components:
             name = c.name + (f" (jobs≤{c.jobs_limit})" if c.jobs_limit else "")

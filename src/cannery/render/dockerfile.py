@@ -68,10 +68,11 @@ def _expand(value: str, known: dict[str, str]) -> str:
 
 
 def toolkit_env(spec: ImageSpec) -> tuple[tuple[str, str], ...]:
-    """The ENV pairs that persist the toolkit's set_env.sh (search paths prepend, no '::')."""
+    """The ENV pairs that persist the toolkit's set_env.sh (search paths prepend, no '::');
+    none for an image without a toolkit, or whose toolkit the host mounts at run time."""
     known: dict[str, str] = {}
     pairs: list[tuple[str, str]] = []
-    for var, value in spec.toolkit.env:
+    for var, value in spec.toolkit.env if spec.toolkit and spec.toolkit.in_image else ():
         if isinstance(value, tuple):
             parts = ":".join(_expand(v, known) for v in value)
             text = parts + "${" + var + ":+:${" + var + "}}"
@@ -237,8 +238,10 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
     notes = [head + (f" ({comp.install})" if comp.install != "pip" else "")]
     if git is not None and not git.commit:
         notes.append(f"cannery: UNLOCKED git ref {git.ref!r}: run `cannery lock` to pin a commit.")
+    # toolkit_build: the loader checked that the image has a soc and a toolkit it installs
+    devlib = spec.toolkit.devlib if comp.toolkit_build and spec.toolkit else None
     env_names = [k for k, _ in comp.build_env] + (["SOC_VERSION"] if comp.toolkit_build else [])
-    if comp.toolkit_build and spec.toolkit.devlib:
+    if devlib:
         env_names.append("the devlib stub on LD_LIBRARY_PATH")
     if env_names and comp.install != "none":
         what = ", ".join(env_names[:-1]) + (" and " if len(env_names) > 1 else "") + env_names[-1]
@@ -279,10 +282,10 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         lines += _jobs_lines(comp)
         for key, value in comp.build_env:
             lines.append(f"export {key}={_q(value)};")
-        if comp.toolkit_build:
+        if comp.toolkit_build and spec.soc:
             lines.append(f"export SOC_VERSION={_q(spec.soc)};")
-        if comp.toolkit_build and spec.toolkit.devlib:
-            devlib = spec.toolkit.devlib.replace("{uname_arch}", "${" + ARCH_VAR + "}")
+        if devlib:
+            devlib = devlib.replace("{uname_arch}", "${" + ARCH_VAR + "}")
             lines.append(
                 f'export LD_LIBRARY_PATH="{devlib}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}";'
             )
@@ -350,7 +353,7 @@ def _package_lines(spec: ImageSpec) -> list[str]:
     """
     packages = list(spec.packages)
     needs = ["ca-certificates"]
-    if (spec.toolkit.install and spec.toolkit.downloads) or any(c.wheels for c in spec.components):
+    if _installs_toolkit(spec) or any(c.wheels for c in spec.components):
         needs.append("curl")
     if any(c.git for c in spec.components):
         needs.append("git")
@@ -382,6 +385,42 @@ def _package_lines(spec: ImageSpec) -> list[str]:
         "rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log"
         " /var/cache/ldconfig/aux-cache",
     ]
+
+
+def _installs_toolkit(spec: ImageSpec) -> bool:
+    return spec.toolkit is not None and spec.toolkit.install and bool(spec.toolkit.downloads)
+
+
+def _toolkit(spec: ImageSpec) -> list[Instruction]:
+    """The toolkit's ENV and installers; nothing for no toolkit or the host's."""
+    tk = spec.toolkit
+    if tk is None or not tk.in_image:
+        return []
+    body: list[Instruction] = [
+        Comment(
+            f"CANN {tk.version} environment, as its set_env.sh sets it, persisted for every\n"
+            "later step and for the running container (no `source` needed, none lost under\n"
+            "--entrypoint)."
+        ),
+        Env(toolkit_env(spec)),
+    ]
+    if _installs_toolkit(spec):
+        names = ", ".join(dict.fromkeys(d.name for d in tk.downloads))
+        body.append(
+            Comment(
+                f"CANN {tk.version} installers ({names}): fetched over verified TLS and\n"
+                "checked against their sha256 from cannery.lock before they run."
+            )
+        )
+        lines = [
+            "set -eu;",
+            *_downloads_run(
+                spec, tk.downloads, f"CANN {tk.version} installers", list(tk.install_args)
+            ),
+        ]
+        body.append(Run(_finish(lines)))
+    body.append(Blank())
+    return body
 
 
 def render_dockerfile(spec: ImageSpec) -> str:
@@ -433,31 +472,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
                          f"{' '.join(_q(t) for t in spec.pip_tools)}"]))
     body.append(Blank())
 
-    tk = spec.toolkit
-    body.append(
-        Comment(
-            f"CANN {tk.version} environment, as its set_env.sh sets it, persisted for every\n"
-            "later step and for the running container (no `source` needed, none lost under\n"
-            "--entrypoint)."
-        )
-    )
-    body.append(Env(toolkit_env(spec)))
-    if tk.install and tk.downloads:
-        names = ", ".join(dict.fromkeys(d.name for d in tk.downloads))
-        body.append(
-            Comment(
-                f"CANN {tk.version} installers ({names}): fetched over verified TLS and\n"
-                "checked against their sha256 from cannery.lock before they run."
-            )
-        )
-        lines = [
-            "set -eu;",
-            *_downloads_run(
-                spec, tk.downloads, f"CANN {tk.version} installers", list(tk.install_args)
-            ),
-        ]
-        body.append(Run(_finish(lines)))
-    body.append(Blank())
+    body += _toolkit(spec)
 
     if spec.python_pinned:
         body += _python_locked(spec)
@@ -486,10 +501,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
         labels.append(("org.opencontainers.image.revision", spec.revision))
     if spec.base_digest:
         labels.append(("org.opencontainers.image.base.digest", spec.base_digest))
-    labels += [
-        ("io.cannery.toolkit", f"cann-{tk.version}"),
-        ("io.cannery.soc", spec.soc),
-    ]
+    labels += [(k, v) for k, v in spec.fact_labels() if v is not None]
     labels += [(f"io.cannery.component.{c.name}", c.label_version) for c in spec.components]
     labels += list(spec.labels)
     if any(c.path is not None for c in spec.components):

@@ -176,15 +176,14 @@ def _config_checks(
         ok = have_inputs == planned
         detail = "" if ok else f"built from {have_inputs}; catalog and lock give {planned}"
         out.append(Check("inputs match catalog and lock", ok, detail, platform))
-    expected_labels = {
+    expected_labels: dict[str, str | None] = {
         "org.opencontainers.image.source": spec.source,
-        "io.cannery.soc": spec.soc,
-        "io.cannery.toolkit": f"cann-{spec.toolkit.version}",
+        **dict(spec.fact_labels()),
         **{f"io.cannery.component.{c.name}": c.label_version for c in spec.components},
     }
-    for key, value in expected_labels.items():
-        ok = labels.get(key) == value
-        detail = "" if ok else f"image has {labels.get(key)!r}; catalog says {value!r}"
+    for key, want in expected_labels.items():
+        ok = labels.get(key) == want
+        detail = "" if ok else f"image has {labels.get(key)!r}; catalog says {want!r}"
         out.append(Check(f"label {key}", ok, detail, platform))
     secrets = credential_findings(config)
     out.append(Check("no credentials", not secrets, ", ".join(secrets), platform))

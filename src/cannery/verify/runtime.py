@@ -117,7 +117,8 @@ def runtime_checks(
     try:
         checks = []
         image_env = _env(run(["buildah", "run", ctr, "--", "env"], timeout=300))
-        scripts = [s for s in spec.toolkit.env_scripts]
+        # a toolkit the host provides is not in the image: nothing of it to compare
+        scripts = list(spec.toolkit.env_scripts) if spec.toolkit else []
         if scripts:
             sources = " && ".join(f"source {shlex.quote(s)} >/dev/null" for s in scripts)
             try:
