@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cannery.verify.keyless import KeylessPolicy, _statement, _verifier
+from cannery.verify.keyless import KeylessPolicy, _statement, load_verifier
 from tests.services.sigstore import GITHUB_ISSUER, StandInSigstore
 
 IDENTITY = "https://github.com/example/images/.github/workflows/images.yml@refs/heads/main"
@@ -36,7 +36,7 @@ def standin(tmp_path_factory: pytest.TempPathFactory) -> tuple[StandInSigstore, 
 
 def _check(root: Path, bundle: bytes, identity: str = IDENTITY,
            issuer: str = GITHUB_ISSUER) -> dict[str, object]:
-    verifier, policy = _verifier(KeylessPolicy(identity, issuer, root))
+    verifier, policy = load_verifier(KeylessPolicy(identity, issuer, root))
     return _statement(verifier, policy, bundle, DIGEST, "bundle")
 
 
@@ -82,6 +82,26 @@ def test_a_changed_payload_fails(standin: tuple[StandInSigstore, Path]) -> None:
     bundle["dsseEnvelope"]["payload"] = base64.b64encode(_stmt("sha256:" + "cd" * 32)).decode()
     with pytest.raises(ValueError):
         _check(root, json.dumps(bundle).encode())
+
+
+@pytest.mark.parametrize("bundle", [b"not json", b"[1]", b"{}", b'{"mediaType": "x"}'])
+def test_a_malformed_bundle_is_a_failed_check_not_a_crash(
+    standin: tuple[StandInSigstore, Path], bundle: bytes
+) -> None:
+    _, root = standin
+    with pytest.raises(ValueError, match="bundle: failed to load bundle"):
+        _check(root, bundle)
+
+
+def test_a_trusted_root_that_is_not_one_is_exit_2_before_any_registry(
+    cli, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    bad = tmp_path / "root.json"
+    bad.write_text('{"mediaType": "x"}')
+    res = cli("verify", "127.0.0.1:9/x:y", "--certificate-identity", IDENTITY,
+              "--certificate-oidc-issuer", GITHUB_ISSUER, "--trusted-root", str(bad))
+    assert res.code == 2 and "not a Sigstore trusted root" in res.err
+    assert "Traceback" not in res.err and "127.0.0.1:9" not in res.err
 
 
 @pytest.mark.parametrize(("args", "words"), [

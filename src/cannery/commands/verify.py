@@ -19,7 +19,7 @@ from cannery.plan import ImageSpec, plan
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import ssl_context
 from cannery.verify.attestations import attestation_checks, index_entries_check
-from cannery.verify.keyless import KeylessPolicy, keyless_checks
+from cannery.verify.keyless import KeylessPolicy, keyless_checks, load_verifier
 from cannery.verify.mirrors import registry_parity_checks
 from cannery.verify.model import Check
 from cannery.verify.registry import PlatformImage, registry_checks
@@ -126,6 +126,7 @@ def verify_cmd(
     except ValueError as exc:
         raise InputError(f"{ref_text}: not an image reference: {exc}") from None
     keys = [load_public_key(key)] if key else []
+    sigstore = load_verifier(keyless) if keyless is not None else None
     loaded, lk, _ = load_with_lock(catalog, lock, quiet=as_json)
     specs = plan(loaded.catalog, lk, select(loaded, [image] if image else None))
     spec = specs[0] if image else _spec_for(ref, specs)
@@ -153,8 +154,8 @@ def verify_cmd(
             checks.append(index_entries_check(index[0]))
             checks += attestation_checks(client, by_digest, spec, images, keys,
                                          require_attestations)
-            if keyless is not None:
-                checks += keyless_checks(client, by_digest, spec, images, keyless)
+            if keyless is not None and sigstore is not None:
+                checks += keyless_checks(client, by_digest, spec, images, keyless, sigstore)
         if rebuild:
             checks += _rebuild(client, by_digest, job, images, ca_cert, network, rebuild_platforms)
         if all_registries:  # the registry checks above and the runtime checks run once

@@ -43,9 +43,10 @@ class KeylessPolicy:
     trusted_root: Path | None = None
 
 
-def _verifier(policy: KeylessPolicy) -> tuple[Any, Any]:
+def load_verifier(policy: KeylessPolicy) -> tuple[Any, Any]:
     """sigstore-python's offline verifier and identity policy (imported here: an optional
-    dependency, needed only when a keyless identity is given)."""
+    dependency, needed only when a keyless identity is given); read before any registry is,
+    so a bad trusted root is exit 2 at once."""
     try:
         from sigstore.models import TrustedRoot
         from sigstore.verify import Verifier
@@ -111,10 +112,12 @@ def keyless_checks(
     spec: ImageSpec,
     images: list[PlatformImage],
     policy: KeylessPolicy,
+    loaded: tuple[Any, Any],
 ) -> list[Check]:
+    """``loaded``: what :func:`load_verifier` gave for ``policy``."""
     from cannery.verify.attestations import provenance_predicate_checks
 
-    verifier, identity = _verifier(policy)
+    verifier, identity = loaded
     repo = Reference(ref.host, ref.repository)
     checks: list[Check] = []
     for img in images:
