@@ -96,14 +96,19 @@ def _read(
         raise _Bad(f"{where}: payload is not JSON") from None
     if not isinstance(stmt, dict):
         raise _Bad(f"{where}: payload is not an in-toto statement")
-    algo, _, hexd = subject.partition(":")
-    subjects = stmt.get("subject") or []
-    if not isinstance(subjects, list) or not any(
-        isinstance(s, dict) and isinstance(s.get("digest"), dict) and s["digest"].get(algo) == hexd
-        for s in subjects
-    ):
+    if not statement_is_about(stmt, subject):
         raise _Bad(f"{where}: the statement's subject is not {subject}")
     return stmt, bad_sig
+
+
+def statement_is_about(stmt: dict[str, object], digest: str) -> bool:
+    """Whether an in-toto statement names ``digest`` among its subjects."""
+    algo, _, hexd = digest.partition(":")
+    subjects = stmt.get("subject") or []
+    return isinstance(subjects, list) and any(
+        isinstance(s, dict) and isinstance(s.get("digest"), dict) and s["digest"].get(algo) == hexd
+        for s in subjects
+    )
 
 
 def _deps_diff(have: object, want: list[dict[str, object]]) -> str:

@@ -27,6 +27,7 @@ from cannery.oci.manifest import MalformedManifest, load_json
 from cannery.oci.reference import Reference
 from cannery.oci.referrers import Referrer, list_referrers, parse_artifact
 from cannery.plan import ImageSpec
+from cannery.verify.attestations import provenance_predicate_checks, statement_is_about
 from cannery.verify.model import Check
 from cannery.verify.registry import PlatformImage
 
@@ -96,12 +97,7 @@ def _statement(
     if payload_type != "application/vnd.in-toto+json":
         raise ValueError(f"{where}: payloadType {payload_type[:60]!r}, not an in-toto statement")
     stmt = load_json(payload)
-    algo, _, hexd = subject.partition(":")
-    subjects = stmt.get("subject") if isinstance(stmt, dict) else None
-    if not isinstance(stmt, dict) or not isinstance(subjects, list) or not any(
-        isinstance(s, dict) and isinstance(s.get("digest"), dict) and s["digest"].get(algo) == hexd
-        for s in subjects
-    ):
+    if not isinstance(stmt, dict) or not statement_is_about(stmt, subject):
         raise ValueError(f"{where}: the statement's subject is not {subject}")
     return stmt
 
@@ -115,8 +111,6 @@ def keyless_checks(
     loaded: tuple[Any, Any],
 ) -> list[Check]:
     """``loaded``: what :func:`load_verifier` gave for ``policy``."""
-    from cannery.verify.attestations import provenance_predicate_checks
-
     verifier, identity = loaded
     repo = Reference(ref.host, ref.repository)
     checks: list[Check] = []
