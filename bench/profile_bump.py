@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -37,8 +38,8 @@ from lint_vs_hadolint import machine  # noqa: E402
 from tests.e2e.buildenv import cleanup_local_images, make_world  # noqa: E402
 from tests.services.tlsca import make_ca  # noqa: E402
 
-PHASES = ("start-up", "resolve", "render", "registry read", "build", "export", "upload",
-          "merge + tag")
+PHASES = ("start-up", "resolve", "render", "registry read", "build", "inspect", "export",
+          "upload", "protect (per-platform tag)", "merge + tag")
 
 
 class Clock:
@@ -63,6 +64,38 @@ class Clock:
         setattr(module, attr, timed)
 
 
+class BuildSteps:
+    """Splits the `buildah build` time by instruction: buildah prints a STEP line where each
+    one starts and "Using cache" when the layer cache had it; COMMIT starts the final commit.
+    Each step's time (cache look-up, or run and commit) goes to its kind: "RUN (cached)",
+    "LABEL (built)", ..."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.start = time.perf_counter()
+        self.kind = "start-up and FROM"
+        self.cached = False
+
+    def _add(self) -> None:
+        now = time.perf_counter()
+        state = "" if self.kind == "start-up and FROM" else (
+            " (cached)" if self.cached else " (built)")
+        self.clock.took[f"build: {self.kind}{state}"] += now - self.start
+        self.start = now
+
+    def line(self, line: str) -> None:
+        match = re.match(r"(?:\[\d+/\d+\] )?STEP \d+/\d+: (\w+)", line)
+        if match or line.startswith("COMMIT"):
+            self._add()
+            self.kind = match.group(1) if match else "final commit"
+            self.cached = False
+        elif "Using cache" in line:
+            self.cached = True
+
+    def close(self) -> None:
+        self._add()
+
+
 def instrumented_build(catalog_path: Path, env: dict[str, str], clock: Clock) -> None:
     """`cannery build --push` in this process, each phase on ``clock``."""
     from cannery.builder import execute
@@ -71,14 +104,30 @@ def instrumented_build(catalog_path: Path, env: dict[str, str], clock: Clock) ->
 
     clock.wrap(build_mod, "ensure_locked", "resolve")
     clock.wrap(build_mod, "render_dockerfile", "render")
-    clock.wrap(execute, "current_children", "registry read")
-    clock.wrap(execute, "stream",
-               lambda argv, *a: "build" if argv[1] == "build" else "export")
-    for attr in ("push_image_dir", "push_image_storage"):
-        if hasattr(execute, attr):
-            clock.wrap(execute, attr, "upload")
-    clock.wrap(execute, "merge_index", "merge + tag")
-    clock.wrap(execute, "move_tags", "merge + tag")
+    for attr in ("current_children", "known_platforms", "unchanged_child"):
+        clock.wrap(execute, attr, "registry read")
+    inner_stream = getattr(execute, "stream")  # noqa: B009 (wrapped below, timed)
+
+    def stream(argv: list[str], log_path: Path, on_line: Callable[[str], None]) -> Any:
+        if argv[1] != "build":
+            with clock.phase("export" if argv[1] == "push" else "inspect"):
+                return inner_stream(argv, log_path, on_line)
+        steps = BuildSteps(clock)
+
+        def each(line: str) -> None:
+            steps.line(line)
+            on_line(line)
+
+        with clock.phase("build"):
+            try:
+                return inner_stream(argv, log_path, each)
+            finally:
+                steps.close()
+
+    setattr(execute, "stream", stream)  # noqa: B010 (a stand-in, timed)
+    clock.wrap(execute, "push_image_dir", "upload")
+    clock.wrap(execute, "protect_platform", "protect (per-platform tag)")
+    clock.wrap(execute, "publish_everywhere", "merge + tag")
     saved = dict(os.environ)
     os.environ.update(env)
     try:
@@ -145,8 +194,13 @@ def main() -> int:
     print("|---|---|")
     named = set(PHASES)
     for name in [*PHASES, *sorted({k for r in runs for k in r} - named)]:
-        print(f"| {name} | {statistics.median(r.get(name, 0.0) for r in runs):.2f} |")
-    rest = statistics.median(t - sum(r.values()) for t, r in zip(totals, runs, strict=True))
+        # the build's instructions are part of "build": shown under it, not added again
+        shown = f"&nbsp;&nbsp;{name}" if name.startswith("build: ") else name
+        print(f"| {shown} | {statistics.median(r.get(name, 0.0) for r in runs):.2f} |")
+    rest = statistics.median(
+        t - sum(v for k, v in r.items() if not k.startswith("build: "))
+        for t, r in zip(totals, runs, strict=True)
+    )
     print(f"| other (plan, checks, summary) | {rest:.2f} |")
     print(f"| total | {statistics.median(totals):.2f} |")
     return 0

@@ -152,7 +152,8 @@ def lock(
         Optional[list[str]],  # noqa: UP045
         typer.Option(
             "--update",
-            help="Re-resolve this base, toolkit or component ('all' for every one); repeatable",
+            help="Re-resolve this base, toolkit, component or image ('python': the Python pins, "
+            "'all': everything; a resolved commit prefix stays); repeatable",
             metavar="NAME",
         ),
     ] = None,

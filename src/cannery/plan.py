@@ -5,9 +5,17 @@ Render, build and verify consume these specs unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import datetime as dt
+from dataclasses import dataclass, field, replace
 
-from cannery.catalog.inputs import fill_url, render_tag, toolkit_downloads
+from cannery.catalog.inputs import (
+    NO_DATE,
+    fill_url,
+    render_tag,
+    tag_values,
+    template_fields,
+    toolkit_downloads,
+)
 from cannery.catalog.models import OS_FAMILIES, Catalog, Component, Step
 from cannery.catalog.platforms import UNAME_ARCH, arches_of, platform_arch
 from cannery.lock import Lock, git_key
@@ -179,6 +187,8 @@ class ImageSpec:
     entrypoint: tuple[str, ...] | None = None
     cmd: tuple[str, ...] = ("/bin/bash",)
     aliases: tuple[str, ...] = ()  # more tags of the same index
+    # (field, value) of each {field} the tag and aliases use, in order (plan shows them)
+    tag_fields: tuple[tuple[str, str], ...] = ()
     steps: tuple[StepSpec, ...] = ()
 
     @property
@@ -206,7 +216,8 @@ class ImageSpec:
         return [
             f"component {c.name}: dependencies of the checkout ({c.path})"
             for c in self.components
-            if c.path is not None and c.install != "none" and "--no-deps" not in c.pip_args
+            if c.path is not None
+            and (c.requirements or (c.install != "none" and "--no-deps" not in c.pip_args))
         ]
 
     def unpinned(self) -> list[str]:
@@ -216,10 +227,10 @@ class ImageSpec:
         out = [f"Python tool {t}" for t in self.pip_tools]
         for c in self.components:
             out += [f"component {c.name}: {r}" for r in c.pip]
-            if c.git and c.install != "none":
+            if c.git:
                 out += [f"component {c.name}: {r}" for r in c.requirements]
-                if "--no-deps" not in c.pip_args:
-                    out.append(f"component {c.name}: its own dependencies")
+            if c.git and c.install != "none" and "--no-deps" not in c.pip_args:
+                out.append(f"component {c.name}: its own dependencies")
             if c.wheels:
                 out.append(f"component {c.name}: the wheel's dependencies")
         return out
@@ -327,13 +338,15 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         for arch, urls in comp.extra_index:
             extra.setdefault(arch, []).extend(urls)
     target = img.registry or cat.catalog.registry or ""
+    templates = [img.tag, *img.aliases]
+    used = dict.fromkeys(f for t in templates for f in template_fields(t))
     revision = None
     if img.revision_from:
         rev = next(c for c in components if c.name == img.revision_from)
         revision = rev.git.pinned if rev.git else rev.label_version
-    return ImageSpec(
+    spec = ImageSpec(
         name=image,
-        tag=render_tag(cat, image),
+        tag=img.tag,  # the templates; filled in below, once the lock's date is known
         repository=cat.registries[target].repository,
         base_image=base.image,
         base_digest=base_entry.digest if base_entry else None,
@@ -368,10 +381,31 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         user=img.user,
         entrypoint=tuple(img.entrypoint) if img.entrypoint else None,
         cmd=tuple(img.cmd) if img.cmd else ("/bin/bash",),
-        aliases=tuple(render_tag(cat, image, a) for a in img.aliases),
+        aliases=tuple(img.aliases),
         steps=tuple(_step(s) for s in img.steps),
         registries=_registries(cat, target, img.mirrors),
     )
+    date = _tag_date(spec, lock) if "date" in used else NO_DATE
+    values = tag_values(cat, image, date)
+    return replace(
+        spec,
+        tag=render_tag(cat, image, date=date),
+        aliases=tuple(render_tag(cat, image, a, date) for a in img.aliases),
+        tag_fields=tuple((f, values[f] or "") for f in used),
+    )
+
+
+def _tag_date(spec: ImageSpec, lock: Lock) -> str:
+    """{date}: the UTC day (YYYYMMDD) the newest of the image's lock entries was resolved.
+    Read from the lock, not the clock, so every leg of a build and every rebuild from the
+    same lock render the same tag; a nightly's `cannery lock --update` moves it when an
+    input moved. ``NO_DATE`` while nothing of the image is locked."""
+    from cannery.builder.plan import lock_entries, lock_epoch
+
+    entries = lock_entries(spec, lock)
+    if not entries:
+        return NO_DATE
+    return dt.datetime.fromtimestamp(lock_epoch(entries), dt.timezone.utc).strftime("%Y%m%d")
 
 
 def _toolkit(cat: Catalog, image: str, lock: Lock) -> ToolkitSpec | None:

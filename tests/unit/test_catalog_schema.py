@@ -106,6 +106,10 @@ GOOD = toml.loads(minimal())
 # components need one: only validate sees both tables).
 FIELDS: list[tuple[tuple[str, ...], str, list[Any]]] = [
     (("catalog",), "name", ["x", ""]),
+    (("catalog",), "version", ["0.9.2", "a b", "", 1]),
+    (("components", "vllm"), "install", ["none", "pip"]),
+    (("components", "vllm"), "dest", ["/workspace/vllm"]),
+    (("components", "vllm"), "requirements", [["requirements.txt"]]),
     (("catalog",), "source", ["https://example.com/x"]),
     (("catalog",), "python_index", ["https://pypi.example.com/simple", "http://p.example.com",
                                     "https://u:p@x.example.com/simple", "https://"]),

@@ -171,13 +171,15 @@ def test_image_settings_render_after_every_build_step(tmp_path: Path) -> None:
         "    LD_PRELOAD=/usr/lib/${CANN_ARCH}-linux-gnu/libjemalloc.so.2"
         "${LD_PRELOAD:+:${LD_PRELOAD}}\n",
         "WORKDIR /workspace\n",
-        "LABEL ",
         "USER vllm\n",
-        'ENTRYPOINT ["/bin/bash", "-lc"]\n',
-        'CMD ["vllm", "serve"]',
+        "LABEL ",
     ]
     at = [tail.index(part) for part in order]
     assert at == sorted(at)
+    # The command is set before every build step (no step uses it; a bump does not repeat it).
+    head = text[:text.index("# System packages")]
+    assert head.index('ENTRYPOINT ["/bin/bash", "-lc"]\n') < head.index('CMD ["vllm", "serve"]')
+    assert "CMD" not in tail and "ENTRYPOINT" not in tail
     # The toolkit's LD_LIBRARY_PATH is set before, and the image's appends to it.
     assert text.index("LD_LIBRARY_PATH=/usr/local/Ascend") < text.index("# Removed after")
 

@@ -26,6 +26,7 @@ ARG TARGETARCH
 # and tools clamp file times; unset, nothing changes.
 ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+CMD ["/bin/bash"]
 
 # System packages (change least often).
 RUN set -eu; \
@@ -78,4 +79,3 @@ LABEL org.opencontainers.image.source="https://github.com/Ascend/cann-container-
       org.opencontainers.image.base.name="docker.io/openeuler/openeuler:24.03-lts" \
       io.cannery.toolkit="cann-8.5.1" \
       io.cannery.soc="ascend910b1"
-CMD ["/bin/bash"]

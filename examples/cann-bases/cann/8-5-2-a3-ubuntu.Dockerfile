@@ -26,6 +26,7 @@ ARG TARGETARCH
 # and tools clamp file times; unset, nothing changes.
 ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+CMD ["/bin/bash"]
 
 # System packages (change least often).
 RUN set -eu; \
@@ -80,4 +81,3 @@ LABEL org.opencontainers.image.source="https://github.com/Ascend/cann-container-
       org.opencontainers.image.base.name="docker.io/library/ubuntu:22.04" \
       io.cannery.toolkit="cann-8.5.2" \
       io.cannery.soc="ascend910_9391"
-CMD ["/bin/bash"]

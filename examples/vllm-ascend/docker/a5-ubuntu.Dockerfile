@@ -24,6 +24,7 @@ ARG TARGETARCH
 # and tools clamp file times; unset, nothing changes.
 ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+CMD ["/bin/bash"]
 
 # System packages (change least often).
 RUN set -eu; \
@@ -138,4 +139,3 @@ LABEL org.opencontainers.image.source="https://github.com/vllm-project/vllm-asce
       io.cannery.component.serving-extras="modelscope ray>=2.47.1,<=2.48.0 protobuf>3.20.0" \
       io.cannery.component.vllm="v0.27.1@v0.27.1" \
       io.cannery.component.vllm-ascend="${CANNERY_CHECKOUT}"
-CMD ["/bin/bash"]

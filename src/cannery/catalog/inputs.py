@@ -17,13 +17,33 @@ def fill_url(template: str, *, version: str = "", arch: str) -> str:
     )
 
 
-def render_tag(cat: Catalog, image: str, template: str | None = None) -> str:
-    """The image's tag, or ``template`` (one of its aliases) filled in the same way."""
+# {date} where the lock cannot say it (an image none of whose inputs is locked yet), and
+# what `catalog validate` renders tags with (it reads no lock).
+NO_DATE = "unlocked"
+
+
+def component_field(component: str) -> str:
+    """The tag field of a component's version: its name with '-' and '.' as '_'."""
+    return re.sub(r"[-.]", "_", component)
+
+
+def template_fields(template: str) -> list[str]:
+    """The {field}s of a tag template, each once, in order."""
+    return list(dict.fromkeys(re.findall(r"\{([^}]*)\}", template)))
+
+
+def tag_values(cat: Catalog, image: str, date: str = NO_DATE) -> dict[str, str | None]:
+    """Every field a tag template may name → its value for ``image`` (None: no value here).
+    A built-in field wins over a component whose name maps to the same field."""
     img = cat.images[image]
     base = cat.bases[img.base]
     tk = cat.toolkit_of(image)
+    values: dict[str, str | None] = {
+        component_field(c): comp.version if c in img.components else None
+        for c, comp in cat.components.items()
+    }
     # A fact the image lacks renders empty; `catalog validate` refuses a tag that names one.
-    values = {
+    values.update({
         "name": image,
         "cann": tk.version.lower() if tk else "",
         "chip": base.chip,
@@ -33,8 +53,20 @@ def render_tag(cat: Catalog, image: str, template: str | None = None) -> str:
         "recipe": img.recipe,
         "soc": img.soc or "",
         "family": cat.family_of(img.soc) or "",
-    }
-    return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], template or img.tag)
+        "version": cat.catalog.version,
+        "date": date,
+    })
+    return values
+
+
+def render_tag(
+    cat: Catalog, image: str, template: str | None = None, date: str = NO_DATE
+) -> str:
+    """The image's tag, or ``template`` (one of its aliases) filled in the same way; ``date``
+    is {date} (``YYYYMMDD``). The loader has checked that every field has a value."""
+    values = tag_values(cat, image, date)
+    text = template or cat.images[image].tag
+    return re.sub(r"\{([a-z0-9_]+)\}", lambda m: values[m.group(1)] or "", text)
 
 
 def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
@@ -52,6 +84,16 @@ def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
         for arch in arches_of(img.platforms):
             out.append((pkg.name, arch, fill_url(pkg.url, version=tk.version, arch=arch)))
     return out
+
+
+# Wheel bundles by file name ending (torch_npu ships a .tar.gz, sgl-kernel-npu a .zip): the
+# Dockerfile installs every wheel in one, and the lock resolves their dependencies.
+BUNDLES = {".zip": "zip", ".tar.gz": "tar.gz", ".tgz": "tar.gz"}
+
+
+def bundle_kind(url: str) -> str | None:
+    """"zip" or "tar.gz" for a wheel bundle's URL, None for a single wheel."""
+    return next((kind for end, kind in BUNDLES.items() if url.endswith(end)), None)
 
 
 def wheel_urls(template: str, arches: tuple[str, ...]) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ import copy
 import hashlib
 import re
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from cannery.catalog.compat import check_image
-from cannery.catalog.inputs import render_tag
+from cannery.catalog.inputs import component_field, render_tag, tag_values, template_fields
 from cannery.catalog.locate import LineMap
-from cannery.catalog.models import IMAGE_TAG, Catalog
+from cannery.catalog.models import IMAGE_TAG, TAG_FIELDS, Catalog
 from cannery.errors import CatalogError, Location
 from cannery.util import toml
 from cannery.util.text import did_you_mean
@@ -401,6 +402,36 @@ def _lint_run_steps(cat: Catalog, col: _Collector) -> None:
                     col.error(("images", iname, "steps", i, "run"), f"{f.rule}: {f.message}")
 
 
+def _tag_fields_ok(
+    cat: Catalog, image: str, at: tuple[str | int, ...], template: str, col: _Collector
+) -> bool:
+    """Every {field} of ``template`` is known and has a value for ``image``. Unknown fields
+    are one error at the line where the template is written (an `extends` child inherits it,
+    and is not told again); a field without a value names the image and the field."""
+    comps = {component_field(c): c for c in cat.components}
+    fields = template_fields(template)
+    unknown = [f for f in fields if f not in TAG_FIELDS and f not in comps]
+    if unknown:
+        known = [*TAG_FIELDS, *sorted(comps)]
+        names = ", ".join(f"{{{f}}}" for f in unknown)
+        close = [f"{{{m[0]}}}" for f in unknown if (m := get_close_matches(f, known, n=1))]
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        col.error(at, f"unknown tag template field{'s' if len(unknown) > 1 else ''} {names} "
+                  f"({hint}known: {', '.join(f'{{{k}}}' for k in known)}; a component's field "
+                  "is its name with '-' and '.' as '_')")
+    values = tag_values(cat, image)
+    missing = [f for f in fields if f not in unknown and values.get(f) is None]
+    for f in missing:
+        if f == "version":
+            why = "catalog.version is not set"
+        elif comps[f] not in cat.images[image].components:
+            why = f"component {comps[f]!r} is not one of its components"
+        else:
+            why = f"component {comps[f]!r} has no version"
+        col.error(at, f"image {image}: tag field {{{f}}} has no value ({why})")
+    return not unknown and not missing
+
+
 def _check_stages(cat: Catalog, iname: str, col: _Collector) -> None:
     """Builder stages: distinct names, known bases, Python where a step needs it."""
     img = cat.images[iname]
@@ -465,6 +496,12 @@ def _check_facts(cat: Catalog, iname: str, col: _Collector) -> None:
 
 
 def _cross_check(cat: Catalog, col: _Collector) -> None:
+    for cname, comp in cat.components.items():
+        # (the schema says it too; here, to name the line where dest is written)
+        if comp.git is not None and comp.dest is not None and comp.install == "pip":
+            col.error(("components", cname, "dest"),
+                      'dest has no effect with install = "pip": the tree is removed once '
+                      'installed (keep it with install = "editable" or "none")')
     if cat.catalog.registry and cat.catalog.registry not in cat.registries:
         col.error(("catalog", "registry"), f"unknown registry {cat.catalog.registry!r}")
     for i, name in enumerate(cat.catalog.mirrors):
@@ -565,10 +602,11 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         repositories = list(dict.fromkeys(
             cat.registries[n].repository for n in published if n in cat.registries
         )) or [""]
-        named = [("tag", render_tag(cat, iname))]
-        named += [(f"aliases[{i}]", render_tag(cat, iname, a)) for i, a in enumerate(img.aliases)]
-        for fieldname, tag in named:
-            at = (*where, "aliases", int(fieldname[8:-1])) if "[" in fieldname else (*where, "tag")
+        templates: list[tuple[tuple[str | int, ...], str]] = [((*where, "tag"), img.tag)]
+        templates += [((*where, "aliases", i), a) for i, a in enumerate(img.aliases)]
+        named = [(at, render_tag(cat, iname, t)) for at, t in templates
+                 if _tag_fields_ok(cat, iname, at, t, col)]
+        for at, tag in named:
             if not IMAGE_TAG.fullmatch(tag):
                 col.error(
                     at,

@@ -16,7 +16,6 @@ from pydantic import (
 from pydantic.config import JsonDict, JsonValue
 
 from cannery.catalog.platforms import ARCHES, PLATFORM, platform_arch
-from cannery.util.patterns import SHORT_COMMIT
 from cannery.util.text import did_you_mean
 
 NAME = r"^[a-z0-9][a-z0-9_.-]*$"
@@ -39,8 +38,12 @@ COMPAT_CODES = (
     "compat-torch",
     "compat-torch-npu",
 )
-# Values usable in an image tag template.
-TAG_FIELDS = ("name", "cann", "chip", "os", "os_version", "python", "recipe", "soc", "family")
+# Values usable in an image tag template; besides these, a component's version is
+# {<component name with '-' and '.' as '_'>} (which components exist, only the loader knows).
+TAG_FIELDS = (
+    "name", "cann", "chip", "os", "os_version", "python", "recipe", "soc", "family", "version",
+    "date",
+)
 URL_FIELDS = ("version", "uname_arch", "arch")
 SECRET_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 RUNNER_LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -49,9 +52,9 @@ REL_PATH = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
 HTTPS_URL = r"^https://[^/@]+(/.*)?$"
 # A URL template: literal text and {field}s of URL_FIELDS only.
 URL_TEMPLATE = rf"^https://[^/@{{}}]+(/([^{{}}]|\{{({'|'.join(URL_FIELDS)})\}})*)?$"
-# An image tag template: tag characters and {field}s of TAG_FIELDS only; a literal '.' or '-'
-# never first (the rendered tag could not start with it).
-_TAG_FIELD = rf"\{{({'|'.join(TAG_FIELDS)})\}}"
+# An image tag template: tag characters and {field}s (TAG_FIELDS or a component's field); a
+# literal '.' or '-' never first (the rendered tag could not start with it).
+_TAG_FIELD = r"\{[a-z0-9_]+\}"
 TAG_TEMPLATE = rf"^([A-Za-z0-9_]|{_TAG_FIELD})([A-Za-z0-9_.-]|{_TAG_FIELD})*$"
 # A base image with a tag and no digest (the lock records the digest).
 TAGGED_IMAGE = r"^[^@]*:[^/@:]+$"
@@ -117,6 +120,10 @@ class CatalogMeta(Strict):
         [],
         description="Registries (registries keys) every image is also published to, by digest, "
         "unless the image names its own mirrors",
+    )
+    version: str | None = Field(
+        None, pattern=TAG_VALUE,
+        description="The catalog's own release, e.g. 0.9.2: the {version} tag field",
     )
     python_index: str = Field(
         "https://pypi.org/simple",
@@ -287,6 +294,11 @@ BUILT = (
 )
 GIT_ONLY = ("ref", *BUILT)
 SOURCES = ("git", "pip", "wheel", "path")
+# Fields that act on the component's own build and install: with install = "none" (the tree
+# is fetched, and only its requirements files are installed) they would have no effect.
+INSTALLED_ONLY = (
+    "subdir", "extras", "pyproject", "pip_args", "build_env", "toolkit_build", "jobs"
+)
 
 
 def _component_rules() -> JsonDict:
@@ -309,6 +321,16 @@ def _component_rules() -> JsonDict:
                 },
             },
             {"if": has("path"), "then": {"not": has("ref")}},
+            {"if": has("pip"), "then": {"not": has("pip_args")}},
+            {
+                "if": {"required": ["install"], "properties": {"install": {"const": "none"}}},
+                "then": {"not": {"anyOf": [has(f) for f in INSTALLED_ONLY]}},
+            },
+            {
+                "if": has("git", "dest"),
+                "then": {"required": ["install"],
+                         "properties": {"install": {"enum": ["editable", "none"]}}},
+            },
             {"if": {"anyOf": [has("git"), has("wheel"), has("path")]},
              "then": {"properties": {"pin": {"const": False}}}},
             {
@@ -348,13 +370,15 @@ class Component(Strict):
         description="Where the source tree goes in the image (default /opt/src/NAME)",
     )
     ref: str | None = Field(
-        None, description="Tag, branch or full commit; `cannery lock` pins it", min_length=1,
-        json_schema_extra={"not": {"pattern": SHORT_COMMIT.pattern}},
+        None, min_length=1,
+        description="Tag, branch, full commit, or a commit prefix of 7-39 hex digits; "
+                    "`cannery lock` pins it to a full commit",
     )
     package: str | None = Field(None, description="Distribution name, if not the component name")
     version: str | None = Field(None, description="Release this source corresponds to (for compat)")
     install: Literal["pip", "editable", "none"] = Field(
-        "pip", description="git only: editable keeps the tree, none only fetches it"
+        "pip", description="git and path only: editable keeps the tree; none only fetches it "
+                           "and installs its requirements files"
     )
     subdir: str | None = Field(
         None, description="Directory of the Python project in the repo",
@@ -407,6 +431,21 @@ class Component(Strict):
             )
         return v
 
+    @field_validator(*INSTALLED_ONLY)
+    @classmethod
+    def _installed_only(cls, v: object, info: ValidationInfo) -> object:
+        if info.data.get("install") == "none":
+            raise ValueError(
+                f'{info.field_name} has no effect with install = "none" (the tree is only '
+                "fetched, and its requirements files installed)"
+            )
+        if info.field_name == "pip_args" and info.data.get("pip") is not None:
+            raise ValueError(
+                "pip_args has no effect on a pip component: `cannery lock` resolves its "
+                "specifiers and the image installs them from the lock (say it in the specifiers)"
+            )
+        return v
+
     @field_validator("path")
     @classmethod
     def _path(cls, v: str | None) -> str | None:
@@ -423,13 +462,6 @@ class Component(Strict):
         other = other or ("path" if info.data.get("path") is not None else None)
         if v and other is not None:
             raise ValueError(f"pin is only for pip components (this one is {other})")
-        return v
-
-    @field_validator("ref")
-    @classmethod
-    def _ref(cls, v: str | None) -> str | None:
-        if v is not None and SHORT_COMMIT.fullmatch(v):
-            raise ValueError(f"ref {v!r} looks like a short SHA: give the full 40-hex commit")
         return v
 
     @field_validator("git")
@@ -833,12 +865,7 @@ class Image(Strict):
 
     @field_validator("tag")
     @classmethod
-    def _tag(cls, v: str) -> str:  # also checks each alias
-        for name in re.findall(r"\{([^}]*)\}", v):
-            if name not in TAG_FIELDS:
-                raise ValueError(
-                    f"unknown tag template field {{{name}}} (known: {', '.join(TAG_FIELDS)})"
-                )
+    def _tag(cls, v: str) -> str:  # also checks each alias; the loader checks field names
         if not _full(TAG_TEMPLATE, v):
             raise ValueError(
                 f"tag {v!r}: use letters, digits, '_', '.', '-' and {{field}}s only"

@@ -16,6 +16,8 @@ def _summary(spec: ImageSpec) -> dict[str, Any]:
         "name": spec.name,
         "reference": spec.reference,
         "tag": spec.tag,
+        "tags": list(spec.tags),
+        "tag_fields": dict(spec.tag_fields),
         "base": {"image": spec.base_image, "digest": spec.base_digest},
         "toolkit": {
             "version": spec.toolkit.version,
@@ -30,7 +32,7 @@ def _summary(spec: ImageSpec) -> dict[str, Any]:
         "components": [
             {
                 "name": c.name,
-                "kind": "git" if c.git else ("pip" if c.pip else "wheel"),
+                "kind": "git" if c.git else "pip" if c.pip else "path" if c.path else "wheel",
                 "version": c.version,
                 "pin": c.label_version,
                 "locked": not ((c.git and not c.git.commit) or any(not w.sha256 for w in c.wheels))
@@ -95,6 +97,8 @@ def plan_cmd(
             elif c.pip:
                 source, ref = "pip", " ".join(c.pip)
                 pin = "sha256 (lock)" if spec.python_pinned else "UNPINNED"
+            elif c.path is not None:
+                source, ref, pin = f"checkout ({c.path})", c.version or "", "commit at build"
             else:
                 source, ref = "wheel", c.version or ""
                 pin = "sha256" if all(w.sha256 for w in c.wheels) else "UNLOCKED"
@@ -104,6 +108,8 @@ def plan_cmd(
             table.add_row("python deps", "cannery.lock", f"{n} packages", "sha256 each")
         else:
             table.add_row("python deps", "resolved at build time", "", "UNPINNED")
+        fields = " ".join(f"{f}={v}" for f, v in spec.tag_fields)
+        table.add_row("tags", "\n".join(spec.tags), fields, "")
         out.print(table)
     return 0
 

@@ -15,7 +15,9 @@ What the output guarantees (each a defect found in review of hand-written images
 - no mirror, index or trusted-host config is left in the image;
 - apt or dnf (from the base's os) installs only what the base lacks and leaves no lists,
   caches or logs;
-- layers run from least to most often changed, so bumping the framework rebuilds the tail only.
+- layers run from least to most often changed, so bumping the framework rebuilds the tail only;
+  ENTRYPOINT and CMD come first and one LABEL last, so that tail is the changed steps and the
+  LABEL.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import re
 import shlex
 
 from cannery import __version__
+from cannery.catalog.inputs import BUNDLES
 from cannery.plan import CHECKOUT_ARG, UNAME_ARCH, ComponentSpec, Download, ImageSpec
 from cannery.render.instructions import (
     Arg,
@@ -51,8 +54,6 @@ ARCH_VAR = "CANN_ARCH"  # x86_64 | aarch64, set per platform in the arch-* stage
 UNLOCKED = "UNLOCKED"
 PIP = "python3 -m pip install --no-cache-dir"
 DEFAULT_INDEX = "https://pypi.org/simple"
-# Wheel bundles by file name ending (torch_npu ships a .tar.gz, sgl-kernel-npu a .zip).
-BUNDLES = {".zip": "zip", ".tar.gz": "tar.gz", ".tgz": "tar.gz"}
 
 
 def _q(text: str) -> str:
@@ -168,9 +169,10 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         if comp.wheels:
             extra = [a for a in extra if a != "--no-build-isolation"]
     # The component's extra indexes, for its pip calls only ("$@": POSIX, no bash arrays);
-    # with a lock nothing is resolved here, so none is needed.
+    # with a lock nothing is resolved here, so none is needed, except for a checkout (pip
+    # resolves its dependencies and requirements files at build time).
     index: list[str] = []
-    if comp.extra_index and not spec.python_pinned:
+    if comp.extra_index and (not spec.python_pinned or comp.path is not None):
         urls = dict(comp.extra_index)
         branches = {
             a: [" ".join(["set --", *(_q(f"--extra-index-url={u}") for u in urls.get(a, ()))])
@@ -289,8 +291,13 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             lines.append(
                 f'export LD_LIBRARY_PATH="{devlib}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}";'
             )
-        for req in comp.requirements if not spec.python_pinned or git is None else ():
-            lines.append(f"{pip} -r {_q(dest + '/' + req)};")
+    # Requirements files, with the component's pip_args but their dependencies (`--no-deps`
+    # is about the component itself, as in the lock). With a Python lock a git tree's are in
+    # it, installed hash-checked by the locked step; a checkout's change with it: pip here.
+    req_args = [_q(a) for a in comp.pip_args if a != "--no-deps"]
+    for req in comp.requirements if not spec.python_pinned or git is None else ():
+        lines.append(f"{' '.join([pip, *req_args])} -r {_q(dest + '/' + req)};")
+    if comp.install != "none":
         project = f"{dest}/{comp.subdir}" if comp.subdir else dest
         if comp.pyproject:
             lines.append(f"cp {_q(project + '/' + comp.pyproject)} {project}/pyproject.toml;")
@@ -463,6 +470,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
         ),
         Arg("SOURCE_DATE_EPOCH"),
         Shell(SHELL),
+        *_command(spec),
         Blank(),
     ]
 
@@ -510,13 +518,19 @@ def render_dockerfile(spec: ImageSpec) -> str:
                     "tree had changes)."),
             Arg(CHECKOUT_ARG, "unknown"),
         ]
-    body.append(Label(tuple(labels)))
     if spec.user:
         body.append(User(spec.user))
-    if spec.entrypoint:
-        body.append(Entrypoint(spec.entrypoint))
-    body.append(Cmd(spec.cmd))
+    # Last and one instruction: a bump rebuilds its own step, the steps after it, and this.
+    body.append(Label(tuple(labels)))
     return render_all(body)
+
+
+def _command(spec: ImageSpec) -> list[Instruction]:
+    """ENTRYPOINT and CMD, at the top of the final stage: no build step uses them, and set
+    there they stay cached when a later step changes (each instruction after a changed step
+    is a commit of its own in `buildah build --layers`)."""
+    out: list[Instruction] = [Entrypoint(spec.entrypoint)] if spec.entrypoint else []
+    return [*out, Cmd(spec.cmd)]
 
 
 def render_dockerignore(specs: list[ImageSpec], catalog_name: str) -> str | None:

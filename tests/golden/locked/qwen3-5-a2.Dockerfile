@@ -20,6 +20,7 @@ ARG TARGETARCH
 # and tools clamp file times; unset, nothing changes.
 ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+CMD ["/bin/bash"]
 
 # System packages (change least often).
 RUN set -eu; \
@@ -146,7 +147,7 @@ RUN set -eu; \
     export COMPILE_CUSTOM_KERNELS=1; \
     export SOC_VERSION=ascend910b1; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-8.5.2/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/vllm-ascend/requirements.txt; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -r /opt/src/vllm-ascend/requirements.txt; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -e /opt/src/vllm-ascend; \
     rm -rf /opt/src/vllm-ascend/.git
 
@@ -195,4 +196,3 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       io.cannery.component.train-extras="accelerate==1.13.0 mathruler" \
       io.cannery.component.verl="4045d67063052dcb800c918c107b8d5a87046006" \
       org.opencontainers.image.title="verl on Ascend (Qwen3.5)"
-CMD ["/bin/bash"]

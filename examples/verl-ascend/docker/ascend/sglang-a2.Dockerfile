@@ -30,6 +30,7 @@ ARG TARGETARCH
 # and tools clamp file times; unset, nothing changes.
 ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+CMD ["/bin/bash"]
 
 # System packages (change least often).
 RUN set -eu; \
@@ -174,4 +175,3 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       io.cannery.component.megatron-lm="core_r0.16.0" \
       io.cannery.component.sglang-extras="mbridge click==8.2.1 cachetools nvtx opencv-python-headless==4.10.0.84" \
       io.cannery.component.verl="main"
-CMD ["/bin/bash"]

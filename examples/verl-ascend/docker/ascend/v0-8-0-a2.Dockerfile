@@ -27,6 +27,7 @@ ARG TARGETARCH
 # and tools clamp file times; unset, nothing changes.
 ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+CMD ["/bin/bash"]
 
 # System packages (change least often).
 RUN set -eu; \
@@ -102,7 +103,7 @@ RUN set -eu; \
     export COMPILE_CUSTOM_KERNELS=1; \
     export SOC_VERSION=ascend910b1; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-9.0.0/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/vllm-ascend-0-18/requirements.txt; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -r /opt/src/vllm-ascend-0-18/requirements.txt; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation --no-deps -e /opt/src/vllm-ascend-0-18; \
     rm -rf /opt/src/vllm-ascend-0-18/.git
 
@@ -191,4 +192,3 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       io.cannery.component.transformers="cc7ab9be508ce6ed3637bba9e50367b29b742dc6" \
       io.cannery.component.train-extras="mbridge nvidia-modelopt[torch]>=0.37.0 flash-linear-attention==0.5.0 qwen_vl_utils viztracer mathruler" \
       io.cannery.component.verl-0-8-0="v0.8.0"
-CMD ["/bin/bash"]

@@ -27,6 +27,7 @@ ARG TARGETARCH
 # and tools clamp file times; unset, nothing changes.
 ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+CMD ["/bin/bash"]
 
 # System packages (change least often).
 RUN set -eu; \
@@ -101,7 +102,7 @@ RUN set -eu; \
     export COMPILE_CUSTOM_KERNELS=1; \
     export SOC_VERSION=ascend910_9392; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-9.1.0/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/vllm-ascend-0-23/requirements.txt; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -r /opt/src/vllm-ascend-0-23/requirements.txt; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation --no-deps -e /opt/src/vllm-ascend-0-23; \
     rm -rf /opt/src/vllm-ascend-0-23/.git
 
@@ -177,4 +178,3 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       io.cannery.component.transformers="cc7ab9be508ce6ed3637bba9e50367b29b742dc6" \
       io.cannery.component.train-extras="mbridge nvidia-modelopt[torch]>=0.37.0 flash-linear-attention==0.5.0 qwen_vl_utils viztracer mathruler" \
       io.cannery.component.verl="main"
-CMD ["/bin/bash"]
