@@ -68,14 +68,15 @@ class PythonRequest:
 def python_requests(
     cat: Catalog, image: str, commits: Mapping[tuple[str, str], str]
 ) -> list[PythonRequest] | None:
-    """One request per architecture of ``image``; None while a git commit is not locked.
+    """One request per architecture of ``image`` (none when it installs no Python package);
+    None while a git commit is not locked.
 
     ``commits`` maps (git URL, ref) to the locked commit.
     """
     img = cat.images[image]
     python = cat.python_of(image)
-    if python is None:  # nothing to resolve: the loader refuses Python uses without one
-        return []
+    if python is None or not (img.pip_tools or img.components):
+        return []  # nothing to resolve (a Python use without a Python is a validate error)
     requirements = list(img.pip_tools)
     wheels: list[str] = []
     git: list[GitPackage] = []

@@ -114,3 +114,9 @@ def test_a_trusted_root_that_is_not_one_is_exit_2_before_any_registry(
 def test_keyless_options_are_checked_first(cli, args: list[str], words: str) -> None:  # type: ignore[no-untyped-def]
     res = cli("verify", "127.0.0.1:9/x:y", *args)
     assert res.code == 2 and words in res.err and "Traceback" not in res.err
+
+
+def test_a_layout_has_no_keyless_bundles_to_check(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    res = cli("verify", f"oci:{tmp_path}", "--image", "one", "--certificate-identity",
+              IDENTITY, "--certificate-oidc-issuer", GITHUB_ISSUER)
+    assert res.code == 2 and "not a layout" in res.err, res.err

@@ -52,7 +52,7 @@ def tag_values(cat: Catalog, image: str, date: str = NO_DATE) -> dict[str, str |
         "python": cat.python_of(image) or "",
         "recipe": img.recipe,
         "soc": img.soc or "",
-        "family": cat.family_of(img.soc) or "",
+        "family": cat.family_for(image) or "",
         "version": cat.catalog.version,
         "date": date,
     })
@@ -76,7 +76,7 @@ def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
     tk = cat.toolkit_of(image)
     if tk is None or tk.provided == "host" or base.toolkit_version == tk.version:
         return []
-    family = cat.family_of(img.soc)
+    family = cat.family_for(image)
     out = []
     for pkg in tk.packages:
         if pkg.family and pkg.family != family:
@@ -84,6 +84,20 @@ def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
         for arch in arches_of(img.platforms):
             out.append((pkg.name, arch, fill_url(pkg.url, version=tk.version, arch=arch)))
     return out
+
+
+def python_source_url(cat: Catalog, image: str) -> str | None:
+    """The URL of the Python source tarball ``image`` builds, or None (no source install)."""
+    py = cat.images[image].python
+    if py is None or py.install != "source" or py.url is None:
+        return None
+    return py.url.replace("{version}", py.version)
+
+
+def stage_bases(cat: Catalog, image: str) -> list[str]:
+    """The bases keys the image's builder stages start from (besides the image's own base)."""
+    img = cat.images[image]
+    return list(dict.fromkeys(s.base for s in img.stages if s.base and s.base != img.base))
 
 
 # Wheel bundles by file name ending (torch_npu ships a .tar.gz, sgl-kernel-npu a .zip): the

@@ -637,7 +637,10 @@ def _python_rules() -> JsonDict:
     return {
         "if": source,
         "then": {"required": ["url"], "not": {"required": ["packages"]}},
-        "else": {"required": ["packages"], "not": {"required": ["url"]}},
+        "else": {
+            "required": ["packages"],
+            "not": {"anyOf": [{"required": ["url"]}, {"required": ["build_packages"]}]},
+        },
     }
 
 
@@ -665,8 +668,14 @@ class PythonInstall(Strict):
         None, description="install = source: https URL template of the tarball ({version})",
         json_schema_extra=_schema(PY_URL_TEMPLATE),
     )
+    build_packages: list[str] | None = Field(
+        None,
+        description="install = source: what the builder stage installs to compile Python, never "
+        "in the final image (default: cannery's list for the base's package manager)",
+        json_schema_extra={"items": {"type": "string", "pattern": OS_PACKAGE}},
+    )
 
-    @field_validator("packages")
+    @field_validator("packages", "build_packages")
     @classmethod
     def _packages(cls, v: list[str] | None) -> list[str] | None:
         for name in v or ():
@@ -688,8 +697,10 @@ class PythonInstall(Strict):
     def _one_way(self) -> PythonInstall:
         if self.install == "source" and (self.url is None or self.packages is not None):
             raise ValueError("install = \"source\" takes url (and no packages)")
-        if self.install == "packages" and (self.packages is None or self.url is not None):
-            raise ValueError("install = \"packages\" takes packages (and no url)")
+        if self.install == "packages" and (
+            self.packages is None or self.url is not None or self.build_packages is not None
+        ):
+            raise ValueError("install = \"packages\" takes packages (and no url or build_packages)")
         return self
 
     @property
@@ -897,6 +908,11 @@ class Compat(Strict):
 EnvValue = str | list[str]
 
 
+# A GitHub Actions tag filter (on.push.tags): tag characters and the glob characters * ? +;
+# no '!' negation and nothing that needs YAML quoting.
+GIT_TAG_FILTER = r"^[A-Za-z0-9_.*?+][A-Za-z0-9_./*?+-]*$"
+
+
 class Ci(Strict):
     """How `cannery render` lays out files and the GitHub Actions pipeline. Paths are relative to
     the catalog's directory, which is taken to be the repository root."""
@@ -909,9 +925,35 @@ class Ci(Strict):
             "additionalProperties": {"type": "string", "pattern": RUNNER_LABEL},
         },
     )
-    branches: list[str] = Field(["main"], description="Branches whose pushes build images")
+    branches: list[str] = Field(
+        ["main"], description="Branches whose pushes build and publish the images they touch, "
+        "and whose pull requests build them without pushing"
+    )
     schedule: str | None = Field(
         None, description="Optional cron for periodic rebuilds", json_schema_extra=_schema(CRON)
+    )
+    # The triggers below are the generated workflow's (cannery.render.workflow says how).
+    pull_requests: bool = Field(
+        True, description="Pull requests to `branches` build every image they touch, per platform "
+        "on its native runner, from the pull request's checkout: no push, no secret"
+    )
+    release_tags: list[str] = Field(
+        [], description="Git tag patterns (e.g. \"v*\") whose pushes build and publish every "
+        "image: its tag, then its aliases; with catalog.version, the tag must be it (or v+it)",
+        json_schema_extra={"items": {"type": "string", "pattern": GIT_TAG_FILTER}},
+    )
+    max_parallel: int | None = Field(
+        None, ge=1, description="At most this many platform legs of one image build at once "
+        "(GitHub's strategy.max-parallel)"
+    )
+    free_disk: bool = Field(
+        False, description="Before building, delete the toolchains GitHub-hosted Ubuntu runners "
+        "preinstall (.NET, Android SDK, GHC, CodeQL) and prune Docker images, for images close "
+        "to the runner's disk size (not for self-hosted runners)"
+    )
+    lock_update: bool = Field(
+        True, description="With schedule: the scheduled run also runs `cannery lock --update "
+        "all`, re-renders, and opens a pull request when the lock changed (GITHUB_TOKEN, gh)"
     )
     install: str = Field("", description="pip requirement CI installs cannery from "
                                          "(default: this cannery's exact version)")
@@ -944,6 +986,17 @@ class Ci(Strict):
         # Written below the catalog's directory: never outside it, never an odd file name.
         if not REL_PATH.fullmatch(v) or ".." in v.split("/") or v.endswith("/"):
             raise ValueError(f"{v!r}: give a relative path inside the repository")
+        return v
+
+    @field_validator("release_tags")
+    @classmethod
+    def _release_tags(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            if not _full(GIT_TAG_FILTER, pattern):
+                raise ValueError(
+                    f"release tag pattern {pattern!r}: use letters, digits, '.', '_', '-', '/' "
+                    "and the filter characters * ? + (e.g. \"v*\")"
+                )
         return v
 
     @field_validator("schedule")
@@ -1001,6 +1054,16 @@ class Catalog(Strict):
     def family_of(self, soc: str | None) -> str | None:
         """The SoC family (A2, A3, …) that ``soc`` belongs to, or None (also for no SoC)."""
         return next((f for f, fam in self.families.items() if soc in fam.socs), None)
+
+    def family_for(self, image: str) -> str | None:
+        """The image's SoC family: its soc's; for a chip-generic image (no soc), the one family
+        of its base's chip (the ops packages of that family fit every SoC of it), else None."""
+        img = self.images[image]
+        if img.soc is not None:
+            return self.family_of(img.soc)
+        chip = self.bases[img.base].chip
+        fams = [f for f, fam in self.families.items() if fam.chip == chip]
+        return fams[0] if len(fams) == 1 else None
 
     def python_of(self, image: str) -> str | None:
         """The image's Python as ``3.11``: the one it installs, else the base's, else None."""

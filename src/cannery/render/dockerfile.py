@@ -9,6 +9,9 @@ What the output guarantees (each a defect found in review of hand-written images
   UNPINNED at the top;
 - the toolkit env is persisted with ENV from the catalog table, with no empty path element and
   no build-only ``devlib``, so ``docker run IMAGE python`` sees it with no shell in between;
+  an image without a toolkit, or whose toolkit the host mounts, gets no toolkit ENV or label;
+- builder stages (a Python source build, the catalog's stages) come before the final stage:
+  their build-only packages and steps stay there, only their outputs are copied in;
 - a job limit, SOC_VERSION and a component's build env live only in that component's RUN;
 - git sources are fetched at their locked commit with depth 1, and leave no ``.git`` behind;
 - torch pins are installed first and constrain every later pip call;
@@ -27,7 +30,16 @@ import shlex
 
 from cannery import __version__
 from cannery.catalog.inputs import BUNDLES
-from cannery.plan import CHECKOUT_ARG, UNAME_ARCH, ComponentSpec, Download, ImageSpec
+from cannery.plan import (
+    CHECKOUT_ARG,
+    UNAME_ARCH,
+    ComponentSpec,
+    Download,
+    ImageSpec,
+    PythonSpec,
+    StageSpec,
+    StepSpec,
+)
 from cannery.render.instructions import (
     Arg,
     Blank,
@@ -342,7 +354,7 @@ def _python_locked(spec: ImageSpec) -> list[Instruction]:
     return [comment, Run(lines)]
 
 
-def _refuse_base(spec: ImageSpec) -> list[Instruction]:
+def _refuse_base(spec: ImageSpec) -> list[Run]:
     """A base image given by tag only could change under the build: stop before using it."""
     if spec.base_digest:
         return []
@@ -358,7 +370,10 @@ def _package_lines(spec: ImageSpec) -> list[str]:
     layer irreproducible. Signature checks stay as the base configures them; no repository or
     mirror configuration is written.
     """
+    py = spec.python_install
     packages = list(spec.packages)
+    if py is not None and py.install == "packages":
+        packages += [p for p in py.packages if p not in packages]
     needs = ["ca-certificates"]
     if _installs_toolkit(spec) or any(c.wheels for c in spec.components):
         needs.append("curl")
@@ -366,7 +381,16 @@ def _package_lines(spec: ImageSpec) -> list[str]:
         needs.append("git")
     packages += [n for n in needs if n not in packages]
     names = " ".join(packages)
-    if spec.package_manager == "dnf":
+    if py is not None and py.install == "source":
+        # the packages of the shared libraries the built Python links, found by its builder
+        names += f" $(cat {PY_RUNTIME})"
+    return _install_lines(spec.package_manager, names)
+
+
+def _install_lines(manager: str, names: str) -> list[str]:
+    """Install what of ``names`` (shell words) is missing with ``manager``, then drop its lists,
+    caches and logs in the same step."""
+    if manager == "dnf":
         return [
             "set -eu;",
             f'missing=$(for p in {names}; do rpm -q --quiet "$p" || echo "$p"; done);',
@@ -430,6 +454,129 @@ def _toolkit(spec: ImageSpec) -> list[Instruction]:
     return body
 
 
+# The builder stage that compiles Python, and the list of packages its shared libraries need.
+PY_STAGE = "cannery-python"
+PY_RUNTIME = "/opt/cannery/python-runtime-packages"
+# Which package owns a library file, per package manager: dpkg -S and rpm -qf, by the path
+# ldd prints, its real path, or with /usr added or removed (merged /usr: a package may name
+# either).
+_OWNER = {
+    "apt": "dpkg-query -S {path} 2>/dev/null | head -n 1 | cut -d: -f1",
+    "dnf": "rpm -qf --qf '%{{NAME}}\\n' {path} 2>/dev/null",
+}
+
+
+def _stage_head(name: str, source: str, refuse: list[Run]) -> list[Instruction]:
+    return [
+        From(source, name),
+        *refuse,
+        Arg("TARGETARCH"),
+        Arg("SOURCE_DATE_EPOCH"),
+        Shell(SHELL),
+    ]
+
+
+def _python_stage(spec: ImageSpec, py: PythonSpec) -> list[Instruction]:
+    """The builder stage that compiles Python from its locked tarball, as Ascend's CANN images
+    do (shared library, an rpath to its own lib, altinstall under its own prefix), and writes
+    the packages of the system libraries it links for the final image to install."""
+    prefix = py.prefix
+    minor = ".".join(py.version.split(".")[:2])
+    owner = _OWNER[spec.package_manager]
+    names = " ".join(["ca-certificates", "curl", *(p for p in py.packages
+                                                   if p not in ("ca-certificates", "curl"))])
+    lines = [
+        "set -eu;",
+        *_downloads_run(spec, py.downloads, f"Python {py.version} source"),
+        "mkdir -p /tmp/python-src;",
+        "tar -xf /tmp/python.run -C /tmp/python-src --strip-components=1;",
+        "cd /tmp/python-src;",
+        f'./configure --prefix={prefix} --enable-shared LDFLAGS="-Wl,-rpath,{prefix}/lib";',
+        'make -j"$(nproc)";',
+        "make altinstall;",
+        f"ln -sf python{minor} {prefix}/bin/python3;",
+        f"ln -sf python3 {prefix}/bin/python;",
+        f"if [ -e {prefix}/bin/pip{minor} ]; then",
+        f"  ln -sf pip{minor} {prefix}/bin/pip3; ln -sf pip3 {prefix}/bin/pip;",
+        "fi;",
+        "cd /;",
+        "rm -rf /tmp/python-src /tmp/python.run;",
+        "mkdir -p /opt/cannery;",
+        f"find {prefix} -type f \\( -name '*.so*' -o -perm -u+x \\) -print0"
+        " | xargs -0 -r -n 1 sh -c 'ldd \"$0\" 2>/dev/null || true'"
+        f" | awk -v own={prefix}/ '$2 == \"=>\" && index($3, \"/\") == 1"
+        " && index($3, own) != 1 { print $3 }' | sort -u > /tmp/python-libs;",
+        f": > {PY_RUNTIME};",
+        "while read -r lib; do",
+        "  pkg=;",
+        '  for path in "${lib}" "$(readlink -f "${lib}")" "/usr${lib}" "${lib#/usr}"; do',
+        # a failed query says why on stdout (rpm's "is not owned"): never take that as a name
+        f'    [ -n "${{pkg}}" ] || pkg=$({owner.format(path=chr(34) + "${path}" + chr(34))})'
+        " || pkg=;",
+        "  done;",
+        '  if [ -z "${pkg}" ]; then echo "cannery: no package owns ${lib}" >&2; exit 1; fi;',
+        f'  echo "${{pkg}}" >> {PY_RUNTIME};',
+        "done < /tmp/python-libs;",
+        f"sort -u -o {PY_RUNTIME} {PY_RUNTIME};",
+        "rm -f /tmp/python-libs",
+    ]
+    return [
+        Comment(
+            f"Python {py.version}, built from its source tarball (sha256 from cannery.lock) in a\n"
+            "builder stage: the compiler and headers stay here. The final image gets the\n"
+            f"prefix {prefix} and installs the packages of the shared libraries it links."
+        ),
+        *_stage_head(PY_STAGE, "base", _refuse_base(spec)),
+        Run(_install_lines(spec.package_manager, names)),
+        Run(lines),
+        Blank(),
+    ]
+
+
+def _builder_stage(spec: ImageSpec, st: StageSpec) -> list[Instruction]:
+    if not st.own_base:
+        refuse = _refuse_base(spec)
+    elif not st.base_digest:
+        refuse = [Run([_refuse(f"base image {st.base_image} of stage {st.name} has no digest")
+                       [:-1]])]
+    else:
+        refuse = []
+    body: list[Instruction] = [
+        Comment(f"Builder stage {st.name}: its packages and steps stay in it; only its outputs\n"
+                f"({', '.join(st.outputs)}) reach the image."),
+        *_stage_head(st.name, st.base_reference if st.own_base else "base", refuse),
+    ]
+    if st.packages:
+        body.append(Run(_install_lines(st.package_manager, " ".join(st.packages))))
+    body += _step_list(st.steps)
+    if body[-1] != Blank():
+        body.append(Blank())
+    return body
+
+
+def _python_final(spec: ImageSpec) -> list[Instruction]:
+    """The built Python in the final image: its prefix and the list of its runtime packages
+    (installed by the package step next), first on PATH."""
+    py = spec.python_install
+    if py is None or py.install != "source":
+        return []
+    return [
+        Comment(f"Python {py.version} from the builder stage {PY_STAGE}, first on PATH."),
+        Copy(py.prefix, py.prefix, PY_STAGE),
+        Copy(PY_RUNTIME, PY_RUNTIME, PY_STAGE),
+        Env((("PATH", f"{py.prefix}/bin:${{PATH}}"),)),
+        Blank(),
+    ]
+
+
+def _stage_outputs(spec: ImageSpec) -> list[Instruction]:
+    out: list[Instruction] = []
+    for st in spec.stages:
+        out.append(Comment(f"Outputs of the builder stage {st.name}."))
+        out += [Copy(path, path, st.name) for path in st.outputs]
+    return [*out, Blank()] if out else []
+
+
 def render_dockerfile(spec: ImageSpec) -> str:
     arch_list = ", ".join(spec.platforms)
     header = [
@@ -455,6 +602,12 @@ def render_dockerfile(spec: ImageSpec) -> str:
         Arg("TARGETARCH"),
         From(spec.base_reference, "base"),
         Blank(),
+    ]
+    if spec.python_install is not None and spec.python_install.install == "source":
+        body += _python_stage(spec, spec.python_install)
+    for st in spec.stages:
+        body += _builder_stage(spec, st)
+    body += [
         Comment("Per-platform values; a platform with no stage here fails the build at FROM."),
     ]
     for arch in spec.arches:
@@ -474,11 +627,13 @@ def render_dockerfile(spec: ImageSpec) -> str:
         Blank(),
     ]
 
+    body += _python_final(spec)
     body += [Comment("System packages (change least often)."), Run(_package_lines(spec))]
     if spec.pip_tools and not spec.python_pinned:
         body.append(Run([f"{PIP}{_index_url(spec, True)} --upgrade "
                          f"{' '.join(_q(t) for t in spec.pip_tools)}"]))
     body.append(Blank())
+    body += _stage_outputs(spec)
 
     body += _toolkit(spec)
 
@@ -558,8 +713,12 @@ def run_step_text(text: str) -> Run:
 
 def _steps(spec: ImageSpec) -> list[Instruction]:
     """Steps after the installs, in catalog order: typed ones print their own command."""
+    return _step_list(spec.steps)
+
+
+def _step_list(steps: tuple[StepSpec, ...]) -> list[Instruction]:
     out: list[Instruction] = []
-    for step in spec.steps:
+    for step in steps:
         a = step.args
         if step.kind == "uninstall":
             out += [Comment(f"Removed after the installs: {', '.join(a)}."),

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
 from cannery.builder.plan import INPUTS_LABEL
-from cannery.oci import OCIClient, Reference
+from cannery.oci import Reference
 from cannery.oci.client import malformed
 from cannery.oci.manifest import (
     INDEX_TYPES,
@@ -103,8 +104,16 @@ def platforms_check(found: list[str], spec: ImageSpec) -> Check:
     )
 
 
+class ManifestReader(Protocol):
+    """The two reads the checks make: an OCIClient (a registry) or a Layout (a directory)."""
+
+    def get_manifest(self, ref: Reference) -> tuple[bytes, Descriptor]: ...
+
+    def image_config(self, ref: Reference) -> tuple[Descriptor, dict[str, object]]: ...
+
+
 def registry_checks(
-    client: OCIClient,
+    client: ManifestReader,
     ref: Reference,
     spec: ImageSpec,
     inputs: dict[str, str] | None = None,
