@@ -463,7 +463,10 @@ def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
     """
     from cannery.util.cmd import CommandError, run
 
-    env = {"GIT_TERMINAL_PROMPT": "0"}
+    # Only the URL's own protocol: git follows an https → http redirect by default, and a
+    # plain-http hop could then choose the commit that is locked.
+    scheme, sep, _ = url.partition("://")
+    env = {"GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": scheme if sep else "ssh"}
     if ca_file:
         env["GIT_SSL_CAINFO"] = ca_file
     if SHORT_COMMIT.match(ref):
