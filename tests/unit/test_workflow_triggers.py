@@ -358,3 +358,12 @@ def test_a_release_tag_must_name_the_catalog_version(tmp_path: Path) -> None:
     plain = tmp_path / "plain.toml"
     plain.write_text(minimal() + '\n[ci]\nrelease_tags = ["v*"]\n')
     assert "release tag" not in _affected_script(_render(plain))
+
+
+def test_a_changed_file_with_an_unusual_name_is_still_inside_its_directory(repo: Path) -> None:
+    """git diff quotes a name with non-ASCII bytes, a quote, a backslash or a tab ("src/app/
+    donn\\303\\251es.txt") unless told not to: the quoted name is under no directory, and the
+    image that copies src/app was not rebuilt."""
+    for name in ("src/app/données.txt", 'src/app/a"b.txt', "src/app/tab\there.txt"):
+        before = _commit(repo, name)
+        assert _choose(repo, "push", before)[1] == ["three"], name

@@ -217,13 +217,15 @@ def _affected(cat: Catalog, specs: Sequence[ImageSpec]) -> Literal:
         "done\n"
         f"{_release_guard(cat)}"
         "changed=''\n"
+        # -z: every name as it is (git quotes a non-ASCII or odd one, which then lies under
+        # no directory), one a line
         'case "${EVENT}" in\n'
         "  pull_request)  # the merge commit against the base branch it was made on\n"
-        '    changed="$(git diff --name-only HEAD^1 HEAD)" ;;\n'
+        '    changed="$(git diff --name-only -z HEAD^1 HEAD | tr \'\\0\' \'\\n\')" ;;\n'
         "  push)  # a branch: what the push brought; a tag (a release): every image\n"
         '    if [[ "${GITHUB_REF}" == refs/heads/* ]] && git cat-file -e "${BEFORE}^{commit}"'
         " 2>/dev/null; then\n"
-        '      changed="$(git diff --name-only "${BEFORE}" HEAD)"\n'
+        '      changed="$(git diff --name-only -z "${BEFORE}" HEAD | tr \'\\0\' \'\\n\')"\n'
         "    else\n"
         "      changed='*'\n"
         "    fi ;;\n"
