@@ -946,3 +946,38 @@ def test_git_over_https_never_follows_a_redirect_to_plain_http(  # type: ignore[
         server.stop()
         plain.shutdown()
         plain.server_close()
+
+
+def test_git_tls_is_verified_whatever_the_environment_or_git_config_say(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca: LocalCA, tmp_path: Path, monkeypatch
+) -> None:
+    """GIT_SSL_NO_VERIFY in cannery's environment, or http.sslVerify = false in the user's git
+    config, would make git skip certificate checks: without --ca-cert the test CA's server is
+    still refused (exit 2, no lock), for a branch and a commit prefix alike."""
+    from tests.services.githttp import GitHTTPSServer
+
+    repos = tmp_path / "repos"
+    repos.mkdir()
+    _git(tmp_path, "clone", "-q", "--bare", str(setup["git"]), str(repos / "v.git"))
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[http]\n\tsslVerify = false\n")
+    server = GitHTTPSServer(repos, test_ca)
+    try:
+        catalog: Path = setup["catalog"]
+        original = catalog.read_text()
+        first = _git(setup["git"], "rev-parse", "main")
+        monkeypatch.delenv("CANNERY_CA_CERT", raising=False)
+        for env in ({"GIT_SSL_NO_VERIFY": "1"}, {"HOME": str(home)}):
+            with monkeypatch.context() as m:
+                for k, v in env.items():
+                    m.setenv(k, v)
+                for ref in ("main", first[:8]):
+                    catalog.write_text(original.replace(
+                        f'git = "file://{setup["git"]}"\nref = "main"',
+                        f'git = "{server.url}/v.git"\nref = "{ref}"'))
+                    res = cli("lock", "--catalog", str(catalog))
+                    assert res.code == 2 and "component vllm-ascend: " in res.err, (env, res.err)
+                    assert not (catalog.parent / "cannery.lock").exists()
+    finally:
+        server.stop()
