@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import tomli_w
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from cannery.catalog.inputs import toolkit_downloads, wheel_urls
+from cannery.catalog.inputs import (
+    python_source_url,
+    stage_bases,
+    toolkit_downloads,
+    wheel_urls,
+)
 from cannery.catalog.platforms import arches_of
 from cannery.errors import LockError
 from cannery.pydeps import LOCKED_LINE, PythonRequest, python_requests
@@ -182,6 +187,12 @@ def required_inputs(cat: Catalog, images: list[str] | None = None) -> list[Input
         out[("base", base.image)] = Input("base", base.image, img.base)
         for _pkg, _arch, url in toolkit_downloads(cat, iname):
             out[("url", url)] = Input("url", url, img.toolkit or iname, url=url)
+        # A builder stage's base, and the Python source tarball (checked like an installer).
+        for bname in stage_bases(cat, iname):
+            out[("base", cat.bases[bname].image)] = Input("base", cat.bases[bname].image, bname)
+        py_url = python_source_url(cat, iname)
+        if py_url is not None:
+            out[("url", py_url)] = Input("url", py_url, iname, url=py_url)
         for cname in img.components:
             comp = cat.components[cname]
             if comp.git and comp.ref and not COMMIT.match(comp.ref):

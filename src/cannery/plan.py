@@ -11,7 +11,9 @@ from dataclasses import dataclass, field, replace
 from cannery.catalog.inputs import (
     NO_DATE,
     fill_url,
+    python_source_url,
     render_tag,
+    stage_bases,
     tag_values,
     template_fields,
     toolkit_downloads,
@@ -138,6 +140,41 @@ class EnvSpec:
 
 
 @dataclass(frozen=True)
+class PythonSpec:
+    """The Python an image installs: ``packages`` (the distribution's) or ``source`` (built in
+    the builder stage ``cannery-python`` from ``downloads``, the tarball for each TARGETARCH)."""
+
+    version: str
+    install: str  # packages | source
+    packages: tuple[str, ...]  # packages: the distribution's; source: the builder's, build-only
+    downloads: tuple[Download, ...] = ()
+
+    @property
+    def prefix(self) -> str:
+        """Where a source build installs (as Ascend's CANN images put it)."""
+        return f"/usr/local/python{self.version}"
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """A builder stage: its own base, build-only packages and steps; only ``outputs`` reach the
+    final image."""
+
+    name: str
+    base_image: str
+    base_digest: str | None
+    package_manager: str
+    packages: tuple[str, ...]
+    steps: tuple[StepSpec, ...]
+    outputs: tuple[str, ...]
+    own_base: bool  # False: FROM the image's base stage
+
+    @property
+    def base_reference(self) -> str:
+        return f"{self.base_image}@{self.base_digest}" if self.base_digest else self.base_image
+
+
+@dataclass(frozen=True)
 class RegistryTarget:
     """One registry an image is published to: its catalog name (which names its credentials),
     the repository, and the index media type it is given ("oci" or "docker")."""
@@ -158,7 +195,7 @@ class ImageSpec:
     os: str
     os_version: str
     chip: str
-    family: str | None  # None: a chip-generic image (no soc)
+    family: str | None  # without a soc: the family of the base's chip, if there is one
     soc: str | None
     platforms: tuple[str, ...]
     toolkit: ToolkitSpec | None  # None: no toolkit
@@ -190,6 +227,12 @@ class ImageSpec:
     # (field, value) of each {field} the tag and aliases use, in order (plan shows them)
     tag_fields: tuple[tuple[str, str], ...] = ()
     steps: tuple[StepSpec, ...] = ()
+    python_install: PythonSpec | None = None  # None: the base's Python (or none)
+    stages: tuple[StageSpec, ...] = ()  # builder stages, before the final one
+    # build_mirrors, (original prefix, mirror prefix) longest original first: used by the
+    # rendered package and pip steps for that RUN only.
+    package_mirrors: tuple[tuple[str, str], ...] = ()
+    python_mirrors: tuple[tuple[str, str], ...] = ()
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -241,8 +284,10 @@ class ImageSpec:
 
     @property
     def downloads(self) -> tuple[Download, ...]:
-        """The installers the image fetches and checks (the toolkit's)."""
-        return self.toolkit.downloads if self.toolkit else ()
+        """What the image's build fetches and checks: the toolkit's installers and the Python
+        source tarball."""
+        py = self.python_install.downloads if self.python_install else ()
+        return (*(self.toolkit.downloads if self.toolkit else ()), *py)
 
     def fact_labels(self) -> tuple[tuple[str, str | None], ...]:
         """The labels that state the toolkit and the SoC; None: the label must be absent (a
@@ -265,6 +310,12 @@ class ImageSpec:
         for d in self.toolkit.downloads if self.toolkit else ():
             if not d.sha256:
                 out.append(f"{d.name} installer for {d.arch} (no sha256)")
+        for d in self.python_install.downloads if self.python_install else ():
+            if not d.sha256:
+                out.append(f"Python source for {d.arch} (no sha256)")
+        for st in self.stages:
+            if st.own_base and not st.base_digest:
+                out.append(f"base image {st.base_image} of stage {st.name} (no digest)")
         for c in self.components:
             if c.git and not c.git.commit:
                 out.append(f"component {c.name}: git ref {c.git.ref} (no commit)")
@@ -313,11 +364,15 @@ def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) 
     )
 
 
+def _longest_first(mirrors: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """A prefix map in the order it is applied: the most specific original prefix wins."""
+    return tuple(sorted(mirrors.items(), key=lambda kv: (-len(kv[0]), kv[0])))
+
+
 def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
     img = cat.images[image]
     base = cat.bases[img.base]
-    family = cat.family_of(img.soc)
-    assert (family is None) == (img.soc is None)  # the loader checked every image's SoC
+    family = cat.family_for(image)  # the loader checked every image's SoC
     arches = arches_of(img.platforms)
     toolkit = _toolkit(cat, image, lock)
     components = tuple(_component(n, cat.components[n], arches, lock) for n in img.components)
@@ -383,7 +438,11 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         cmd=tuple(img.cmd) if img.cmd else ("/bin/bash",),
         aliases=tuple(img.aliases),
         steps=tuple(_step(s) for s in img.steps),
+        package_mirrors=_longest_first(cat.build_mirrors.packages),
+        python_mirrors=_longest_first(cat.build_mirrors.python),
         registries=_registries(cat, target, img.mirrors),
+        python_install=_python(cat, image, arches, lock),
+        stages=_stages(cat, image, lock),
     )
     date = _tag_date(spec, lock) if "date" in used else NO_DATE
     values = tag_values(cat, image, date)
@@ -406,6 +465,55 @@ def _tag_date(spec: ImageSpec, lock: Lock) -> str:
     if not entries:
         return NO_DATE
     return dt.datetime.fromtimestamp(lock_epoch(entries), dt.timezone.utc).strftime("%Y%m%d")
+
+
+# What a builder stage installs to compile Python when the catalog names nothing
+# (python.build_packages): the compiler, make, and the headers of the optional modules.
+PYTHON_BUILD = {
+    "apt": ("gcc", "make", "libc6-dev", "libssl-dev", "zlib1g-dev", "libbz2-dev",
+            "libreadline-dev", "libsqlite3-dev", "libffi-dev", "liblzma-dev", "libncursesw5-dev",
+            "libgdbm-dev", "uuid-dev", "tar", "gzip", "xz-utils"),
+    "dnf": ("gcc", "make", "glibc-devel", "openssl-devel", "zlib-devel", "bzip2-devel",
+            "readline-devel", "sqlite-devel", "libffi-devel", "xz-devel", "ncurses-devel",
+            "gdbm-devel", "libuuid-devel", "tar", "gzip", "xz"),
+}
+
+
+def _python(cat: Catalog, image: str, arches: tuple[str, ...], lock: Lock) -> PythonSpec | None:
+    img = cat.images[image]
+    py = img.python
+    if py is None:
+        return None
+    if py.install == "packages":
+        return PythonSpec(py.version, "packages", tuple(py.packages or ()))
+    url = python_source_url(cat, image)
+    assert url is not None  # the model requires a url for install = "source"
+    sha = lock.urls[url].sha256 if url in lock.urls else None
+    manager = OS_FAMILIES[cat.bases[img.base].os]
+    build = tuple(py.build_packages) if py.build_packages is not None else PYTHON_BUILD[manager]
+    return PythonSpec(
+        py.version, "source", build, tuple(Download("python", a, url, sha) for a in arches)
+    )
+
+
+def _stages(cat: Catalog, image: str, lock: Lock) -> tuple[StageSpec, ...]:
+    img = cat.images[image]
+    out = []
+    for st in img.stages:
+        bname = st.base or img.base
+        base = cat.bases[bname]
+        entry = lock.bases.get(base.image)
+        out.append(StageSpec(
+            name=st.name,
+            base_image=base.image,
+            base_digest=entry.digest if entry else None,
+            package_manager=OS_FAMILIES[base.os],
+            packages=tuple(st.packages),
+            steps=tuple(_step(s) for s in st.steps),
+            outputs=tuple(st.outputs),
+            own_base=bname in stage_bases(cat, image),
+        ))
+    return tuple(out)
 
 
 def _toolkit(cat: Catalog, image: str, lock: Lock) -> ToolkitSpec | None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
-from cannery.catalog.inputs import bundle_kind, fill_url
+from cannery.catalog.inputs import bundle_kind, bundle_wheel_fits, fill_url
 from cannery.catalog.models import Catalog
 from cannery.catalog.platforms import UNAME_ARCH, arches_of
 from cannery.errors import LockError
@@ -68,14 +68,15 @@ class PythonRequest:
 def python_requests(
     cat: Catalog, image: str, commits: Mapping[tuple[str, str], str]
 ) -> list[PythonRequest] | None:
-    """One request per architecture of ``image``; None while a git commit is not locked.
+    """One request per architecture of ``image`` (none when it installs no Python package);
+    None while a git commit is not locked.
 
     ``commits`` maps (git URL, ref) to the locked commit.
     """
     img = cat.images[image]
     python = cat.python_of(image)
-    if python is None:  # nothing to resolve: the loader refuses Python uses without one
-        return []
+    if python is None or not (img.pip_tools or img.components):
+        return []  # nothing to resolve (a Python use without a Python is a validate error)
     requirements = list(img.pip_tools)
     wheels: list[str] = []
     git: list[GitPackage] = []
@@ -254,7 +255,13 @@ def resolve_python(req: PythonRequest, ca_file: str | None = None) -> list[str]:
             if bundle_kind(url) is None:
                 lines.append(wheel)
             else:  # uv reads each wheel of a bundle from disk (a URL would be an sdist to it)
-                lines += [str(w) for w in _bundle_wheels(url, root / f"bundle{i}", ca_file)]
+                uname = UNAME_ARCH[req.arch]
+                fits = [w for w in _bundle_wheels(url, root / f"bundle{i}", ca_file)
+                        if bundle_wheel_fits(w.name, uname)]
+                if not fits:
+                    raise LockError(f"{url}: the bundle holds no wheel for {uname} "
+                                    "(*_" + uname + ".whl) and no pure-Python one (*-any.whl)")
+                lines += [str(w) for w in fits]
         for pkg in req.git:
             dest = root / "src" / pkg.name
             _checkout(pkg, dest, env)

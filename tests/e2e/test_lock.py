@@ -699,10 +699,14 @@ def test_wheel_bundle_dependencies_are_locked(  # type: ignore[no-untyped-def]
 
     server, www = https_files
     wheels = [make_wheel(tmp_path / "w", "kernel-a", "1.0", ("torch==2.9.0",)),
-              make_wheel(tmp_path / "w", "kernel-b", "1.0", ("numpy-lite<2",))]
+              make_wheel(tmp_path / "w", "kernel-b", "1.0"),
+              # an x86_64 wheel beside them, as torch_npu's daily bundle holds both arches:
+              # only amd64's resolution reads it (its bound shows where it was read)
+              make_wheel(tmp_path / "w", "kernel-c", "1.0", ("numpy-lite<2",),
+                         tag="cp311-cp311-manylinux_2_28_x86_64")]
     bundle = www / f"kernels-{tmp_path.name}.{kind}"
     # kernel-b's member path climbs out of the archive: it is read under its base name
-    names = [f"dist/{wheels[0].name}", f"../../{wheels[1].name}"]
+    names = [f"dist/{wheels[0].name}", f"../../{wheels[1].name}", f"dist/{wheels[2].name}"]
     if kind == "zip":
         with zipfile.ZipFile(bundle, "w") as zf:
             for w, name in zip(wheels, names, strict=True):
@@ -724,9 +728,11 @@ def test_wheel_bundle_dependencies_are_locked(  # type: ignore[no-untyped-def]
     lock = read_lock(catalog.parent / "cannery.lock")
     assert lock.urls[f"{server.url}/{bundle.name}"].sha256 == hashlib.sha256(
         bundle.read_bytes()).hexdigest()
+    amd64 = lock.python["one/amd64"].requirements
+    assert any(r.startswith("numpy-lite==1.0 ") for r in amd64), amd64  # kernel-c's bound
     reqs = lock.python["one/arm64"].requirements
-    assert any(r.startswith("numpy-lite==1.0 ") for r in reqs), reqs  # kernel-b's bound
-    assert not any(r.startswith("kernel") for r in reqs)  # the bundle installs them itself
+    assert any(r.startswith("numpy-lite==2.0 ") for r in reqs), reqs  # no x86_64 wheel here
+    assert not any(r.startswith("kernel") for r in reqs + amd64)  # the bundle installs them
     import tempfile
 
     # followed, "../../" from the bundle's directory would have written it here

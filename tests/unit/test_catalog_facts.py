@@ -65,6 +65,14 @@ CASES = [
         'images.built.python: install = "packages" takes packages',
     ),
     (
+        "python-packages-with-build-packages",
+        lambda t: t.replace(', url = "https://f.example.com/Py-{version}.tgz"',
+                            ', packages = ["python3"], build_packages = ["gcc"]')
+        .replace('install = "source"', 'install = "packages"'),
+        "python = {",
+        'images.built.python: install = "packages" takes packages (and no url or build_packages)',
+    ),
+    (
         "python-url-field",
         lambda t: t.replace("Py-{version}.tgz", "Py-{arch}.tgz"),
         "python = {",

@@ -171,6 +171,11 @@ FIELDS: list[tuple[tuple[str, ...], str, list[Any]]] = [
         {"version": "3.11.10", "install": "source", "url": "https://f.example.com/{arch}.tgz"},
         {"version": "3.11.10", "install": "packages", "packages": ["p"], "url": "https://f.x/a"},
         {"version": "3.11.10", "install": "pip", "packages": ["p"]},
+        {"version": "3.11.10", "install": "source", "url": "https://f.example.com/P.tgz",
+         "build_packages": ["gcc", "make"]},
+        {"version": "3.11.10", "install": "source", "url": "https://f.example.com/P.tgz",
+         "build_packages": ["a b"]},
+        {"version": "3.11.10", "install": "packages", "packages": ["p"], "build_packages": []},
     ]),
     (("images", "one"), "stages", [
         [{"name": "b", "outputs": ["/x"]}],

@@ -52,7 +52,7 @@ def tag_values(cat: Catalog, image: str, date: str = NO_DATE) -> dict[str, str |
         "python": cat.python_of(image) or "",
         "recipe": img.recipe,
         "soc": img.soc or "",
-        "family": cat.family_of(img.soc) or "",
+        "family": cat.family_for(image) or "",
         "version": cat.catalog.version,
         "date": date,
     })
@@ -76,7 +76,7 @@ def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
     tk = cat.toolkit_of(image)
     if tk is None or tk.provided == "host" or base.toolkit_version == tk.version:
         return []
-    family = cat.family_of(img.soc)
+    family = cat.family_for(image)
     out = []
     for pkg in tk.packages:
         if pkg.family and pkg.family != family:
@@ -86,9 +86,33 @@ def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
     return out
 
 
+def python_source_url(cat: Catalog, image: str) -> str | None:
+    """The URL of the Python source tarball ``image`` builds, or None (no source install)."""
+    py = cat.images[image].python
+    if py is None or py.install != "source" or py.url is None:
+        return None
+    return py.url.replace("{version}", py.version)
+
+
+def stage_bases(cat: Catalog, image: str) -> list[str]:
+    """The bases keys the image's builder stages start from (besides the image's own base)."""
+    img = cat.images[image]
+    return list(dict.fromkeys(s.base for s in img.stages if s.base and s.base != img.base))
+
+
 # Wheel bundles by file name ending (torch_npu ships a .tar.gz, sgl-kernel-npu a .zip): the
-# Dockerfile installs every wheel in one, and the lock resolves their dependencies.
+# Dockerfile installs every wheel in one that fits the platform (bundle_wheel_fits), and the
+# lock resolves their dependencies.
 BUNDLES = {".zip": "zip", ".tar.gz": "tar.gz", ".tgz": "tar.gz"}
+# The file-name endings of a bundle's wheels for one platform: that `uname -m`'s platform tag,
+# or pure Python. The Dockerfile's `find` selects with the same patterns.
+BUNDLE_WHEEL_ENDINGS = ("_{uname_arch}.whl", "-any.whl")
+
+
+def bundle_wheel_fits(name: str, uname_arch: str) -> bool:
+    """Whether a bundle's wheel ``name`` is installed on the platform whose `uname -m` is
+    ``uname_arch`` (torch_npu's daily bundle holds its x86_64 and aarch64 wheels)."""
+    return name.endswith(tuple(e.format(uname_arch=uname_arch) for e in BUNDLE_WHEEL_ENDINGS))
 
 
 def bundle_kind(url: str) -> str | None:

@@ -384,14 +384,18 @@ def _lint_run_steps(cat: Catalog, col: _Collector) -> None:
 
     engine: Engine | None = None
     for iname, img in cat.images.items():
-        runs = [(i, s.run) for i, s in enumerate(img.steps) if s.run is not None]
+        runs: list[tuple[tuple[str | int, ...], str]] = [
+            (("steps", i), s.run) for i, s in enumerate(img.steps) if s.run is not None
+        ]
+        runs += [(("stages", j, "steps", i), s.run) for j, st in enumerate(img.stages)
+                 for i, s in enumerate(st.steps) if s.run is not None]
         if not runs:
             continue
         engine = engine or Engine(LintConfig())
         text = render_dockerfile(plan_image(cat, iname, Lock()))
         lines = text.split("\n")
         findings = engine.lint_text(f"{iname}.Dockerfile", text, "dockerfile")
-        for i, run in runs:
+        for at, run in runs:
             rendered = run_step_text(run).render().split("\n")
             start = lines.index(rendered[0]) + 1
             end = start + len(rendered) - 1
@@ -399,7 +403,7 @@ def _lint_run_steps(cat: Catalog, col: _Collector) -> None:
                 if start <= f.span.line <= end and (
                     f.severity >= Severity.ERROR or f.rule in REVIEW_RULES
                 ):
-                    col.error(("images", iname, "steps", i, "run"), f"{f.rule}: {f.message}")
+                    col.error(("images", iname, *at, "run"), f"{f.rule}: {f.message}")
 
 
 def _tag_fields_ok(
@@ -459,7 +463,7 @@ def _check_stages(cat: Catalog, iname: str, col: _Collector) -> None:
 # What an image uses its Python for: each of these, when non-empty, needs one.
 NEEDS_PYTHON = ("components", "pip_tools", "smoke_imports")
 # Tag fields that name a fact the image may not have.
-TAG_FACTS = {"python": "python", "cann": "toolkit", "soc": "soc", "family": "soc"}
+TAG_FACTS = {"python": "python", "cann": "toolkit", "soc": "soc", "family": "family"}
 
 
 def _check_facts(cat: Catalog, iname: str, col: _Collector) -> None:
@@ -489,7 +493,8 @@ def _check_facts(cat: Catalog, iname: str, col: _Collector) -> None:
             col.error((*where, "components", i),
                       f"component {cname!r} has toolkit_build = true, but the image {what}: "
                       "nothing to build against")
-    have = {"python": python is not None, "toolkit": tk is not None, "soc": img.soc is not None}
+    have = {"python": python is not None, "toolkit": tk is not None, "soc": img.soc is not None,
+            "family": cat.family_for(iname) is not None}
     for fieldname, template in [("tag", img.tag), *(("aliases", a) for a in img.aliases)]:
         for name in dict.fromkeys(re.findall(r"\{([a-z_]+)\}", template)):
             fact = TAG_FACTS.get(name)
@@ -591,9 +596,17 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                 f"{img.base!r} is built for chip {base.chip!r}",
             )
         _check_facts(cat, iname, col)
+        family = cat.family_for(iname)
         itk = cat.toolkit_of(iname)
         fams = {p.family for p in itk.packages if p.family} if itk is not None else set()
-        if fams and family not in fams:
+        if fams and family is None:
+            col.error(
+                (*where, "toolkit"),
+                f"toolkit {img.toolkit!r} has packages per SoC family "
+                f"({', '.join(sorted(fams))}), and the image has no soc and its base's chip "
+                f"{base.chip!r} no single family: set soc",
+            )
+        elif fams and family not in fams:
             col.error(
                 (*where, "toolkit"),
                 f"toolkit {img.toolkit!r} has no package for family {family} "

@@ -637,7 +637,10 @@ def _python_rules() -> JsonDict:
     return {
         "if": source,
         "then": {"required": ["url"], "not": {"required": ["packages"]}},
-        "else": {"required": ["packages"], "not": {"required": ["url"]}},
+        "else": {
+            "required": ["packages"],
+            "not": {"anyOf": [{"required": ["url"]}, {"required": ["build_packages"]}]},
+        },
     }
 
 
@@ -665,8 +668,14 @@ class PythonInstall(Strict):
         None, description="install = source: https URL template of the tarball ({version})",
         json_schema_extra=_schema(PY_URL_TEMPLATE),
     )
+    build_packages: list[str] | None = Field(
+        None,
+        description="install = source: what the builder stage installs to compile Python, never "
+        "in the final image (default: cannery's list for the base's package manager)",
+        json_schema_extra={"items": {"type": "string", "pattern": OS_PACKAGE}},
+    )
 
-    @field_validator("packages")
+    @field_validator("packages", "build_packages")
     @classmethod
     def _packages(cls, v: list[str] | None) -> list[str] | None:
         for name in v or ():
@@ -688,8 +697,10 @@ class PythonInstall(Strict):
     def _one_way(self) -> PythonInstall:
         if self.install == "source" and (self.url is None or self.packages is not None):
             raise ValueError("install = \"source\" takes url (and no packages)")
-        if self.install == "packages" and (self.packages is None or self.url is not None):
-            raise ValueError("install = \"packages\" takes packages (and no url)")
+        if self.install == "packages" and (
+            self.packages is None or self.url is not None or self.build_packages is not None
+        ):
+            raise ValueError("install = \"packages\" takes packages (and no url or build_packages)")
         return self
 
     @property
@@ -996,6 +1007,70 @@ class Ci(Strict):
         return v
 
 
+# A mirror prefix: scheme, host[:port], path segments of URL characters that the shell, sed
+# and awk take literally, ending in '/' so that it replaces whole path segments only.
+_MIRROR_PATH = r"[A-Za-z0-9.-]+(:[0-9]+)?/([A-Za-z0-9._~%+-]+/)*$"
+HTTPS_PREFIX = r"^https://" + _MIRROR_PATH
+HTTP_PREFIX = r"^http://" + _MIRROR_PATH
+
+
+def _mirror_schema(http_originals: bool) -> JsonDict:
+    """An https original needs an https mirror; an http one (apt and dnf check signatures
+    either way) may have an http or https mirror, never weaker than what the base uses."""
+    https: JsonDict = {"type": "string", "pattern": HTTPS_PREFIX}
+    props: dict[str, JsonValue] = {HTTPS_PREFIX: https}
+    if http_originals:
+        props[HTTP_PREFIX] = {"type": "string", "pattern": r"^https?://" + _MIRROR_PATH}
+    return {"patternProperties": props, "additionalProperties": False}
+
+
+def _mirror_map(v: dict[str, str], http_originals: bool) -> dict[str, str]:
+    shape = ("an http(s)://host/path/ prefix" if http_originals
+             else "an https://host/path/ prefix")
+    chars = "ending in '/', with letters, digits and . _ ~ % + - only"
+    for src, dst in v.items():
+        if not (_full(HTTPS_PREFIX, src) or (http_originals and _full(HTTP_PREFIX, src))):
+            raise ValueError(f"{src!r}: give {shape} {chars}")
+        if not (_full(HTTPS_PREFIX, dst) or (_full(HTTP_PREFIX, dst) and _full(HTTP_PREFIX, src)
+                                             and http_originals)):
+            raise ValueError(
+                f"{dst!r}: give an https://host/path/ prefix {chars}"
+                + (" (http only as the mirror of an http original)" if http_originals else "")
+            )
+    return v
+
+
+class BuildMirrors(Strict):
+    """``[build_mirrors]``: URL prefixes the build fetches from instead of the originals.
+    Used by the rendered package and pip steps for that RUN only; nothing of it is written
+    into the image, and `cannery lock` resolves against the original indexes."""
+
+    packages: dict[str, str] = Field(
+        {},
+        description="Package repository prefix, as the base's apt sources or dnf .repo baseurl "
+                    "write it → a mirror prefix; apt or dnf reads a rewritten copy of the "
+                    "sources in the install step only, signature checks and keys as the base "
+                    "has them",
+        json_schema_extra=_mirror_schema(http_originals=True),
+    )
+    python: dict[str, str] = Field(
+        {},
+        description="Python index prefix (python_index, extra_index) → an https mirror prefix; "
+                    "used by the build's pip commands (the lock's hashes are still checked)",
+        json_schema_extra=_mirror_schema(http_originals=False),
+    )
+
+    @field_validator("packages")
+    @classmethod
+    def _packages(cls, v: dict[str, str]) -> dict[str, str]:
+        return _mirror_map(v, http_originals=True)
+
+    @field_validator("python")
+    @classmethod
+    def _python(cls, v: dict[str, str]) -> dict[str, str]:
+        return _mirror_map(v, http_originals=False)
+
+
 NAMED: JsonDict = {"propertyNames": {"pattern": NAME}}
 
 
@@ -1022,6 +1097,7 @@ class Catalog(Strict):
     families: dict[str, Family] = {}
     compat: Compat = Compat()
     ci: Ci = Ci()
+    build_mirrors: BuildMirrors = BuildMirrors()
 
     @field_validator("registries", "bases", "envs", "toolkits", "components", "images")
     @classmethod
@@ -1043,6 +1119,16 @@ class Catalog(Strict):
     def family_of(self, soc: str | None) -> str | None:
         """The SoC family (A2, A3, …) that ``soc`` belongs to, or None (also for no SoC)."""
         return next((f for f, fam in self.families.items() if soc in fam.socs), None)
+
+    def family_for(self, image: str) -> str | None:
+        """The image's SoC family: its soc's; for a chip-generic image (no soc), the one family
+        of its base's chip (the ops packages of that family fit every SoC of it), else None."""
+        img = self.images[image]
+        if img.soc is not None:
+            return self.family_of(img.soc)
+        chip = self.bases[img.base].chip
+        fams = [f for f, fam in self.families.items() if fam.chip == chip]
+        return fams[0] if len(fams) == 1 else None
 
     def python_of(self, image: str) -> str | None:
         """The image's Python as ``3.11``: the one it installs, else the base's, else None."""

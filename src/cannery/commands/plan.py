@@ -28,6 +28,12 @@ def _summary(spec: ImageSpec) -> dict[str, Any]:
         "soc": spec.soc,
         "family": spec.family,
         "python": spec.python,
+        "python_install": {
+            "version": spec.python_install.version,
+            "install": spec.python_install.install,
+            "downloads": [asdict(d) for d in spec.python_install.downloads],
+        } if spec.python_install else None,
+        "stages": [st.name for st in spec.stages],
         "platforms": list(spec.platforms),
         "components": [
             {
@@ -87,6 +93,17 @@ def plan_cmd(
             table.add_row("toolkit", "in the base image", tk.version, "")
         if spec.soc is not None:
             table.add_row("soc", f"{spec.family}, chip {spec.chip}", spec.soc, "")
+        py = spec.python_install
+        if py is not None and py.install == "source":
+            locked = all(d.sha256 for d in py.downloads)
+            table.add_row("python", "source tarball (builder stage)", py.version,
+                          "sha256" if locked else "UNLOCKED")
+        elif py is not None:
+            table.add_row("python", "distribution packages", py.version, "")
+        for st in spec.stages:
+            table.add_row(f"stage {st.name}", st.base_image if st.own_base else "the base",
+                          ", ".join(st.outputs),
+                          "" if not st.own_base else (_short(st.base_digest) or "UNLOCKED"))
         table.add_row("platforms", ", ".join(spec.platforms), "", "")
         for c in spec.components:
             name = c.name + (f" (jobs≤{c.jobs_limit})" if c.jobs_limit else "")
@@ -106,7 +123,7 @@ def plan_cmd(
         if spec.python_pinned:
             n = ", ".join(f"{a} {len(r)}" for a, r in spec.python_locked)
             table.add_row("python deps", "cannery.lock", f"{n} packages", "sha256 each")
-        else:
+        elif spec.pip_tools or spec.components:  # an image with no Python package has none
             table.add_row("python deps", "resolved at build time", "", "UNPINNED")
         fields = " ".join(f"{f}={v}" for f, v in spec.tag_fields)
         table.add_row("tags", "\n".join(spec.tags), fields, "")

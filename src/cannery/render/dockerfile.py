@@ -9,10 +9,14 @@ What the output guarantees (each a defect found in review of hand-written images
   UNPINNED at the top;
 - the toolkit env is persisted with ENV from the catalog table, with no empty path element and
   no build-only ``devlib``, so ``docker run IMAGE python`` sees it with no shell in between;
+  an image without a toolkit, or whose toolkit the host mounts, gets no toolkit ENV or label;
+- builder stages (a Python source build, the catalog's stages) come before the final stage:
+  their build-only packages and steps stay there, only their outputs are copied in;
 - a job limit, SOC_VERSION and a component's build env live only in that component's RUN;
 - git sources are fetched at their locked commit with depth 1, and leave no ``.git`` behind;
 - torch pins are installed first and constrain every later pip call;
-- no mirror, index or trusted-host config is left in the image;
+- no mirror, index or trusted-host config is left in the image: build_mirrors are used by the
+  package and pip steps for that RUN only;
 - apt or dnf (from the base's os) installs only what the base lacks and leaves no lists,
   caches or logs;
 - layers run from least to most often changed, so bumping the framework rebuilds the tail only;
@@ -26,8 +30,17 @@ import re
 import shlex
 
 from cannery import __version__
-from cannery.catalog.inputs import BUNDLES
-from cannery.plan import CHECKOUT_ARG, UNAME_ARCH, ComponentSpec, Download, ImageSpec
+from cannery.catalog.inputs import BUNDLE_WHEEL_ENDINGS, BUNDLES
+from cannery.plan import (
+    CHECKOUT_ARG,
+    UNAME_ARCH,
+    ComponentSpec,
+    Download,
+    ImageSpec,
+    PythonSpec,
+    StageSpec,
+    StepSpec,
+)
 from cannery.render.instructions import (
     Arg,
     Blank,
@@ -138,12 +151,26 @@ def _finish(lines: list[str]) -> list[str]:
     return lines
 
 
+def _mirrored(spec: ImageSpec, url: str) -> str:
+    """``url`` as the build fetches it: the longest build_mirrors.python prefix that covers
+    whole path segments of it replaced (the lock's hashes are checked against what the mirror
+    serves all the same)."""
+    probe = url if url.endswith("/") else url + "/"
+    for src, dst in spec.python_mirrors:
+        if probe.startswith(src):
+            out = dst + probe[len(src):]
+            return out if url.endswith("/") else out[:-1]
+    return url
+
+
 def _index_url(spec: ImageSpec, resolves: bool) -> str:
-    """The catalog's python_index for a pip call that resolves at build time (PyPI, pip's own
-    default, needs no option); a call that only installs locked files needs none."""
-    if not resolves or spec.python_index.rstrip("/") == DEFAULT_INDEX:
+    """The catalog's python_index (or its build mirror) for a pip call that resolves at build
+    time (PyPI, pip's own default, needs no option); a call that only installs locked files
+    needs none."""
+    index = _mirrored(spec, spec.python_index)
+    if not resolves or index.rstrip("/") == DEFAULT_INDEX:
         return ""
-    return f" --index-url {_q(spec.python_index)}"
+    return f" --index-url {_q(index)}"
 
 
 def _jobs_lines(comp: ComponentSpec) -> list[str]:
@@ -175,7 +202,8 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
     if comp.extra_index and (not spec.python_pinned or comp.path is not None):
         urls = dict(comp.extra_index)
         branches = {
-            a: [" ".join(["set --", *(_q(f"--extra-index-url={u}") for u in urls.get(a, ()))])
+            a: [" ".join(["set --", *(_q(f"--extra-index-url={_mirrored(spec, u)}")
+                                      for u in urls.get(a, ()))])
                 + ";"]
             for a in spec.arches
         }
@@ -194,7 +222,8 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         lines.append("mkdir -p /opt/cannery;")
         lines.append(f"printf '%s\\n' {reqs} >> {CONSTRAINTS};")
         idx = ' "$@"' if index else ""
-        lines.append(f"{PIP}{idx} -c {CONSTRAINTS} {' '.join([*extra, reqs])}".rstrip() + ";")
+        lines.append(f"{PIP}{_index_url(spec, True)}{idx} -c {CONSTRAINTS} "
+                     f"{' '.join([*extra, reqs])}".rstrip() + ";")
         out.append(Run(_finish(lines)))
         return out
     if comp.pip:
@@ -211,15 +240,20 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             (k for k in BUNDLES if all(w.url.endswith(k) for w in comp.wheels)), None
         )
         if bundle is not None:
-            # A release bundle of wheels: every wheel in it is installed, in one pip call.
+            # A release bundle of wheels: every wheel in it for this platform (torch_npu's
+            # daily bundle holds x86_64 and aarch64 ones) and every pure-Python one is
+            # installed, in one pip call.
             out[-1] = Comment(f"{comp.name}: a {BUNDLES[bundle]} of wheels, checked against its "
-                              "sha256 from cannery.lock")
+                              "sha256 from cannery.lock; its wheels for this platform installed")
             lines.append(
                 f"python3 -m zipfile -e /tmp/{v}.run /tmp/{v}/;" if bundle == ".zip"
                 else f"mkdir -p /tmp/{v}; tar -xzf /tmp/{v}.run -C /tmp/{v};"
             )
+            # bundle_wheel_fits, as find patterns ({uname_arch}: this platform's CANN_ARCH)
+            fits = " -o ".join('-name "*' + e.replace("{uname_arch}", "${" + ARCH_VAR + "}") + '"'
+                               for e in BUNDLE_WHEEL_ENDINGS)
             lines.append(" ".join(
-                [f"find /tmp/{v} -name '*.whl' -print0 | xargs -0 {pip}", *extra]) + ";")
+                [f"find /tmp/{v} \\( {fits} \\) -print0 | xargs -0 {pip}", *extra]) + ";")
             lines.append(f"rm -rf /tmp/{v} /tmp/{v}.run;")
             out.append(Run(_finish(lines)))
             return out
@@ -325,7 +359,8 @@ def _python_locked(spec: ImageSpec) -> list[Instruction]:
     branches: dict[str, list[str]] = {}
     for arch in spec.arches:
         reqs = " ".join(_q(line) for line in locked[arch])
-        index = " ".join(_q(f"--extra-index-url={u}") for u in extra.get(arch, ()))
+        index = " ".join(_q(f"--extra-index-url={_mirrored(spec, u)}")
+                         for u in extra.get(arch, ()))
         # the extra indexes become "$@" (POSIX, no bash arrays)
         branches[arch] = [
             f"printf '%s\\n' {reqs} > {REQUIREMENTS};",
@@ -335,18 +370,78 @@ def _python_locked(spec: ImageSpec) -> list[Instruction]:
         "set -eu;",
         "mkdir -p /opt/cannery;",
         *_arch_case(spec, "locked Python dependencies", branches),
-        f"{PIP} --require-hashes --no-deps --index-url {_q(spec.python_index)}"
+        f"{PIP} --require-hashes --no-deps --index-url {_q(_mirrored(spec, spec.python_index))}"
         f' "$@" -r {REQUIREMENTS};',
         f"sed 's/ .*//' {REQUIREMENTS} > {CONSTRAINTS}",
     ]
     return [comment, Run(lines)]
 
 
-def _refuse_base(spec: ImageSpec) -> list[Instruction]:
+def _refuse_base(spec: ImageSpec) -> list[Run]:
     """A base image given by tag only could change under the build: stop before using it."""
     if spec.base_digest:
         return []
     return [Run([_refuse(f"base image {spec.base_image} has no digest")[:-1]])]
+
+
+# dnf's own state for the one transaction (persistdir: the history database with the time and
+# the command line, repository state), so it is never written into the image's /var/lib/dnf;
+# rpm's database stays the record of what is installed (rpm >= 4.18 takes its install times
+# from SOURCE_DATE_EPOCH, which the build passes), so the layer is byte-reproducible.
+DNF_STATE = "/tmp/cannery-dnf"
+# Where the package step puts its rewritten copy of the base's repository sources when the
+# catalog has build_mirrors.packages; removed in the same RUN.
+MIRROR_DIR = "/tmp/cannery-mirror"
+# dnf .repo copies: in each [section], the first build_mirrors prefix found on its baseurl
+# line is replaced; a section whose baseurl was rewritten loses its metalink= and
+# mirrorlist= lines, so dnf asks the mirror only. gpgkey= is never rewritten: the key comes
+# from where the base says, never from the mirror.
+_REPO_AWK = (
+    r"function flush(i) { for (i = 1; i <= n; i++)"
+    r" if (!(hit && buf[i] ~ /^[ \t]*(metalink|mirrorlist)[ \t]*=/)) print buf[i];"
+    r" n = 0; hit = 0 }"
+    r' BEGIN { m = split(map, kv, " ") }'
+    r" /^[ \t]*\[/ { flush() }"
+    r" /^[ \t]*baseurl[ \t]*=/ { for (i = 1; i < m; i += 2) if ((p = index($0, kv[i])) > 0)"
+    r" { $0 = substr($0, 1, p - 1) kv[i + 1] substr($0, p + length(kv[i])); hit = 1; break } }"
+    r" { buf[++n] = $0 } END { flush() }"
+)
+
+
+def _mirror_copy(manager: str, pairs: tuple[tuple[str, str], ...]) -> list[str]:
+    """Lines that copy the base's repository sources to MIRROR_DIR with each
+    build_mirrors.packages prefix replaced, and stop the build when none matched (a mirror
+    that silently goes unused would be a setting cannery did not honour)."""
+    found = " ".join(f"-e {_q(to)}" for _, to in pairs)
+    if manager == "dnf":
+        mapping = " ".join(f"{src} {to}" for src, to in pairs)
+        return [
+            f"  rm -rf {MIRROR_DIR}; mkdir -p {MIRROR_DIR};",
+            "  for f in /etc/yum.repos.d/*.repo; do",
+            '    [ -f "$f" ] || continue;',
+            f"    awk -v map={_q(mapping)} {_q(_REPO_AWK)}"
+            f' "$f" > "{MIRROR_DIR}/${{f##*/}}";',
+            "  done;",
+            f"  grep -qsF {found} {MIRROR_DIR}/*.repo"
+            f" || {{ echo 'cannery: no baseurl in /etc/yum.repos.d starts with a"
+            " build_mirrors.packages prefix' >&2; exit 1; };",
+        ]
+    # sed: the first prefix that matches a line is replaced (`t` ends that line's script).
+    script = " ".join(
+        f"-e {_q('s#' + src.replace('.', chr(92) + '.') + '#' + to + '#')} -e t"
+        for src, to in pairs
+    )
+    return [
+        f"  rm -rf {MIRROR_DIR}; mkdir -p {MIRROR_DIR}/sources.list.d;",
+        "  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list"
+        " /etc/apt/sources.list.d/*.sources; do",
+        '    [ -f "$f" ] || continue;',
+        f'    sed {script} "$f" > "{MIRROR_DIR}/${{f#/etc/apt/}}";',
+        "  done;",
+        f"  grep -rqsF {found} {MIRROR_DIR}"
+        f" || {{ echo 'cannery: no apt source of the base starts with a"
+        " build_mirrors.packages prefix' >&2; exit 1; };",
+    ]
 
 
 def _package_lines(spec: ImageSpec) -> list[str]:
@@ -356,9 +451,14 @@ def _package_lines(spec: ImageSpec) -> list[str]:
     curl is added only when the image downloads something, git only when it has a git
     component. The lists, caches and logs differ on every run, so leaving them would make the
     layer irreproducible. Signature checks stay as the base configures them; no repository or
-    mirror configuration is written.
+    mirror configuration is written. With build_mirrors.packages, apt or dnf reads a rewritten
+    copy of the base's sources in MIRROR_DIR (the base's own files are left as they are), and
+    the copy is removed before the step ends.
     """
+    py = spec.python_install
     packages = list(spec.packages)
+    if py is not None and py.install == "packages":
+        packages += [p for p in py.packages if p not in packages]
     needs = ["ca-certificates"]
     if _installs_toolkit(spec) or any(c.wheels for c in spec.components):
         needs.append("curl")
@@ -366,18 +466,44 @@ def _package_lines(spec: ImageSpec) -> list[str]:
         needs.append("git")
     packages += [n for n in needs if n not in packages]
     names = " ".join(packages)
-    if spec.package_manager == "dnf":
+    if py is not None and py.install == "source":
+        # the packages of the shared libraries the built Python links, found by its builder
+        names += f" $(cat {PY_RUNTIME})"
+    return _install_lines(spec.package_manager, names, spec.package_mirrors)
+
+
+def _install_lines(
+    manager: str, names: str, mirrors: tuple[tuple[str, str], ...] = ()
+) -> list[str]:
+    """Install what of ``names`` (shell words) is missing with ``manager``, then drop its lists,
+    caches and logs in the same step. With build_mirrors.packages (``mirrors``), apt or dnf
+    reads a rewritten copy of the base's sources in MIRROR_DIR, removed before the step ends."""
+    mirror = _mirror_copy(manager, mirrors) if mirrors else []
+    done = [f"  rm -rf {MIRROR_DIR};"] if mirror else []
+    if manager == "dnf":
+        repos = f" --setopt=reposdir={MIRROR_DIR}" if mirror else ""
         return [
             "set -eu;",
             f'missing=$(for p in {names}; do rpm -q --quiet "$p" || echo "$p"; done);',
             'if [ -n "${missing}" ]; then',
+            *mirror,
             # unquoted on purpose: one word per missing package
-            "  dnf install -y --setopt=install_weak_deps=False ${missing};",
+            f"  dnf install -y{repos} --setopt=persistdir={DNF_STATE}"
+            " --setopt=install_weak_deps=False ${missing};",
+            f"  rm -rf {DNF_STATE};",
+            *done,
             "fi;",
             "dnf clean all;",
+            # rpmdb.sqlite-shm is SQLite's shared-memory index of the WAL: no persistent
+            # content (the next open rebuilds it), different bytes on every run.
             "rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log"
-            " /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache",
+            " /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache"
+            " /var/lib/rpm/rpmdb.sqlite-shm",
         ]
+    apt = "apt-get"
+    if mirror:
+        apt += (f" -o Dir::Etc::SourceList={MIRROR_DIR}/sources.list"
+                f" -o Dir::Etc::SourceParts={MIRROR_DIR}/sources.list.d")
     return [
         "set -eu;",
         f"missing=$(for p in {names}; do",
@@ -385,9 +511,11 @@ def _package_lines(spec: ImageSpec) -> list[str]:
         ' || echo "$p";',
         "done);",
         'if [ -n "${missing}" ]; then',
-        "  apt-get update;",
+        *mirror,
+        f"  {apt} update;",
         # unquoted on purpose: one word per missing package
-        "  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing};",
+        f"  DEBIAN_FRONTEND=noninteractive {apt} install -y --no-install-recommends ${{missing}};",
+        *done,
         "fi;",
         "rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log"
         " /var/cache/ldconfig/aux-cache",
@@ -430,6 +558,131 @@ def _toolkit(spec: ImageSpec) -> list[Instruction]:
     return body
 
 
+# The builder stage that compiles Python, and the list of packages its shared libraries need.
+PY_STAGE = "cannery-python"
+PY_RUNTIME = "/opt/cannery/python-runtime-packages"
+# Which package owns a library file, per package manager: dpkg -S and rpm -qf, by the path
+# ldd prints, its real path, or with /usr added or removed (merged /usr: a package may name
+# either).
+_OWNER = {
+    "apt": "dpkg-query -S {path} 2>/dev/null | head -n 1 | cut -d: -f1",
+    "dnf": "rpm -qf --qf '%{{NAME}}\\n' {path} 2>/dev/null",
+}
+
+
+def _stage_head(name: str, source: str, refuse: list[Run]) -> list[Instruction]:
+    return [
+        From(source, name),
+        *refuse,
+        Arg("TARGETARCH"),
+        Arg("SOURCE_DATE_EPOCH"),
+        Shell(SHELL),
+    ]
+
+
+def _python_stage(spec: ImageSpec, py: PythonSpec) -> list[Instruction]:
+    """The builder stage that compiles Python from its locked tarball, as Ascend's CANN images
+    do (shared library, an rpath to its own lib, altinstall under its own prefix), and writes
+    the packages of the system libraries it links for the final image to install."""
+    prefix = py.prefix
+    minor = ".".join(py.version.split(".")[:2])
+    owner = _OWNER[spec.package_manager]
+    names = " ".join(["ca-certificates", "curl", *(p for p in py.packages
+                                                   if p not in ("ca-certificates", "curl"))])
+    lines = [
+        "set -eu;",
+        *_downloads_run(spec, py.downloads, f"Python {py.version} source"),
+        "mkdir -p /tmp/python-src;",
+        "tar -xf /tmp/python.run -C /tmp/python-src --strip-components=1;",
+        "cd /tmp/python-src;",
+        f'./configure --prefix={prefix} --enable-shared LDFLAGS="-Wl,-rpath,{prefix}/lib";',
+        'make -j"$(nproc)";',
+        "make altinstall;",
+        f"ln -sf python{minor} {prefix}/bin/python3;",
+        f"ln -sf python3 {prefix}/bin/python;",
+        f"if [ -e {prefix}/bin/pip{minor} ]; then",
+        f"  ln -sf pip{minor} {prefix}/bin/pip3; ln -sf pip3 {prefix}/bin/pip;",
+        "fi;",
+        "cd /;",
+        "rm -rf /tmp/python-src /tmp/python.run;",
+        "mkdir -p /opt/cannery;",
+        f"find {prefix} -type f \\( -name '*.so*' -o -perm -u+x \\) -print0"
+        " | xargs -0 -r -n 1 sh -c 'ldd \"$0\" 2>/dev/null || true'"
+        f" | awk -v own={prefix}/ '$2 == \"=>\" && index($3, \"/\") == 1"
+        " && index($3, own) != 1 { print $3 }' | sort -u > /tmp/python-libs;",
+        f": > {PY_RUNTIME};",
+        "while read -r lib; do",
+        "  pkg=;",
+        '  for path in "${lib}" "$(readlink -f "${lib}")" "/usr${lib}" "${lib#/usr}"; do',
+        # a failed query says why on stdout (rpm's "is not owned"): never take that as a name
+        f'    [ -n "${{pkg}}" ] || pkg=$({owner.format(path=chr(34) + "${path}" + chr(34))})'
+        " || pkg=;",
+        "  done;",
+        '  if [ -z "${pkg}" ]; then echo "cannery: no package owns ${lib}" >&2; exit 1; fi;',
+        f'  echo "${{pkg}}" >> {PY_RUNTIME};',
+        "done < /tmp/python-libs;",
+        f"sort -u -o {PY_RUNTIME} {PY_RUNTIME};",
+        "rm -f /tmp/python-libs",
+    ]
+    return [
+        Comment(
+            f"Python {py.version}, built from its source tarball (sha256 from cannery.lock) in a\n"
+            "builder stage: the compiler and headers stay here. The final image gets the\n"
+            f"prefix {prefix} and installs the packages of the shared libraries it links."
+        ),
+        *_stage_head(PY_STAGE, "base", _refuse_base(spec)),
+        Run(_install_lines(spec.package_manager, names, spec.package_mirrors)),
+        Run(lines),
+        Blank(),
+    ]
+
+
+def _builder_stage(spec: ImageSpec, st: StageSpec) -> list[Instruction]:
+    if not st.own_base:
+        refuse = _refuse_base(spec)
+    elif not st.base_digest:
+        refuse = [Run([_refuse(f"base image {st.base_image} of stage {st.name} has no digest")
+                       [:-1]])]
+    else:
+        refuse = []
+    body: list[Instruction] = [
+        Comment(f"Builder stage {st.name}: its packages and steps stay in it; only its outputs\n"
+                f"({', '.join(st.outputs)}) reach the image."),
+        *_stage_head(st.name, st.base_reference if st.own_base else "base", refuse),
+    ]
+    if st.packages:
+        body.append(Run(
+            _install_lines(st.package_manager, " ".join(st.packages), spec.package_mirrors)
+        ))
+    body += _step_list(st.steps)
+    if body[-1] != Blank():
+        body.append(Blank())
+    return body
+
+
+def _python_final(spec: ImageSpec) -> list[Instruction]:
+    """The built Python in the final image: its prefix and the list of its runtime packages
+    (installed by the package step next), first on PATH."""
+    py = spec.python_install
+    if py is None or py.install != "source":
+        return []
+    return [
+        Comment(f"Python {py.version} from the builder stage {PY_STAGE}, first on PATH."),
+        Copy(py.prefix, py.prefix, PY_STAGE),
+        Copy(PY_RUNTIME, PY_RUNTIME, PY_STAGE),
+        Env((("PATH", f"{py.prefix}/bin:${{PATH}}"),)),
+        Blank(),
+    ]
+
+
+def _stage_outputs(spec: ImageSpec) -> list[Instruction]:
+    out: list[Instruction] = []
+    for st in spec.stages:
+        out.append(Comment(f"Outputs of the builder stage {st.name}."))
+        out += [Copy(path, path, st.name) for path in st.outputs]
+    return [*out, Blank()] if out else []
+
+
 def render_dockerfile(spec: ImageSpec) -> str:
     arch_list = ", ".join(spec.platforms)
     header = [
@@ -455,6 +708,12 @@ def render_dockerfile(spec: ImageSpec) -> str:
         Arg("TARGETARCH"),
         From(spec.base_reference, "base"),
         Blank(),
+    ]
+    if spec.python_install is not None and spec.python_install.install == "source":
+        body += _python_stage(spec, spec.python_install)
+    for st in spec.stages:
+        body += _builder_stage(spec, st)
+    body += [
         Comment("Per-platform values; a platform with no stage here fails the build at FROM."),
     ]
     for arch in spec.arches:
@@ -474,11 +733,13 @@ def render_dockerfile(spec: ImageSpec) -> str:
         Blank(),
     ]
 
+    body += _python_final(spec)
     body += [Comment("System packages (change least often)."), Run(_package_lines(spec))]
     if spec.pip_tools and not spec.python_pinned:
         body.append(Run([f"{PIP}{_index_url(spec, True)} --upgrade "
                          f"{' '.join(_q(t) for t in spec.pip_tools)}"]))
     body.append(Blank())
+    body += _stage_outputs(spec)
 
     body += _toolkit(spec)
 
@@ -558,8 +819,12 @@ def run_step_text(text: str) -> Run:
 
 def _steps(spec: ImageSpec) -> list[Instruction]:
     """Steps after the installs, in catalog order: typed ones print their own command."""
+    return _step_list(spec.steps)
+
+
+def _step_list(steps: tuple[StepSpec, ...]) -> list[Instruction]:
     out: list[Instruction] = []
-    for step in spec.steps:
+    for step in steps:
         a = step.args
         if step.kind == "uninstall":
             out += [Comment(f"Removed after the installs: {', '.join(a)}."),

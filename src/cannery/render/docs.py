@@ -13,6 +13,12 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _family(spec: ImageSpec) -> str:
+    if spec.soc:
+        return f"{spec.family} ({spec.soc})"
+    return f"{spec.family} (chip-generic)" if spec.family else "-"
+
+
 def _toolkit(spec: ImageSpec) -> str:
     tk = spec.toolkit
     if tk is None:
@@ -50,7 +56,7 @@ def render_docs(
         tags = "<br>".join(f"`{_cell(f'{s.repository}:{t}')}`" for t in s.tags)
         lines.append(
             f"| {_cell(s.name)} | {tags} | {', '.join(s.platforms)} "
-            f"| {_cell(_toolkit(s))} | {_cell(f'{s.family} ({s.soc})' if s.soc else '-')} "
+            f"| {_cell(_toolkit(s))} | {_cell(_family(s))} "
             f"| `{_cell(s.base_image)}` | {comps} "
             f"| [{posixpath.basename(link)}]({link}) |"
         )
