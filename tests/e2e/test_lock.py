@@ -385,6 +385,11 @@ def test_git_over_https_ca_cert_adds_trust_to_the_system_roots(  # type: ignore[
         catalog.write_text(text.replace(local, f'git = "{private.url}/v.git"', 1))
         monkeypatch.setenv("SSL_CERT_FILE", str(system_ca.ca_cert))
         monkeypatch.delenv("CANNERY_CA_CERT", raising=False)
+        import tempfile
+
+        # a temporary directory of its own: other runs on the machine leave theirs in /tmp
+        (tmp_path / "tmp").mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
         res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
         assert res.code == 0, res.err
         lock = read_lock(catalog.parent / "cannery.lock")
@@ -392,8 +397,6 @@ def test_git_over_https_ca_cert_adds_trust_to_the_system_roots(  # type: ignore[
         assert urls == {public.url, private.url}
         assert _git(setup["git"], "rev-parse", "main") in {e.commit for e in lock.git.values()}
         # and no bundle is left behind in the temporary directory
-        import tempfile
-
         assert not list(Path(tempfile.gettempdir()).glob("cannery-ca-*.pem"))
     finally:
         public.stop()
