@@ -143,7 +143,8 @@ def test_dnf_reads_a_rewritten_copy_keys_and_other_repositories_untouched(
     _tool(bin_dir, "dnf", f'''echo "dnf $*" >> {log}
 for a in "$@"; do case "$a" in
   --setopt=reposdir=*) cat "${{a#--setopt=reposdir=}}"/*.repo >> {log} ;;
-  --setopt=persistdir=*) mkdir -p "${{a#*=}}"; echo "$*" > "${{a#*=}}/history.sqlite" ;;
+  --setopt=persistdir=*) p="${{a#--setopt=persistdir=}}"; mkdir -p "$p"
+    echo "$*" > "$p/history.sqlite" ;;
 esac; done
 [ "$1" = clean ] || echo changed > {root}/var/lib/rpm/rpmdb.sqlite-shm''')
     proc = _bash(_package_step(spec, root), tmp_path)
