@@ -424,10 +424,14 @@ def _tag_fields_ok(
                   f"({hint}known: {', '.join(f'{{{k}}}' for k in known)}; a component's field "
                   "is its name with '-' and '.' as '_')")
     values = tag_values(cat, image)
-    missing = [f for f in fields if f not in unknown and values.get(f) is None]
+    # An empty version is no value either: it would vanish from the tag. (A built-in fact
+    # the image lacks renders "" and is reported where that fact is checked.)
+    missing = [f for f in fields if f not in unknown and (
+        values.get(f) is None or (values.get(f) == "" and (f == "version" or f not in TAG_FIELDS))
+    )]
     for f in missing:
         if f == "version":
-            why = "catalog.version is not set"
+            why = "catalog.version is " + ("empty" if values.get(f) == "" else "not set")
         elif comps[f] not in cat.images[image].components:
             why = f"component {comps[f]!r} is not one of its components"
         else:
