@@ -98,11 +98,16 @@ class BuildSteps:
 
 def instrumented_build(catalog_path: Path, env: dict[str, str], clock: Clock) -> None:
     """`cannery build --push` in this process, each phase on ``clock``."""
+    from cannery import pydeps
     from cannery.builder import execute
     from cannery.commands import build as build_mod
     from cannery.commands.build import BuildRequest, build_cmd
 
     clock.wrap(build_mod, "ensure_locked", "resolve")
+    # inside resolve: the git trees the Python set is read from, and uv's resolution
+    clock.wrap(pydeps, "run", lambda argv, *a, **k: "resolve: " + (
+        "uv pip compile" if argv[1:3] == ["pip", "compile"] else f"{Path(argv[0]).name} "
+        + next(x for x in argv[1:] if not x.startswith("-"))))
     clock.wrap(build_mod, "render_dockerfile", "render")
     for attr in ("current_children", "known_platforms", "unchanged_child"):
         clock.wrap(execute, attr, "registry read")
@@ -194,11 +199,11 @@ def main() -> int:
     print("|---|---|")
     named = set(PHASES)
     for name in [*PHASES, *sorted({k for r in runs for k in r} - named)]:
-        # the build's instructions are part of "build": shown under it, not added again
-        shown = f"&nbsp;&nbsp;{name}" if name.startswith("build: ") else name
+        # "build: …" and "resolve: …" are parts of a phase: shown under it, not added again
+        shown = f"&nbsp;&nbsp;{name}" if ": " in name else name
         print(f"| {shown} | {statistics.median(r.get(name, 0.0) for r in runs):.2f} |")
     rest = statistics.median(
-        t - sum(v for k, v in r.items() if not k.startswith("build: "))
+        t - sum(v for k, v in r.items() if ": " not in k)
         for t, r in zip(totals, runs, strict=True)
     )
     print(f"| other (plan, checks, summary) | {rest:.2f} |")
