@@ -152,7 +152,8 @@ def lock(
         Optional[list[str]],  # noqa: UP045
         typer.Option(
             "--update",
-            help="Re-resolve this base, toolkit or component ('all' for every one); repeatable",
+            help="Re-resolve this base, toolkit, component or image ('python': the Python pins, "
+            "'all': everything; a resolved commit prefix stays); repeatable",
             metavar="NAME",
         ),
     ] = None,
@@ -435,7 +436,9 @@ def verify(
     ref: Annotated[
         str,
         typer.Argument(
-            help="Pushed image: REGISTRY/REPO:TAG or REGISTRY/REPO@DIGEST", metavar="REF"
+            help="Pushed image: REGISTRY/REPO:TAG or REGISTRY/REPO@DIGEST; or oci:DIR, a layout "
+            "`cannery build --output oci:DIR` wrote (needs --image)",
+            metavar="REF",
         ),
     ],
     catalog: CatalogOpt = None,
@@ -475,7 +478,8 @@ def verify(
     ] = False,
     rebuild_platform: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option("--platform", help="With --rebuild: only this platform (repeatable)",
+        typer.Option("--platform", help="With --rebuild: only this platform; with oci:DIR: "
+                     "the platform a `build --platform` wrote there (repeatable)",
                      metavar="OS/ARCH"),
     ] = None,
     network: Annotated[

@@ -1,6 +1,7 @@
 """cannery.lock: every moving reference resolved once, so builds use only immutable inputs.
 
-base image tag → manifest digest, git tag/branch → full commit, download URL → sha256.
+base image tag → manifest digest, git tag/branch/commit prefix → full commit, download URL →
+sha256.
 The file is TOML, sorted, and only entries whose value changed get a new timestamp (an entry
 re-resolved to the same value keeps its time), so re-running ``cannery lock``, even with
 ``--update``, leaves it byte-identical when nothing moved.
@@ -8,6 +9,7 @@ re-resolved to the same value keeps its time), so re-running ``cannery lock``, e
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import ssl
@@ -20,12 +22,23 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import tomli_w
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from cannery.catalog.inputs import toolkit_downloads, wheel_urls
+from cannery.catalog.inputs import (
+    python_source_url,
+    stage_bases,
+    toolkit_downloads,
+    wheel_urls,
+)
 from cannery.catalog.platforms import arches_of
 from cannery.errors import LockError
 from cannery.pydeps import LOCKED_LINE, PythonRequest, python_requests
 from cannery.util import toml
-from cannery.util.patterns import COMMIT, COMMIT_PATTERN, OCI_DIGEST_PATTERN, SHA256_HEX_PATTERN
+from cannery.util.patterns import (
+    COMMIT,
+    COMMIT_PATTERN,
+    OCI_DIGEST_PATTERN,
+    SHA256_HEX_PATTERN,
+    SHORT_COMMIT,
+)
 
 if TYPE_CHECKING:
     from cannery.catalog.models import Catalog
@@ -102,6 +115,15 @@ class Lock(_Strict):
     python: dict[str, PythonEntry] = {}  # "image/arch"
 
 
+class RefError(LockError):
+    """A component's git ref could not be resolved; ``component`` names it (the lock command
+    adds the catalog's file:line)."""
+
+    def __init__(self, component: str, message: str) -> None:
+        super().__init__(f"component {component}: {message}")
+        self.component = component
+
+
 def git_key(url: str, ref: str) -> str:
     return f"{url}#{ref}"
 
@@ -164,7 +186,13 @@ def required_inputs(cat: Catalog, images: list[str] | None = None) -> list[Input
         base = cat.bases[img.base]
         out[("base", base.image)] = Input("base", base.image, img.base)
         for _pkg, _arch, url in toolkit_downloads(cat, iname):
-            out[("url", url)] = Input("url", url, img.toolkit, url=url)
+            out[("url", url)] = Input("url", url, img.toolkit or iname, url=url)
+        # A builder stage's base, and the Python source tarball (checked like an installer).
+        for bname in stage_bases(cat, iname):
+            out[("base", cat.bases[bname].image)] = Input("base", cat.bases[bname].image, bname)
+        py_url = python_source_url(cat, iname)
+        if py_url is not None:
+            out[("url", py_url)] = Input("url", py_url, iname, url=py_url)
         for cname in img.components:
             comp = cat.components[cname]
             if comp.git and comp.ref and not COMMIT.match(comp.ref):
@@ -222,7 +250,18 @@ def update_lock(
     inputs = required_inputs(cat)
     selected = {(i.kind, i.key) for i in required_inputs(cat, images)} if images else None
     update = update or set()
-    owners = {i.owner for i in inputs}
+    # Every catalog name an input belongs to: components sharing one git ref or wheel URL
+    # each name it (required_inputs keeps one owner per input).
+    names: dict[tuple[str, str], set[str]] = {(i.kind, i.key): {i.owner} for i in inputs}
+    for img in cat.images.values():
+        for cname in img.components:
+            comp = cat.components[cname]
+            if comp.git and comp.ref and not COMMIT.match(comp.ref):
+                names[("git", git_key(comp.git, comp.ref))].add(cname)
+            wheels = wheel_urls(comp.wheel, arches_of(img.platforms)) if comp.wheel else []
+            for _arch, url in wheels:
+                names[("url", url)].add(cname)
+    owners = {o for group in names.values() for o in group}
     unknown = update - owners - {"all", "python"} - set(cat.images)
     if unknown:
         raise LockError(
@@ -234,7 +273,7 @@ def update_lock(
     urls: dict[str, UrlEntry] = {}
     for inp in inputs:
         chosen = selected is None or (inp.kind, inp.key) in selected
-        fresh = chosen and ("all" in update or inp.owner in update)
+        fresh = chosen and ("all" in update or bool(names[(inp.kind, inp.key)] & update))
         if inp.kind == "base":
             if not fresh and inp.key in old.bases:
                 bases[inp.key] = old.bases[inp.key]
@@ -246,12 +285,18 @@ def update_lock(
                     BaseEntry(digest=resolvers.base(inp.key), resolved_at=now()),
                 )
         elif inp.kind == "git":
+            # A commit prefix names one commit for good: --update never re-resolves it (more
+            # commits later could make it ambiguous, and the nightly's `--update all` fail).
+            fresh = fresh and not SHORT_COMMIT.match(inp.ref)
             if not fresh and inp.key in old.git:
                 gits[inp.key] = old.git[inp.key]
             elif chosen:
                 if progress:
                     progress(inp)
-                commit = resolvers.git(inp.url, inp.ref)
+                try:
+                    commit = resolvers.git(inp.url, inp.ref)
+                except LockError as exc:
+                    raise RefError(inp.owner, exc.message) from None
                 gits[inp.key] = _kept_time(
                     old.git.get(inp.key),
                     GitEntry(url=inp.url, ref=inp.ref, commit=commit, resolved_at=now()),
@@ -340,7 +385,7 @@ def _python_unpinned(cat: Catalog, lock: Lock, image: str) -> bool:
     img = cat.images[image]
     comps = [cat.components[c] for c in img.components]
     installs = bool(img.pip_tools) or any(
-        c.pip or c.wheel or (c.git and c.install != "none") for c in comps
+        c.pip or c.wheel or (c.git and (c.install != "none" or c.requirements)) for c in comps
     )
     if not installs:
         return False
@@ -422,7 +467,8 @@ def ensure_locked(
 
 
 def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
-    """``git ls-remote`` a tag or branch to its full commit (peeled, for annotated tags).
+    """``git ls-remote`` a tag or branch to its full commit (peeled, for annotated tags); a
+    commit prefix (7-39 hex digits) goes to ``resolve_prefix`` instead.
 
     ``ca_file`` is a complete trust bundle for git (see ``cannery.tls.git_ca_bundle``).
     """
@@ -431,6 +477,8 @@ def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
     env = {"GIT_TERMINAL_PROMPT": "0"}
     if ca_file:
         env["GIT_SSL_CAINFO"] = ca_file
+    if SHORT_COMMIT.match(ref):
+        return resolve_prefix(url, ref, env)
     try:
         out = run(["git", "ls-remote", "--", url, ref, f"{ref}^{{}}"], extra_env=env, timeout=120)
     except CommandError as exc:
@@ -445,9 +493,42 @@ def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
     raise LockError(f"{url}: no tag or branch named {ref!r}")
 
 
-def resolve_url(url: str, verify: ssl.SSLContext, timeout: float = 60.0) -> tuple[str, int]:
-    """Stream ``url`` over verified TLS and return (sha256 hex, size). Redirects are followed,
-    except from HTTPS to anything else."""
+def resolve_prefix(url: str, prefix: str, env: dict[str, str]) -> str:
+    """The one commit of ``url`` whose id starts with ``prefix``. ``git ls-remote`` lists only
+    branch and tag tips, so the remote's branches and tags are cloned, commits only (a
+    ``tree:0`` partial clone; a server without filter support sends everything), into a
+    temporary bare repository, and the prefix is looked up there: a commit reachable from no
+    branch or tag is not found."""
+    import tempfile
+
+    from cannery.util.cmd import CommandError, run
+
+    with tempfile.TemporaryDirectory(prefix="cannery-git-") as tmp:
+        bare = f"{tmp}/r.git"
+        try:
+            run(["git", "clone", "-q", "--bare", "--filter=tree:0", "--", url, bare],
+                extra_env=env, timeout=1800)
+            found = run(["git", f"--git-dir={bare}", "rev-parse", f"--disambiguate={prefix}"],
+                        extra_env=env, timeout=120).split()
+            commits = [o for o in found if run(
+                ["git", f"--git-dir={bare}", "cat-file", "-t", o], extra_env=env, timeout=60
+            ).strip() == "commit"]
+        except CommandError as exc:
+            raise LockError(f"{url}: cannot fetch to resolve commit prefix {prefix!r}: "
+                            f"{exc.message}") from None
+    if not commits:
+        raise LockError(f"{url}: no commit starts with {prefix!r} (looked in every branch and tag)")
+    if len(commits) > 1:
+        raise LockError(f"{url}: commit prefix {prefix!r} is ambiguous ({len(commits)} commits: "
+                        f"{', '.join(sorted(c[:12] for c in commits))}): give more digits")
+    return commits[0]
+
+
+def resolve_url(
+    url: str, verify: ssl.SSLContext, timeout: float = 60.0, into: Path | None = None
+) -> tuple[str, int]:
+    """Stream ``url`` over verified TLS and return (sha256 hex, size), keeping the bytes in
+    ``into`` if given. Redirects are followed, except from HTTPS to anything else."""
     import httpx
 
     from cannery.errors import NetworkError
@@ -471,9 +552,12 @@ def resolve_url(url: str, verify: ssl.SSLContext, timeout: float = 60.0) -> tupl
         ) as http, http.stream("GET", url) as resp:
             if resp.status_code != 200:
                 raise NetworkError(f"{url}: download failed: HTTP {resp.status_code}")
-            for chunk in resp.iter_bytes(1 << 20):
-                digest.update(chunk)
-                size += len(chunk)
+            with open(into, "wb") if into else contextlib.nullcontext() as sink:
+                for chunk in resp.iter_bytes(1 << 20):
+                    digest.update(chunk)
+                    size += len(chunk)
+                    if sink:
+                        sink.write(chunk)
     except httpx.HTTPError as exc:
         raise NetworkError(f"{url}: download failed: {http_reason(exc)}") from None
     return digest.hexdigest(), size

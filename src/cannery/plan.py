@@ -5,9 +5,19 @@ Render, build and verify consume these specs unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import datetime as dt
+from dataclasses import dataclass, field, replace
 
-from cannery.catalog.inputs import fill_url, render_tag, toolkit_downloads
+from cannery.catalog.inputs import (
+    NO_DATE,
+    fill_url,
+    python_source_url,
+    render_tag,
+    stage_bases,
+    tag_values,
+    template_fields,
+    toolkit_downloads,
+)
 from cannery.catalog.models import OS_FAMILIES, Catalog, Component, Step
 from cannery.catalog.platforms import UNAME_ARCH, arches_of, platform_arch
 from cannery.lock import Lock, git_key
@@ -98,6 +108,12 @@ class ToolkitSpec:
     env: tuple[tuple[str, str | tuple[str, ...]], ...]
     devlib: str | None
     env_scripts: tuple[str, ...]
+    provided: str = "image"  # image | host: a host's toolkit is mounted at run time
+
+    @property
+    def in_image(self) -> bool:
+        """The toolkit is in the image (installed, or shipped by the base): its ENV applies."""
+        return self.provided == "image"
 
 
 # The build argument carrying the checkout's commit (``+dirty…`` when the tree had changes).
@@ -124,6 +140,41 @@ class EnvSpec:
 
 
 @dataclass(frozen=True)
+class PythonSpec:
+    """The Python an image installs: ``packages`` (the distribution's) or ``source`` (built in
+    the builder stage ``cannery-python`` from ``downloads``, the tarball for each TARGETARCH)."""
+
+    version: str
+    install: str  # packages | source
+    packages: tuple[str, ...]  # packages: the distribution's; source: the builder's, build-only
+    downloads: tuple[Download, ...] = ()
+
+    @property
+    def prefix(self) -> str:
+        """Where a source build installs (as Ascend's CANN images put it)."""
+        return f"/usr/local/python{self.version}"
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """A builder stage: its own base, build-only packages and steps; only ``outputs`` reach the
+    final image."""
+
+    name: str
+    base_image: str
+    base_digest: str | None
+    package_manager: str
+    packages: tuple[str, ...]
+    steps: tuple[StepSpec, ...]
+    outputs: tuple[str, ...]
+    own_base: bool  # False: FROM the image's base stage
+
+    @property
+    def base_reference(self) -> str:
+        return f"{self.base_image}@{self.base_digest}" if self.base_digest else self.base_image
+
+
+@dataclass(frozen=True)
 class RegistryTarget:
     """One registry an image is published to: its catalog name (which names its credentials),
     the repository, and the index media type it is given ("oci" or "docker")."""
@@ -140,14 +191,14 @@ class ImageSpec:
     repository: str
     base_image: str
     base_digest: str | None
-    python: str
+    python: str | None  # 3.11: the image's (installed) or the base's; None: no Python
     os: str
     os_version: str
     chip: str
-    family: str
-    soc: str
+    family: str | None  # without a soc: the family of the base's chip, if there is one
+    soc: str | None
     platforms: tuple[str, ...]
-    toolkit: ToolkitSpec
+    toolkit: ToolkitSpec | None  # None: no toolkit
     packages: tuple[str, ...]
     package_manager: str  # apt | dnf: what the base's os installs packages with
     pip_tools: tuple[str, ...]
@@ -173,7 +224,11 @@ class ImageSpec:
     entrypoint: tuple[str, ...] | None = None
     cmd: tuple[str, ...] = ("/bin/bash",)
     aliases: tuple[str, ...] = ()  # more tags of the same index
+    # (field, value) of each {field} the tag and aliases use, in order (plan shows them)
+    tag_fields: tuple[tuple[str, str], ...] = ()
     steps: tuple[StepSpec, ...] = ()
+    python_install: PythonSpec | None = None  # None: the base's Python (or none)
+    stages: tuple[StageSpec, ...] = ()  # builder stages, before the final one
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -200,7 +255,8 @@ class ImageSpec:
         return [
             f"component {c.name}: dependencies of the checkout ({c.path})"
             for c in self.components
-            if c.path is not None and c.install != "none" and "--no-deps" not in c.pip_args
+            if c.path is not None
+            and (c.requirements or (c.install != "none" and "--no-deps" not in c.pip_args))
         ]
 
     def unpinned(self) -> list[str]:
@@ -210,10 +266,10 @@ class ImageSpec:
         out = [f"Python tool {t}" for t in self.pip_tools]
         for c in self.components:
             out += [f"component {c.name}: {r}" for r in c.pip]
-            if c.git and c.install != "none":
+            if c.git:
                 out += [f"component {c.name}: {r}" for r in c.requirements]
-                if "--no-deps" not in c.pip_args:
-                    out.append(f"component {c.name}: its own dependencies")
+            if c.git and c.install != "none" and "--no-deps" not in c.pip_args:
+                out.append(f"component {c.name}: its own dependencies")
             if c.wheels:
                 out.append(f"component {c.name}: the wheel's dependencies")
         return out
@@ -223,6 +279,23 @@ class ImageSpec:
         return f"{self.repository}:{self.tag}"
 
     @property
+    def downloads(self) -> tuple[Download, ...]:
+        """What the image's build fetches and checks: the toolkit's installers and the Python
+        source tarball."""
+        py = self.python_install.downloads if self.python_install else ()
+        return (*(self.toolkit.downloads if self.toolkit else ()), *py)
+
+    def fact_labels(self) -> tuple[tuple[str, str | None], ...]:
+        """The labels that state the toolkit and the SoC; None: the label must be absent (a
+        toolkit the image does not carry is never claimed, nor a SoC it is not built for)."""
+        tk = self.toolkit
+        return (
+            ("io.cannery.toolkit", f"cann-{tk.version}" if tk and tk.in_image else None),
+            ("io.cannery.toolkit-provided", "host" if tk and not tk.in_image else None),
+            ("io.cannery.soc", self.soc),
+        )
+
+    @property
     def base_reference(self) -> str:
         return f"{self.base_image}@{self.base_digest}" if self.base_digest else self.base_image
 
@@ -230,9 +303,15 @@ class ImageSpec:
         out: list[str] = []
         if not self.base_digest:
             out.append(f"base image {self.base_image} (no digest)")
-        for d in self.toolkit.downloads:
+        for d in self.toolkit.downloads if self.toolkit else ():
             if not d.sha256:
                 out.append(f"{d.name} installer for {d.arch} (no sha256)")
+        for d in self.python_install.downloads if self.python_install else ():
+            if not d.sha256:
+                out.append(f"Python source for {d.arch} (no sha256)")
+        for st in self.stages:
+            if st.own_base and not st.base_digest:
+                out.append(f"base image {st.base_image} of stage {st.name} (no digest)")
         for c in self.components:
             if c.git and not c.git.commit:
                 out.append(f"component {c.name}: git ref {c.git.ref} (no commit)")
@@ -284,29 +363,9 @@ def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) 
 def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
     img = cat.images[image]
     base = cat.bases[img.base]
-    tk = cat.toolkits[img.toolkit]
-    family = cat.family_of(img.soc)
-    assert family is not None  # the loader checked every image's SoC
+    family = cat.family_for(image)  # the loader checked every image's SoC
     arches = arches_of(img.platforms)
-    downloads = tuple(
-        Download(n, a, u, lock.urls[u].sha256 if u in lock.urls else None)
-        for n, a, u in toolkit_downloads(cat, image)
-    )
-    env: list[tuple[str, str | tuple[str, ...]]] = []
-    for var, value in cat.envs[tk.env].items():
-        if isinstance(value, list):
-            env.append((var, tuple(v.replace("{version}", tk.version) for v in value)))
-        else:
-            env.append((var, value.replace("{version}", tk.version)))
-    toolkit = ToolkitSpec(
-        version=tk.version,
-        install=base.toolkit_version != tk.version,
-        downloads=downloads,
-        install_args=tuple(tk.install_args),
-        env=tuple(env),
-        devlib=tk.devlib.replace("{version}", tk.version) if tk.devlib else None,
-        env_scripts=tuple(tk.env_scripts),
-    )
+    toolkit = _toolkit(cat, image, lock)
     components = tuple(_component(n, cat.components[n], arches, lock) for n in img.components)
     # Pins go first so nothing compiles against a torch that is replaced later.
     components = tuple(c for c in components if c.pin) + tuple(c for c in components if not c.pin)
@@ -325,17 +384,19 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         for arch, urls in comp.extra_index:
             extra.setdefault(arch, []).extend(urls)
     target = img.registry or cat.catalog.registry or ""
+    templates = [img.tag, *img.aliases]
+    used = dict.fromkeys(f for t in templates for f in template_fields(t))
     revision = None
     if img.revision_from:
         rev = next(c for c in components if c.name == img.revision_from)
         revision = rev.git.pinned if rev.git else rev.label_version
-    return ImageSpec(
+    spec = ImageSpec(
         name=image,
-        tag=render_tag(cat, image),
+        tag=img.tag,  # the templates; filled in below, once the lock's date is known
         repository=cat.registries[target].repository,
         base_image=base.image,
         base_digest=base_entry.digest if base_entry else None,
-        python=base.python,
+        python=cat.python_of(image),
         os=base.os,
         os_version=base.os_version,
         chip=base.chip,
@@ -366,9 +427,108 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         user=img.user,
         entrypoint=tuple(img.entrypoint) if img.entrypoint else None,
         cmd=tuple(img.cmd) if img.cmd else ("/bin/bash",),
-        aliases=tuple(render_tag(cat, image, a) for a in img.aliases),
+        aliases=tuple(img.aliases),
         steps=tuple(_step(s) for s in img.steps),
         registries=_registries(cat, target, img.mirrors),
+        python_install=_python(cat, image, arches, lock),
+        stages=_stages(cat, image, lock),
+    )
+    date = _tag_date(spec, lock) if "date" in used else NO_DATE
+    values = tag_values(cat, image, date)
+    return replace(
+        spec,
+        tag=render_tag(cat, image, date=date),
+        aliases=tuple(render_tag(cat, image, a, date) for a in img.aliases),
+        tag_fields=tuple((f, values[f] or "") for f in used),
+    )
+
+
+def _tag_date(spec: ImageSpec, lock: Lock) -> str:
+    """{date}: the UTC day (YYYYMMDD) the newest of the image's lock entries was resolved.
+    Read from the lock, not the clock, so every leg of a build and every rebuild from the
+    same lock render the same tag; a nightly's `cannery lock --update` moves it when an
+    input moved. ``NO_DATE`` while nothing of the image is locked."""
+    from cannery.builder.plan import lock_entries, lock_epoch
+
+    entries = lock_entries(spec, lock)
+    if not entries:
+        return NO_DATE
+    return dt.datetime.fromtimestamp(lock_epoch(entries), dt.timezone.utc).strftime("%Y%m%d")
+
+
+# What a builder stage installs to compile Python when the catalog names nothing
+# (python.build_packages): the compiler, make, and the headers of the optional modules.
+PYTHON_BUILD = {
+    "apt": ("gcc", "make", "libc6-dev", "libssl-dev", "zlib1g-dev", "libbz2-dev",
+            "libreadline-dev", "libsqlite3-dev", "libffi-dev", "liblzma-dev", "libncursesw5-dev",
+            "libgdbm-dev", "uuid-dev", "tar", "gzip", "xz-utils"),
+    "dnf": ("gcc", "make", "glibc-devel", "openssl-devel", "zlib-devel", "bzip2-devel",
+            "readline-devel", "sqlite-devel", "libffi-devel", "xz-devel", "ncurses-devel",
+            "gdbm-devel", "libuuid-devel", "tar", "gzip", "xz"),
+}
+
+
+def _python(cat: Catalog, image: str, arches: tuple[str, ...], lock: Lock) -> PythonSpec | None:
+    img = cat.images[image]
+    py = img.python
+    if py is None:
+        return None
+    if py.install == "packages":
+        return PythonSpec(py.version, "packages", tuple(py.packages or ()))
+    url = python_source_url(cat, image)
+    assert url is not None  # the model requires a url for install = "source"
+    sha = lock.urls[url].sha256 if url in lock.urls else None
+    manager = OS_FAMILIES[cat.bases[img.base].os]
+    build = tuple(py.build_packages) if py.build_packages is not None else PYTHON_BUILD[manager]
+    return PythonSpec(
+        py.version, "source", build, tuple(Download("python", a, url, sha) for a in arches)
+    )
+
+
+def _stages(cat: Catalog, image: str, lock: Lock) -> tuple[StageSpec, ...]:
+    img = cat.images[image]
+    out = []
+    for st in img.stages:
+        bname = st.base or img.base
+        base = cat.bases[bname]
+        entry = lock.bases.get(base.image)
+        out.append(StageSpec(
+            name=st.name,
+            base_image=base.image,
+            base_digest=entry.digest if entry else None,
+            package_manager=OS_FAMILIES[base.os],
+            packages=tuple(st.packages),
+            steps=tuple(_step(s) for s in st.steps),
+            outputs=tuple(st.outputs),
+            own_base=bname in stage_bases(cat, image),
+        ))
+    return tuple(out)
+
+
+def _toolkit(cat: Catalog, image: str, lock: Lock) -> ToolkitSpec | None:
+    tk = cat.toolkit_of(image)
+    if tk is None:
+        return None
+    base = cat.bases[cat.images[image].base]
+    downloads = tuple(
+        Download(n, a, u, lock.urls[u].sha256 if u in lock.urls else None)
+        for n, a, u in toolkit_downloads(cat, image)
+    )
+    env: list[tuple[str, str | tuple[str, ...]]] = []
+    for var, value in cat.envs[tk.env].items() if tk.env is not None else ():
+        if isinstance(value, list):
+            env.append((var, tuple(v.replace("{version}", tk.version) for v in value)))
+        else:
+            env.append((var, value.replace("{version}", tk.version)))
+    return ToolkitSpec(
+        version=tk.version,
+        install=tk.provided == "image" and base.toolkit_version != tk.version,
+        downloads=downloads,
+        install_args=tuple(tk.install_args),
+        env=tuple(env),
+        devlib=tk.devlib.replace("{version}", tk.version) if tk.devlib else None,
+        env_scripts=tuple(tk.env_scripts),
+        provided=tk.provided,
     )
 
 

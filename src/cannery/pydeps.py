@@ -16,9 +16,9 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from cannery.catalog.inputs import fill_url
+from cannery.catalog.inputs import bundle_kind, fill_url
 from cannery.catalog.models import Catalog
 from cannery.catalog.platforms import UNAME_ARCH, arches_of
 from cannery.errors import LockError
@@ -68,11 +68,15 @@ class PythonRequest:
 def python_requests(
     cat: Catalog, image: str, commits: Mapping[tuple[str, str], str]
 ) -> list[PythonRequest] | None:
-    """One request per architecture of ``image``; None while a git commit is not locked.
+    """One request per architecture of ``image`` (none when it installs no Python package);
+    None while a git commit is not locked.
 
     ``commits`` maps (git URL, ref) to the locked commit.
     """
     img = cat.images[image]
+    python = cat.python_of(image)
+    if python is None or not (img.pip_tools or img.components):
+        return []  # nothing to resolve (a Python use without a Python is a validate error)
     requirements = list(img.pip_tools)
     wheels: list[str] = []
     git: list[GitPackage] = []
@@ -108,7 +112,7 @@ def python_requests(
             PythonRequest(
                 image=image,
                 arch=arch,
-                python=cat.bases[img.base].python,
+                python=python,
                 index_url=cat.catalog.python_index,
                 extra_index_urls=tuple(dict.fromkeys(extra.get(arch, []))),
                 requirements=tuple(requirements),
@@ -191,6 +195,43 @@ def parse_compiled(text: str) -> list[str]:
     return sorted(out, key=str.lower)
 
 
+def _bundle_wheels(url: str, dest: Path, ca_file: str | None) -> list[Path]:
+    """The wheels of the bundle at ``url`` (a .zip or .tar.gz), downloaded over verified TLS
+    and written to ``dest`` under their own base names: no member path is followed, so a
+    hostile archive writes nowhere else (the Dockerfile installs the same ``*.whl`` files)."""
+    import ssl
+    import tarfile
+    import zipfile
+
+    from cannery.lock import resolve_url
+
+    dest.mkdir(parents=True)
+    archive = dest / "bundle"
+    resolve_url(url, ssl.create_default_context(cafile=ca_file), timeout=600, into=archive)
+    members: list[tuple[str, bytes]] = []
+    try:
+        if bundle_kind(url) == "zip":
+            with zipfile.ZipFile(archive) as zf:
+                members = [(i.filename, zf.read(i)) for i in zf.infolist()
+                           if i.filename.endswith(".whl") and not i.is_dir()]
+        else:
+            with tarfile.open(archive, "r:gz") as tf:
+                for m in tf.getmembers():
+                    f = tf.extractfile(m) if m.isfile() and m.name.endswith(".whl") else None
+                    if f is not None:
+                        members.append((m.name, f.read()))
+    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
+        raise LockError(f"{url}: cannot read the wheel bundle: {exc}") from None
+    out = []
+    for name, data in members:
+        path = dest / PurePosixPath(name).name
+        path.write_bytes(data)
+        out.append(path)
+    if not out:
+        raise LockError(f"{url}: the bundle holds no .whl file")
+    return sorted(out)
+
+
 def resolve_python(req: PythonRequest, ca_file: str | None = None) -> list[str]:
     """Resolve ``req`` with ``uv pip compile`` for its platform and Python version.
 
@@ -208,7 +249,13 @@ def resolve_python(req: PythonRequest, ca_file: str | None = None) -> list[str]:
         env["SSL_CERT_FILE"] = ca_file
     with tempfile.TemporaryDirectory(prefix="cannery-py-") as tmp:
         root = Path(tmp)
-        lines = [*req.requirements, *req.wheels]
+        lines = list(req.requirements)
+        for i, wheel in enumerate(req.wheels):
+            url = wheel.split(" @ ", 1)[1]
+            if bundle_kind(url) is None:
+                lines.append(wheel)
+            else:  # uv reads each wheel of a bundle from disk (a URL would be an sdist to it)
+                lines += [str(w) for w in _bundle_wheels(url, root / f"bundle{i}", ca_file)]
         for pkg in req.git:
             dest = root / "src" / pkg.name
             _checkout(pkg, dest, env)

@@ -431,3 +431,64 @@ def test_output_oci_layout_needs_no_registry(world: BuildWorld, first: dict) -> 
         check=True,
     ).stdout
     assert json.loads(raw)["manifests"] == index["manifests"]
+
+
+def _no_registry_env(world: BuildWorld) -> dict[str, str]:
+    """A pull request's job: no registry login in the environment."""
+    env = world.env()
+    for var in ("CANNERY_REGISTRY_USER", "CANNERY_REGISTRY_PASSWORD"):
+        env.pop(var, None)
+    return env
+
+
+def test_verify_reads_the_layout_of_every_platform(world: BuildWorld, first: dict) -> None:  # type: ignore[type-arg]
+    """`cannery verify oci:DIR`: the layout the previous test wrote (both platforms), checked
+    as a registry's image is, then a container of each platform made from it."""
+    out = world.root / "layout"
+    proc = cannery(world, "verify", f"oci:{out}", "--catalog", str(first["catalog"]),
+                   "--image", "standin", "--json", env=_no_registry_env(world))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    checks = json.loads(proc.stdout)["checks"]
+    names = {(c["platform"], c["name"]) for c in checks}
+    for platform in ("linux/amd64", "linux/arm64"):
+        assert (platform, "inputs match catalog and lock") in names
+        assert (platform, "runtime env") in names  # a container was made from the layout
+    assert ("index", "platforms") in {(c["platform"] or "index", c["name"]) for c in checks}
+
+
+def test_pull_request_leg_builds_one_platform_and_verifies_it_from_the_layout(
+    world: BuildWorld, first: dict  # type: ignore[type-arg]
+) -> None:
+    """What a generated pull-request leg runs, with no registry login: `build --platform P
+    --output oci:DIR`, then `verify oci:DIR --platform P`. The tag names nothing partial."""
+    out = world.root / "pr-layout"
+    env = _no_registry_env(world)
+    catalog = str(first["catalog"])
+    proc = cannery(world, "build", "standin", "--catalog", catalog, "--locked",
+                   "--platform", "linux/amd64", "--output", f"oci:{out}", "--network", "host",
+                   "--log-dir", str(world.root / "pr-logs"), env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    top = json.loads((out / "index.json").read_text())
+    (entry,) = top["manifests"]
+    assert entry["annotations"]["org.opencontainers.image.ref.name"] == f"{TAG}-amd64"
+    assert entry["platform"] == {"architecture": "amd64", "os": "linux"}
+    ok = cannery(world, "verify", f"oci:{out}", "--catalog", catalog, "--image", "standin",
+                 "--platform", "linux/amd64", "--json", env=env)
+    assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-2000:]
+    checks = json.loads(ok.stdout)["checks"]
+    assert {c["platform"] for c in checks if c["platform"]} == {"linux/amd64"}
+    assert any(c["name"] == "runtime env" and c["ok"] for c in checks)
+    # Without --platform the catalog's platforms are expected under the tag: not there.
+    whole = cannery(world, "verify", f"oci:{out}", "--catalog", catalog, "--image", "standin",
+                    env=env)
+    assert whole.returncode == 2 and f"no index is named '{TAG}'" in whole.stderr, whole.stderr
+    # A blob whose bytes are not its digest is refused, naming it (the layout is not trusted).
+    blobs = out / "blobs" / "sha256"
+    manifest = json.loads((blobs / entry["digest"].split(":")[1]).read_bytes())
+    config = blobs / manifest["config"]["digest"].split(":")[1]
+    config.write_bytes(config.read_bytes().replace(b'"amd64"', b'"arm64"'))
+    bad = cannery(world, "verify", f"oci:{out}", "--catalog", catalog, "--image", "standin",
+                  "--platform", "linux/amd64", env=env)
+    assert bad.returncode == 2, bad.stdout + bad.stderr
+    assert f"do not hash to {manifest['config']['digest']}" in bad.stderr
+    assert "Traceback" not in bad.stderr

@@ -586,3 +586,303 @@ def test_wheel_component_dependencies_are_locked_too(  # type: ignore[no-untyped
     text = (out / "one.Dockerfile").read_text()
     wheel_step = next(s for s in text.split("\n\n") if "extra-tool wheel" in s)
     assert "--no-deps" in wheel_step and "--no-build-isolation" not in wheel_step
+
+
+# ------------------------------------------------------------ commit prefixes (short SHAs)
+
+
+def _colliding_commits(repo: Path) -> tuple[str, str]:
+    """Two root commits of ``repo`` whose ids share their first 7 hex digits, on branches
+    ``c1`` and ``c2``. Commit ids are computed here first (sha1 of the object, fixed dates and
+    the empty tree), so the search is deterministic and git writes only the two found."""
+    import hashlib
+
+    empty_tree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    who = "t <t@example.com> 1700000000 +0000"
+    seen: dict[str, int] = {}
+    i = 0
+    while True:
+        body = f"tree {empty_tree}\nauthor {who}\ncommitter {who}\n\nc{i}\n".encode()
+        sha = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
+        if sha[:7] in seen:
+            break
+        seen[sha[:7]] = i
+        i += 1
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com", GIT_AUTHOR_DATE="1700000000 +0000",
+        GIT_COMMITTER_DATE="1700000000 +0000",
+    )
+    shas = []
+    for n, msg in enumerate((seen[sha[:7]], i), start=1):
+        made = subprocess.run(
+            ["git", "commit-tree", empty_tree, "-m", f"c{msg}"], cwd=repo, env=env, check=True,
+            capture_output=True, text=True,
+        ).stdout.strip()
+        _git(repo, "branch", f"c{n}", made)
+        shas.append(made)
+    assert shas[0][:7] == shas[1][:7] and shas[0] != shas[1]
+    return shas[0], shas[1]
+
+
+def test_commit_prefix_is_locked_to_the_full_commit(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
+    """A component's ref may be a short SHA (7-39 hex): `cannery lock` fetches the remote's
+    branches and tags and records the one commit it names; the Dockerfile fetches that full
+    commit. A commit that is no branch tip is found (ls-remote alone could not)."""
+    catalog: Path = setup["catalog"]
+    git: Path = setup["git"]
+    first = _git(git, "rev-parse", "main")
+    (git / "f").write_text("3")
+    _git(git, "commit", "-qam", "three")  # the commit named is no branch tip any more
+    catalog.write_text(catalog.read_text().replace('ref = "main"', f'ref = "{first[:9]}"'))
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 0, res.err
+    lock = read_lock(catalog.parent / "cannery.lock")
+    entry = lock.git[f"file://{git}#{first[:9]}"]
+    assert entry.commit == first and entry.ref == first[:9]
+    out = catalog.parent / "out"
+    assert cli("render", "dockerfile", "--catalog", str(catalog), "--out", str(out)).code == 0
+    text = (out / "one.Dockerfile").read_text()
+    assert f"--depth 1 file://{git} {first};" in text and "UNLOCKED" not in text
+    # --update all keeps a resolved prefix: it names one commit for good
+    before = (catalog.parent / "cannery.lock").read_text()
+    res = cli("lock", "--catalog", str(catalog), "--update", "vllm-ascend",
+              "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 0, res.err
+    assert (catalog.parent / "cannery.lock").read_text() == before
+
+
+@pytest.mark.parametrize("case", ["ambiguous", "missing"])
+def test_commit_prefix_ambiguous_or_missing_is_one_line_naming_the_component(  # type: ignore[no-untyped-def]
+    case: str, setup, cli, test_ca
+) -> None:
+    catalog: Path = setup["catalog"]
+    git: Path = setup["git"]
+    a, b = _colliding_commits(git)
+    if case == "ambiguous":
+        prefix = a[:7]
+    else:
+        commits = _git(git, "rev-list", "--all").split()
+        prefix = next(p for p in (f"{n:07x}" for n in range(1 << 28))
+                      if not any(c.startswith(p) for c in commits))
+    text = catalog.read_text().replace('ref = "main"', f'ref = "{prefix}"')
+    catalog.write_text(text)
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 2
+    from tests.catalogs import line_of
+
+    needle = f'ref = "{prefix}"'
+    where = f"{catalog}:{line_of(text, needle)}: component vllm-ascend: "
+    errors = [ln for ln in res.err.splitlines() if not ln.startswith("lock: ")]  # progress
+    assert len(errors) == 1 and errors[0].startswith(f"cannery: error: {where}"), res.err
+    if case == "ambiguous":
+        assert f"commit prefix {prefix!r} is ambiguous (2 commits: " in res.err
+        assert a[:12] in res.err and b[:12] in res.err
+    else:
+        assert f"no commit starts with {prefix!r}" in res.err
+    assert not (catalog.parent / "cannery.lock").exists()
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar.gz"])
+def test_wheel_bundle_dependencies_are_locked(  # type: ignore[no-untyped-def]
+    kind: str, setup, cli, test_ca, https_files, tmp_path: Path
+) -> None:
+    """A `.zip` or `.tar.gz` of wheels (torch_npu's and sgl-kernel-npu's release shape) from
+    the test CA's HTTPS server: `cannery lock` pins the bundle's sha256 and resolves the
+    dependencies of every wheel in it (uv reads them from disk: a bundle URL would be an
+    sdist to it), so the bundle installs --no-deps; a member path is never followed."""
+    import tarfile
+    import zipfile
+
+    from tests.services.pyindex import make_wheel
+
+    server, www = https_files
+    wheels = [make_wheel(tmp_path / "w", "kernel-a", "1.0", ("torch==2.9.0",)),
+              make_wheel(tmp_path / "w", "kernel-b", "1.0", ("numpy-lite<2",))]
+    bundle = www / f"kernels-{tmp_path.name}.{kind}"
+    # kernel-b's member path climbs out of the archive: it is read under its base name
+    names = [f"dist/{wheels[0].name}", f"../../{wheels[1].name}"]
+    if kind == "zip":
+        with zipfile.ZipFile(bundle, "w") as zf:
+            for w, name in zip(wheels, names, strict=True):
+                zf.write(w, name)
+    else:
+        with tarfile.open(bundle, "w:gz") as tf:
+            for w, name in zip(wheels, names, strict=True):
+                tf.add(w, name)
+    catalog: Path = setup["catalog"]
+    text = catalog.read_text()
+    catalog.write_text(
+        text.replace(
+            "pin = true\n",
+            f'pin = true\n\n[components.kernels]\nwheel = "{server.url}/{bundle.name}"\n', 1,
+        ).replace('components = ["torch", "vllm"', 'components = ["torch", "kernels", "vllm"')
+    )
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 0, res.err
+    lock = read_lock(catalog.parent / "cannery.lock")
+    assert lock.urls[f"{server.url}/{bundle.name}"].sha256 == hashlib.sha256(
+        bundle.read_bytes()).hexdigest()
+    reqs = lock.python["one/arm64"].requirements
+    assert any(r.startswith("numpy-lite==1.0 ") for r in reqs), reqs  # kernel-b's bound
+    assert not any(r.startswith("kernel") for r in reqs)  # the bundle installs them itself
+    import tempfile
+
+    # followed, "../../" from the bundle's directory would have written it here
+    assert not (Path(tempfile.gettempdir()) / wheels[1].name).exists()
+    out = catalog.parent / "out"
+    res = cli("render", "dockerfile", "--locked", "--catalog", str(catalog), "--out", str(out))
+    assert res.code == 0, res.err
+    step = next(s for s in (out / "one.Dockerfile").read_text().split("\n\n")
+                if f"kernels: a {kind} of wheels" in s)
+    assert "xargs -0 python3 -m pip install --no-cache-dir" in step and "--no-deps" in step
+
+
+def test_a_tracked_branch_moves_only_with_update(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
+    """A new commit on a branch a component tracks: `cannery lock` keeps the locked commit
+    (and a --locked render uses it); `--update NAME` (what the scheduled workflow runs, as
+    `--update all`) moves that entry and the Python pins that read it, nothing else; two
+    components on one branch are each a name for it."""
+    catalog: Path = setup["catalog"]
+    git: Path = setup["git"]
+    ca = ("--ca-cert", str(test_ca.ca_cert))
+    catalog.write_text(catalog.read_text().replace(
+        "[images.one]",
+        f'[components.twin]\ngit = "file://{git}"\nref = "main"\ninstall = "none"\n\n'
+        "[images.one]",
+    ).replace('components = ["torch", "vllm", "vllm-ascend"]',
+              'components = ["torch", "vllm", "vllm-ascend", "twin"]'))
+    lockfile = catalog.parent / "cannery.lock"
+    assert cli("lock", "--catalog", str(catalog), *ca).code == 0
+    before = read_lock(lockfile)
+    key = f"file://{git}#main"
+    old_commit = before.git[key].commit
+    (git / "f").write_text("moved")
+    _git(git, "commit", "-qam", "upstream moves")
+    new_commit = _git(git, "rev-parse", "main")
+    assert cli("lock", "--catalog", str(catalog), *ca).code == 0
+    assert read_lock(lockfile) == before
+    out = catalog.parent / "out"
+    res = cli("render", "dockerfile", "--locked", "--catalog", str(catalog), "--out", str(out))
+    assert res.code == 0 and old_commit in (out / "one.Dockerfile").read_text()
+    res = cli("lock", "--catalog", str(catalog), "--update", "vllm-ascend", *ca)
+    assert res.code == 0, res.err
+    after = read_lock(lockfile)
+    assert after.git[key].commit == new_commit
+    assert after.bases == before.bases and after.urls == before.urls
+    assert {k: v for k, v in after.git.items() if k != key} == {
+        k: v for k, v in before.git.items() if k != key}
+    assert all(after.python[k].inputs != before.python[k].inputs for k in before.python
+               if k.startswith("one/"))
+
+
+def test_requirements_of_a_tree_that_is_not_installed_are_locked(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
+    """MindSpeed-RL's shape: a git tree only fetched (install = "none") whose requirements
+    file must still be installed. `cannery lock` resolves it at the locked commit, and the
+    --locked Dockerfile installs the result (the tree itself is not pip-installed)."""
+    catalog: Path = setup["catalog"]
+    git: Path = setup["git"]
+    (git / "req.txt").write_text("numpy-lite<2\n")
+    _git(git, "add", "req.txt")
+    _git(git, "commit", "-qm", "requirements")
+    _git(git, "tag", "v-req")
+    catalog.write_text(catalog.read_text().replace(
+        'ref = "v0.18.0"\nversion = "v0.18.0"\ninstall = "editable"',
+        'ref = "v-req"\nversion = "v0.18.0"\ninstall = "none"\nrequirements = ["req.txt"]',
+    ))
+    res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+    assert res.code == 0, res.err
+    reqs = read_lock(catalog.parent / "cannery.lock").python["one/amd64"].requirements
+    assert any(r.startswith("numpy-lite==1.0 ") for r in reqs), reqs
+    out = catalog.parent / "out"
+    res = cli("render", "dockerfile", "--locked", "--catalog", str(catalog), "--out", str(out))
+    assert res.code == 0, res.err
+    text = (out / "one.Dockerfile").read_text()
+    assert "numpy-lite==1.0 " in _python_step(text)
+    vllm = next(s for s in text.split("\n\n") if "git init -q /opt/src/vllm;" in s)
+    assert "pip install" not in vllm and "rm -rf /opt/src/vllm/.git" in vllm
+
+
+def test_rendered_step_installs_the_requirements_of_a_tree_it_does_not_install(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca, tmp_path: Path
+) -> None:
+    """Without Python pins, the component's own RUN (run here with bash, as a builder would:
+    real git from the local repository, real pip from the local index) fetches the tree and
+    installs its requirements file, and not the tree."""
+    import venv
+
+    from cannery.lock import dump_lock
+
+    catalog: Path = setup["catalog"]
+    git: Path = setup["git"]
+    (git / "req.txt").write_text("numpy-lite<2\n")
+    _git(git, "add", "req.txt")
+    _git(git, "commit", "-qm", "requirements")
+    _git(git, "tag", "v-req")
+    catalog.write_text(catalog.read_text().replace(
+        'ref = "v0.18.0"\nversion = "v0.18.0"\ninstall = "editable"',
+        'ref = "v-req"\nversion = "v0.18.0"\ninstall = "none"\nrequirements = ["req.txt"]',
+    ))
+    assert cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
+    lockfile = catalog.parent / "cannery.lock"
+    lockfile.write_text(dump_lock(read_lock(lockfile).model_copy(update={"python": {}})))
+    out = catalog.parent / "out"
+    assert cli("render", "dockerfile", "--catalog", str(catalog), "--out", str(out)).code == 0
+    import dockerfile
+
+    cmds = dockerfile.parse_file(str(out / "one.Dockerfile"))
+    body = next(c.value[0] for c in cmds if c.cmd == "RUN" and "git init -q /opt/src/vllm;" in
+                c.value[0])
+    assert "-r /opt/src/vllm/req.txt" in body
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    opt = tmp_path / "opt"
+    (opt / "cannery").mkdir(parents=True)
+    (opt / "cannery" / "constraints.txt").write_text("")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PIP_") and k not in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")}
+    env.update(PATH=f"{env_dir / 'bin'}:{os.environ['PATH']}", PIP_CERT=str(test_ca.ca_cert),
+               PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", TARGETARCH="amd64")
+    run = subprocess.run(["bash", "-o", "pipefail", "-c", body.replace("/opt/", f"{opt}/")],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    check = subprocess.run(
+        [str(env_dir / "bin" / "python"), "-c",
+         "import importlib.util as u, numpy_lite; print(numpy_lite.VERSION, "
+         "u.find_spec('vllm') is None)"],
+        capture_output=True, text=True,
+    )
+    assert check.stdout.split() == ["1.0", "True"], check.stderr
+    assert (opt / "src" / "vllm" / "req.txt").is_file()  # the tree stays, without .git
+    assert not (opt / "src" / "vllm" / ".git").exists()
+
+
+def test_commit_prefix_over_https_trusts_the_ca_cert(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca: LocalCA, tmp_path: Path, monkeypatch
+) -> None:
+    """The prefix clone goes over git's smart HTTP (real `git http-backend`, the test CA's
+    certificate) with --ca-cert's trust, as ls-remote does; without it, exit 2, no lock."""
+    from tests.services.githttp import GitHTTPSServer
+
+    repos = tmp_path / "repos"
+    repos.mkdir()
+    _git(tmp_path, "clone", "-q", "--bare", str(setup["git"]), str(repos / "v.git"))
+    server = GitHTTPSServer(repos, test_ca)
+    try:
+        catalog: Path = setup["catalog"]
+        first = _git(setup["git"], "rev-parse", "main")
+        catalog.write_text(catalog.read_text().replace(
+            f'git = "file://{setup["git"]}"\nref = "main"',
+            f'git = "{server.url}/v.git"\nref = "{first[:8]}"'))
+        monkeypatch.delenv("CANNERY_CA_CERT", raising=False)
+        res = cli("lock", "--catalog", str(catalog))
+        assert res.code == 2 and "component vllm-ascend: " in res.err, res.err
+        assert "cannot fetch to resolve commit prefix" in res.err
+        assert not (catalog.parent / "cannery.lock").exists()
+        res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+        assert res.code == 0, res.err
+        entry = read_lock(catalog.parent / "cannery.lock").git[f"{server.url}/v.git#{first[:8]}"]
+        assert entry.commit == first
+    finally:
+        server.stop()

@@ -65,12 +65,6 @@ CASES = [
         "must be https://",
     ),
     (
-        "short-sha",
-        lambda t: t.replace('ref = "main"', 'ref = "de93536e"'),
-        'ref = "de93536e"',
-        "short SHA",
-    ),
-    (
         "python-range",
         lambda t: t.replace('python = "3.11"', 'python = "3.12"'),
         'base = "b910"',

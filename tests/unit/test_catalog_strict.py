@@ -159,12 +159,12 @@ def test_a_child_mistake_is_reported_at_the_child(tmp_path: Path, cli) -> None: 
 
 
 def test_a_missing_key_is_reported_at_the_entry_that_lacks_it(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
-    text = GOOD.replace('soc = "ascend910b1"\n', "")
+    text = GOOD.replace('platforms = ["linux/amd64", "linux/arm64"]\n', "")
     path, res = _validate(cli, tmp_path, text)
     # `two` extends `one`: the key is missing from `one`, and said once.
     assert _errors(res.err) == [
-        f"cannery: error: {path}:{line_of(text, '[images.one]')}: images.one.soc: missing "
-        "required key 'soc'"
+        f"cannery: error: {path}:{line_of(text, '[images.one]')}: images.one.platforms: missing "
+        "required key 'platforms'"
     ]
 
 

@@ -36,7 +36,9 @@ def test_plan_json_of_embedded_catalog(cli) -> None:  # type: ignore[no-untyped-
     assert comps["verl"]["pin"] == "4045d67063052dcb800c918c107b8d5a87046006"
     # the third image shares nothing shaped around the seed: its base ships its toolkit
     third = images["vllm-0-23-a2"]
-    assert third["toolkit"] == {"version": "9.1.0", "install": False, "downloads": []}
+    assert third["toolkit"] == {
+        "version": "9.1.0", "provided": "image", "install": False, "downloads": []
+    }
     assert a2["unlocked"] and "inputs" not in a2  # the build computes it per platform
 
 

@@ -228,6 +228,9 @@ NETWORK = {
     "cannery verify quay.io/ascend/verl:verl-8.5.2-910b-ubuntu22.04-py3.11-qwen3-5":
         "tests/e2e/test_build.py",
     "cannery lock --catalog cannery.toml": "tests/e2e/test_lock.py",
+    "cannery verify oci:/tmp/pytest-of-root/pytest-540/world0/pr-layout --catalog "
+    "/tmp/pytest-of-root/pytest-540/world0/main/catalog.toml --image standin --platform "
+    "linux/amd64": "tests/e2e/test_build.py",
     "cannery copy 127.0.0.1:40501/ascend/verl:8.5.2-py3.11 127.0.0.1:50319/mirror/verl "
     "127.0.0.1:40501/other/verl": "tests/e2e/test_mirror.py",
     "cannery copy 127.0.0.1:40501/ascend/verl:8.5.2-py3.11 127.0.0.1:50319/mirror/verl":

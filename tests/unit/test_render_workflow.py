@@ -28,11 +28,14 @@ from tests.conftest import GOLDEN, ROOT
 EXAMPLE = ROOT / "examples" / "verl-ascend"
 EXAMPLE_CATALOG = EXAMPLE / "cannery.toml"
 BIN = Path(sys.executable).parent
+VLLM = ROOT / "examples" / "vllm-ascend"
+VLLM_CATALOG = VLLM / "cannery.toml"
 
 
 def _render(catalog: Path | None) -> str:
     loaded = load_catalog(catalog)
-    lock = read_lock(GOLDEN / "cannery.lock" if catalog is None else EXAMPLE / "cannery.lock")
+    lock = read_lock(GOLDEN / "cannery.lock" if catalog is None
+                     else catalog.parent / "cannery.lock")
     return render_workflow(
         loaded.catalog, plan(loaded.catalog, lock), load_pins(),
         catalog_file=catalog.name if catalog else None, lock_file="cannery.lock",
@@ -42,6 +45,8 @@ def _render(catalog: Path | None) -> str:
 CASES = {
     "embedded": (None, GOLDEN / "workflow" / "embedded" / "cannery-images.yml"),
     "example": (EXAMPLE_CATALOG, EXAMPLE / ".github" / "workflows" / "docker-build-ascend.yml"),
+    # release tags (v*), pull requests to two branches, max-parallel, images from the checkout
+    "vllm-ascend": (VLLM_CATALOG, VLLM / ".github" / "workflows" / "cannery-images.yml"),
 }
 
 
@@ -83,6 +88,11 @@ def test_secrets_only_through_env_and_least_permissions(name: str) -> None:
         if jid.startswith("merge-"):  # keyless signing: the OIDC token, the attestation store
             want = {"contents": "read", "id-token": "write", "attestations": "write"}
             assert job["permissions"] == want, jid
+        elif jid == "lock-update":  # pushes its branch, opens the pull request; no secret
+            assert job["permissions"] == {"contents": "write", "pull-requests": "write"}
+            assert job["if"] == \
+                "${{ github.event_name == 'schedule' && !github.event.repository.fork }}"
+            assert "secrets." not in yaml.safe_dump(job)
         else:
             assert job["permissions"] == {"contents": "read"}, jid
     for jid, step in _steps(doc):
@@ -257,7 +267,7 @@ def test_render_then_every_linter_is_clean(  # type: ignore[no-untyped-def]
         shutil.copy(GOLDEN / "cannery.lock", tmp_path / "cannery.lock")
         assert cli("render").code == 0
     else:
-        shutil.copy(EXAMPLE_CATALOG, tmp_path / "cannery.toml")
+        shutil.copy(CASES[name][0], tmp_path / "cannery.toml")  # type: ignore[arg-type]
         assert cli("render", "--catalog", "cannery.toml").code == 0
     assert list((tmp_path / ".github" / "workflows").glob("*.yml"))
     al = subprocess.run([_tool("actionlint"), "-no-color"], capture_output=True, text=True,

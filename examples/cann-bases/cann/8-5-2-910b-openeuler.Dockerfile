@@ -9,9 +9,64 @@
 # cannery: UNLOCKED ops installer for arm64 (no sha256); run `cannery lock`.
 # cannery: UNLOCKED nnal installer for amd64 (no sha256); run `cannery lock`.
 # cannery: UNLOCKED nnal installer for arm64 (no sha256); run `cannery lock`.
+# cannery: UNLOCKED Python source for amd64 (no sha256); run `cannery lock`.
+# cannery: UNLOCKED Python source for arm64 (no sha256); run `cannery lock`.
+# cannery: UNPINNED Python dependencies: pip resolves them at build time, so this
+# file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
 ARG TARGETARCH
 FROM docker.io/openeuler/openeuler:24.03-lts AS base
+
+# Python 3.11.15, built from its source tarball (sha256 from cannery.lock) in a
+# builder stage: the compiler and headers stay here. The final image gets the
+# prefix /usr/local/python3.11.15 and installs the packages of the shared libraries it links.
+FROM base AS cannery-python
+RUN echo 'cannery: UNLOCKED base image docker.io/openeuler/openeuler:24.03-lts has no digest; run cannery lock' >&2; exit 1
+ARG TARGETARCH
+ARG SOURCE_DATE_EPOCH
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+RUN set -eu; \
+    missing=$(for p in ca-certificates curl gcc gcc-c++ make cmake zlib-devel bzip2-devel openssl-devel ncurses-devel sqlite-devel readline-devel tk-devel gdbm-devel libpcap-devel xz-devel libev-devel expat-devel libffi-devel systemtap-sdt-devel; do rpm -q --quiet "$p" || echo "$p"; done); \
+    if [ -n "${missing}" ]; then \
+      dnf install -y --setopt=install_weak_deps=False ${missing}; \
+    fi; \
+    dnf clean all; \
+    rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache
+RUN set -eu; \
+    case "${TARGETARCH}" in \
+      amd64) python_url=https://repo.huaweicloud.com/python/3.11.15/Python-3.11.15.tgz; python_sha256=UNLOCKED ;; \
+      arm64) python_url=https://repo.huaweicloud.com/python/3.11.15/Python-3.11.15.tgz; python_sha256=UNLOCKED ;; \
+      *) echo "cannery: no Python 3.11.15 source for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
+    esac; \
+    if [ "${python_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED python download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
+    curl -fsSL --proto =https --tlsv1.2 -o /tmp/python.run "${python_url}"; \
+    echo "${python_sha256}  /tmp/python.run" | sha256sum -c -; \
+    mkdir -p /tmp/python-src; \
+    tar -xf /tmp/python.run -C /tmp/python-src --strip-components=1; \
+    cd /tmp/python-src; \
+    ./configure --prefix=/usr/local/python3.11.15 --enable-shared LDFLAGS="-Wl,-rpath,/usr/local/python3.11.15/lib"; \
+    make -j"$(nproc)"; \
+    make altinstall; \
+    ln -sf python3.11 /usr/local/python3.11.15/bin/python3; \
+    ln -sf python3 /usr/local/python3.11.15/bin/python; \
+    if [ -e /usr/local/python3.11.15/bin/pip3.11 ]; then \
+      ln -sf pip3.11 /usr/local/python3.11.15/bin/pip3; ln -sf pip3 /usr/local/python3.11.15/bin/pip; \
+    fi; \
+    cd /; \
+    rm -rf /tmp/python-src /tmp/python.run; \
+    mkdir -p /opt/cannery; \
+    find /usr/local/python3.11.15 -type f \( -name '*.so*' -o -perm -u+x \) -print0 | xargs -0 -r -n 1 sh -c 'ldd "$0" 2>/dev/null || true' | awk -v own=/usr/local/python3.11.15/ '$2 == "=>" && index($3, "/") == 1 && index($3, own) != 1 { print $3 }' | sort -u > /tmp/python-libs; \
+    : > /opt/cannery/python-runtime-packages; \
+    while read -r lib; do \
+      pkg=; \
+      for path in "${lib}" "$(readlink -f "${lib}")" "/usr${lib}" "${lib#/usr}"; do \
+        [ -n "${pkg}" ] || pkg=$(rpm -qf --qf '%{NAME}\n' "${path}" 2>/dev/null) || pkg=; \
+      done; \
+      if [ -z "${pkg}" ]; then echo "cannery: no package owns ${lib}" >&2; exit 1; fi; \
+      echo "${pkg}" >> /opt/cannery/python-runtime-packages; \
+    done < /tmp/python-libs; \
+    sort -u -o /opt/cannery/python-runtime-packages /opt/cannery/python-runtime-packages; \
+    rm -f /tmp/python-libs
 
 # Per-platform values; a platform with no stage here fails the build at FROM.
 FROM base AS arch-amd64
@@ -28,14 +83,20 @@ ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 CMD ["/bin/bash"]
 
+# Python 3.11.15 from the builder stage cannery-python, first on PATH.
+COPY --from=cannery-python /usr/local/python3.11.15 /usr/local/python3.11.15
+COPY --from=cannery-python /opt/cannery/python-runtime-packages /opt/cannery/python-runtime-packages
+ENV PATH=/usr/local/python3.11.15/bin:${PATH}
+
 # System packages (change least often).
 RUN set -eu; \
-    missing=$(for p in python3 python3-pip gcc gcc-c++ make cmake git vim wget jq curl numactl-devel sqlite-devel unzip pciutils net-tools blas-devel gcc-gfortran patchelf ca-certificates; do rpm -q --quiet "$p" || echo "$p"; done); \
+    missing=$(for p in gcc gcc-c++ make cmake git vim wget jq curl numactl-devel sqlite-devel unzip pciutils net-tools blas-devel gcc-gfortran patchelf ca-certificates $(cat /opt/cannery/python-runtime-packages); do rpm -q --quiet "$p" || echo "$p"; done); \
     if [ -n "${missing}" ]; then \
       dnf install -y --setopt=install_weak_deps=False ${missing}; \
     fi; \
     dnf clean all; \
     rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache
+RUN python3 -m pip install --no-cache-dir --upgrade pip
 
 # CANN 8.5.2 environment, as its set_env.sh sets it, persisted for every
 # later step and for the running container (no `source` needed, none lost under
@@ -74,8 +135,10 @@ RUN set -eu; \
     bash /tmp/nnal.run --quiet --install --install-for-all; \
     rm -f /tmp/nnal.run
 
+# A catalog `run` step (linted with cannery's Dockerfile rules).
+RUN ln -sf /usr/include/c++/12/${CANN_ARCH}-openEuler-linux /usr/include/c++/12/${CANN_ARCH}-linux-gnu
+
 LABEL org.opencontainers.image.source="https://github.com/Ascend/cann-container-image" \
       org.opencontainers.image.version="8.5.2-910b-openeuler24.03-py3.11" \
       org.opencontainers.image.base.name="docker.io/openeuler/openeuler:24.03-lts" \
-      io.cannery.toolkit="cann-8.5.2" \
-      io.cannery.soc="ascend910b1"
+      io.cannery.toolkit="cann-8.5.2"

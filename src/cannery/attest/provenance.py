@@ -84,9 +84,10 @@ def resolved_dependencies(spec: ImageSpec, platform: str) -> list[Dependency]:
     if spec.base_digest:
         algo, _, hexd = spec.base_digest.partition(":")
         out.append(_rd("base", f"oci://{spec.base_image}", {algo: hexd}))
-    for d in spec.toolkit.downloads:
+    for d in spec.downloads:
         if d.arch == arch and d.sha256:
-            out.append(_rd(f"toolkit:{d.name}", d.url, {"sha256": d.sha256}))
+            kind = "python:source" if d.name == "python" else f"toolkit:{d.name}"
+            out.append(_rd(kind, d.url, {"sha256": d.sha256}))
     for c in spec.components:
         if c.git and c.git.commit:
             out.append(

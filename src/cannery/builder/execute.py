@@ -27,11 +27,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cannery.builder.engine import BuildOptions, Built, Engine
 from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.builder.progress import Reporter
-from cannery.builder.registries import known_platforms, protect_platform, publish_everywhere
+from cannery.builder.registries import (
+    known_platforms,
+    platform_tag,
+    protect_platform,
+    publish_everywhere,
+)
 from cannery.errors import FatalError, InputError, NetworkError
 from cannery.oci import NotFound, OCIClient, Reference
 from cannery.oci.manifest import (
@@ -271,6 +277,9 @@ def build_image(
         children = _build_platforms(image, settings, target, reporter, result)
         if target.merge:
             _publish(image, children, target, result, reporter)
+        elif target.oci_dir and target.client is None:  # a subset of platforms, in a layout
+            _write_layout_platforms(target.oci_dir, children, image.tags[0])
+            result.output = str(target.oci_dir)
     except FatalError as exc:
         result.error, result.exit_code = exc.message, exc.exit_code
     except OSError as exc:  # a log, layout or descriptor file that cannot be written
@@ -524,6 +533,19 @@ def _copy_into_layout(layout: Path, oci_dir: Path) -> Descriptor:
     return Descriptor(media_type=media, digest=digest, size=len(manifest))
 
 
+def _layout_top(top_path: Path) -> dict[str, Any]:
+    """The layout's ``index.json`` (a new, empty one when there is none yet)."""
+    try:
+        top = json.loads(top_path.read_text())
+    except FileNotFoundError:
+        return {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": []}
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{top_path}: not an OCI image layout index ({exc})") from None
+    if not isinstance(top, dict) or not isinstance(top.get("manifests"), list):
+        raise InputError(f"{top_path}: not an OCI image layout index")
+    return top
+
+
 def _write_layout_index(
     oci_dir: Path, children: list[Descriptor], annotations: dict[str, str], tags: tuple[str, ...]
 ) -> Descriptor:
@@ -532,14 +554,7 @@ def _write_layout_index(
     atomic_write(oci_dir / "blobs" / digest.replace(":", "/", 1), body)
     index = Descriptor(media_type=OCI_INDEX, digest=digest, size=len(body))
     top_path = oci_dir / "index.json"
-    try:
-        top = json.loads(top_path.read_text())
-    except FileNotFoundError:
-        top = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": []}
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{top_path}: not an OCI image layout index ({exc})") from None
-    if not isinstance(top, dict) or not isinstance(top.get("manifests"), list):
-        raise InputError(f"{top_path}: not an OCI image layout index")
+    top = _layout_top(top_path)
     entries = [
         m
         for m in top["manifests"]
@@ -553,6 +568,27 @@ def _write_layout_index(
     top["manifests"] = entries
     atomic_write(top_path, json.dumps(top, indent=2) + "\n")
     return index
+
+
+def _write_layout_platforms(oci_dir: Path, children: list[Descriptor], tag: str) -> None:
+    """A layout built for some platforms only (``--platform``): no index and nothing under the
+    tag (which never names a partial image), but each platform's manifest is named in
+    ``index.json`` by its per-platform tag (``TAG-amd64``, as in a registry), so `cannery
+    verify oci:DIR --platform P` and containers/image (``oci:DIR:TAG-amd64``) find it."""
+    top_path = oci_dir / "index.json"
+    top = _layout_top(top_path)
+    names = {platform_tag(tag, platform_string(c.platform) or ""): c for c in children}
+    top["manifests"] = [
+        m for m in top["manifests"]
+        if not isinstance(m, dict)
+        or (m.get("annotations") or {}).get("org.opencontainers.image.ref.name") not in names
+    ]
+    for name, child in names.items():  # the input digest annotation stays, as in an index
+        entry = child.to_json()
+        entry["annotations"] = {
+            **(child.annotations or {}), "org.opencontainers.image.ref.name": name}
+        top["manifests"].append(entry)
+    atomic_write(top_path, json.dumps(top, indent=2) + "\n")
 
 
 def check_target(target: Target) -> None:

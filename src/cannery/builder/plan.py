@@ -30,7 +30,11 @@ def lock_entries(
     base = lock.bases.get(spec.base_image)
     if base:
         out[f"base:{spec.base_image}"] = (base.digest, base.resolved_at)
-    downloads = [*spec.toolkit.downloads, *(w for c in spec.components for w in c.wheels)]
+    for st in spec.stages:  # a builder stage's own base
+        sbase = lock.bases.get(st.base_image)
+        if st.own_base and sbase:
+            out[f"base:{st.base_image}"] = (sbase.digest, sbase.resolved_at)
+    downloads = [*spec.downloads, *(w for c in spec.components for w in c.wheels)]
     for d in downloads:
         url = lock.urls.get(d.url)
         if url and (arch is None or d.arch == arch):

@@ -82,12 +82,12 @@ def check_image(cat: Catalog, image: str) -> Iterator[tuple[str, str, str, str]]
             f"vllm-ascend {va} is not in the compatibility table ({src})",
         )
         return
-    python = cat.bases[img.base].python
-    if not in_range(python, row.python):
+    python = cat.python_of(image)
+    if python is not None and not in_range(python, row.python):
         yield (
             "error",
             "compat-python",
-            "base",
+            "python" if img.python else "base",
             f"python {python} is outside vllm-ascend {row.vllm_ascend}'s range "
             f"{row.python} ({src})",
         )
@@ -102,8 +102,9 @@ def check_image(cat: Catalog, image: str) -> Iterator[tuple[str, str, str, str]]
                 f"vllm {vv} (component {vname!r}) with vllm-ascend {row.vllm_ascend}, "
                 f"which the table pairs with vllm {row.vllm} ({src})",
             )
-    cann = cat.toolkits[img.toolkit].version
-    if _ver(cann) != _ver(row.cann):
+    tk = cat.toolkit_of(image)
+    cann = tk.version if tk is not None else None
+    if cann is not None and _ver(cann) != _ver(row.cann):
         level = "error" if _minor(cann) != _minor(row.cann) else "warning"
         yield (
             level,

@@ -17,33 +17,66 @@ def fill_url(template: str, *, version: str = "", arch: str) -> str:
     )
 
 
-def render_tag(cat: Catalog, image: str, template: str | None = None) -> str:
-    """The image's tag, or ``template`` (one of its aliases) filled in the same way."""
+# {date} where the lock cannot say it (an image none of whose inputs is locked yet), and
+# what `catalog validate` renders tags with (it reads no lock).
+NO_DATE = "unlocked"
+
+
+def component_field(component: str) -> str:
+    """The tag field of a component's version: its name with '-' and '.' as '_'."""
+    return re.sub(r"[-.]", "_", component)
+
+
+def template_fields(template: str) -> list[str]:
+    """The {field}s of a tag template, each once, in order."""
+    return list(dict.fromkeys(re.findall(r"\{([^}]*)\}", template)))
+
+
+def tag_values(cat: Catalog, image: str, date: str = NO_DATE) -> dict[str, str | None]:
+    """Every field a tag template may name → its value for ``image`` (None: no value here).
+    A built-in field wins over a component whose name maps to the same field."""
     img = cat.images[image]
     base = cat.bases[img.base]
-    tk = cat.toolkits[img.toolkit]
-    values = {
+    tk = cat.toolkit_of(image)
+    values: dict[str, str | None] = {
+        component_field(c): comp.version if c in img.components else None
+        for c, comp in cat.components.items()
+    }
+    # A fact the image lacks renders empty; `catalog validate` refuses a tag that names one.
+    values.update({
         "name": image,
-        "cann": tk.version.lower(),
+        "cann": tk.version.lower() if tk else "",
         "chip": base.chip,
         "os": base.os,
         "os_version": base.os_version,
-        "python": base.python,
+        "python": cat.python_of(image) or "",
         "recipe": img.recipe,
-        "soc": img.soc,
-        "family": cat.family_of(img.soc) or "",
-    }
-    return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], template or img.tag)
+        "soc": img.soc or "",
+        "family": cat.family_for(image) or "",
+        "version": cat.catalog.version,
+        "date": date,
+    })
+    return values
+
+
+def render_tag(
+    cat: Catalog, image: str, template: str | None = None, date: str = NO_DATE
+) -> str:
+    """The image's tag, or ``template`` (one of its aliases) filled in the same way; ``date``
+    is {date} (``YYYYMMDD``). The loader has checked that every field has a value."""
+    values = tag_values(cat, image, date)
+    text = template or cat.images[image].tag
+    return re.sub(r"\{([a-z0-9_]+)\}", lambda m: values[m.group(1)] or "", text)
 
 
 def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
     """(package name, TARGETARCH, URL) for each installer the image needs, in install order."""
     img = cat.images[image]
     base = cat.bases[img.base]
-    tk = cat.toolkits[img.toolkit]
-    if base.toolkit_version == tk.version:
+    tk = cat.toolkit_of(image)
+    if tk is None or tk.provided == "host" or base.toolkit_version == tk.version:
         return []
-    family = cat.family_of(img.soc)
+    family = cat.family_for(image)
     out = []
     for pkg in tk.packages:
         if pkg.family and pkg.family != family:
@@ -51,6 +84,30 @@ def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
         for arch in arches_of(img.platforms):
             out.append((pkg.name, arch, fill_url(pkg.url, version=tk.version, arch=arch)))
     return out
+
+
+def python_source_url(cat: Catalog, image: str) -> str | None:
+    """The URL of the Python source tarball ``image`` builds, or None (no source install)."""
+    py = cat.images[image].python
+    if py is None or py.install != "source" or py.url is None:
+        return None
+    return py.url.replace("{version}", py.version)
+
+
+def stage_bases(cat: Catalog, image: str) -> list[str]:
+    """The bases keys the image's builder stages start from (besides the image's own base)."""
+    img = cat.images[image]
+    return list(dict.fromkeys(s.base for s in img.stages if s.base and s.base != img.base))
+
+
+# Wheel bundles by file name ending (torch_npu ships a .tar.gz, sgl-kernel-npu a .zip): the
+# Dockerfile installs every wheel in one, and the lock resolves their dependencies.
+BUNDLES = {".zip": "zip", ".tar.gz": "tar.gz", ".tgz": "tar.gz"}
+
+
+def bundle_kind(url: str) -> str | None:
+    """"zip" or "tar.gz" for a wheel bundle's URL, None for a single wheel."""
+    return next((kind for end, kind in BUNDLES.items() if url.endswith(end)), None)
 
 
 def wheel_urls(template: str, arches: tuple[str, ...]) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ import copy
 import hashlib
 import re
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from cannery.catalog.compat import check_image
-from cannery.catalog.inputs import render_tag
+from cannery.catalog.inputs import component_field, render_tag, tag_values, template_fields
 from cannery.catalog.locate import LineMap
-from cannery.catalog.models import IMAGE_TAG, Catalog
+from cannery.catalog.models import IMAGE_TAG, TAG_FIELDS, Catalog
 from cannery.errors import CatalogError, Location
 from cannery.util import toml
 from cannery.util.text import did_you_mean
@@ -383,14 +384,18 @@ def _lint_run_steps(cat: Catalog, col: _Collector) -> None:
 
     engine: Engine | None = None
     for iname, img in cat.images.items():
-        runs = [(i, s.run) for i, s in enumerate(img.steps) if s.run is not None]
+        runs: list[tuple[tuple[str | int, ...], str]] = [
+            (("steps", i), s.run) for i, s in enumerate(img.steps) if s.run is not None
+        ]
+        runs += [(("stages", j, "steps", i), s.run) for j, st in enumerate(img.stages)
+                 for i, s in enumerate(st.steps) if s.run is not None]
         if not runs:
             continue
         engine = engine or Engine(LintConfig())
         text = render_dockerfile(plan_image(cat, iname, Lock()))
         lines = text.split("\n")
         findings = engine.lint_text(f"{iname}.Dockerfile", text, "dockerfile")
-        for i, run in runs:
+        for at, run in runs:
             rendered = run_step_text(run).render().split("\n")
             start = lines.index(rendered[0]) + 1
             end = start + len(rendered) - 1
@@ -398,10 +403,110 @@ def _lint_run_steps(cat: Catalog, col: _Collector) -> None:
                 if start <= f.span.line <= end and (
                     f.severity >= Severity.ERROR or f.rule in REVIEW_RULES
                 ):
-                    col.error(("images", iname, "steps", i, "run"), f"{f.rule}: {f.message}")
+                    col.error(("images", iname, *at, "run"), f"{f.rule}: {f.message}")
+
+
+def _tag_fields_ok(
+    cat: Catalog, image: str, at: tuple[str | int, ...], template: str, col: _Collector
+) -> bool:
+    """Every {field} of ``template`` is known and has a value for ``image``. Unknown fields
+    are one error at the line where the template is written (an `extends` child inherits it,
+    and is not told again); a field without a value names the image and the field."""
+    comps = {component_field(c): c for c in cat.components}
+    fields = template_fields(template)
+    unknown = [f for f in fields if f not in TAG_FIELDS and f not in comps]
+    if unknown:
+        known = [*TAG_FIELDS, *sorted(comps)]
+        names = ", ".join(f"{{{f}}}" for f in unknown)
+        close = [f"{{{m[0]}}}" for f in unknown if (m := get_close_matches(f, known, n=1))]
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        col.error(at, f"unknown tag template field{'s' if len(unknown) > 1 else ''} {names} "
+                  f"({hint}known: {', '.join(f'{{{k}}}' for k in known)}; a component's field "
+                  "is its name with '-' and '.' as '_')")
+    values = tag_values(cat, image)
+    missing = [f for f in fields if f not in unknown and values.get(f) is None]
+    for f in missing:
+        if f == "version":
+            why = "catalog.version is not set"
+        elif comps[f] not in cat.images[image].components:
+            why = f"component {comps[f]!r} is not one of its components"
+        else:
+            why = f"component {comps[f]!r} has no version"
+        col.error(at, f"image {image}: tag field {{{f}}} has no value ({why})")
+    return not unknown and not missing
+
+
+def _check_stages(cat: Catalog, iname: str, col: _Collector) -> None:
+    """Builder stages: distinct names, known bases, Python where a step needs it."""
+    img = cat.images[iname]
+    seen: set[str] = set()
+    for i, stage in enumerate(img.stages):
+        at = ("images", iname, "stages", i)
+        if stage.name in seen:
+            col.error((*at, "name"), f"stage {stage.name!r} is defined twice in this image")
+        seen.add(stage.name)
+        base = cat.bases.get(stage.base or img.base)
+        if stage.base is not None and base is None:
+            col.error((*at, "base"),
+                      f"unknown base {stage.base!r} ({did_you_mean(stage.base, cat.bases)})")
+        for j, step in enumerate(stage.steps):
+            if step.uninstall is not None and base is not None and base.python is None:
+                col.error((*at, "steps", j, "uninstall"),
+                          f"pip uninstall needs Python, and base {stage.base or img.base!r} of "
+                          "this stage has none (bases.X.python)")
+
+
+# What an image uses its Python for: each of these, when non-empty, needs one.
+NEEDS_PYTHON = ("components", "pip_tools", "smoke_imports")
+# Tag fields that name a fact the image may not have.
+TAG_FACTS = {"python": "python", "cann": "toolkit", "soc": "soc", "family": "family"}
+
+
+def _check_facts(cat: Catalog, iname: str, col: _Collector) -> None:
+    """Python, the toolkit and the SoC are facts of the image, not assumptions: whatever uses
+    one that the image does not have is an error where it is written."""
+    img = cat.images[iname]
+    where = ("images", iname)
+    python = cat.python_of(iname)
+    if python is None:
+        needs: list[tuple[str | int, ...]] = [(k,) for k in NEEDS_PYTHON if getattr(img, k)]
+        needs += [("steps", i, "uninstall") for i, s in enumerate(img.steps) if s.uninstall]
+        for path in needs:
+            col.error((*where, *path),
+                      f"needs Python, and neither base {img.base!r} ships one (bases.X.python) "
+                      "nor the image installs one ([images.X.python])")
+    tk = cat.toolkit_of(iname)
+    for i, cname in enumerate(img.components):
+        comp = cat.components.get(cname)
+        if comp is None or not comp.toolkit_build:
+            continue
+        if img.soc is None:
+            col.error((*where, "components", i),
+                      f"component {cname!r} has toolkit_build = true, which needs the image's "
+                      "soc (SOC_VERSION)")
+        if tk is None or tk.provided == "host":
+            what = "has no toolkit" if tk is None else "gets its toolkit from the host at run time"
+            col.error((*where, "components", i),
+                      f"component {cname!r} has toolkit_build = true, but the image {what}: "
+                      "nothing to build against")
+    have = {"python": python is not None, "toolkit": tk is not None, "soc": img.soc is not None,
+            "family": cat.family_for(iname) is not None}
+    for fieldname, template in [("tag", img.tag), *(("aliases", a) for a in img.aliases)]:
+        for name in dict.fromkeys(re.findall(r"\{([a-z_]+)\}", template)):
+            fact = TAG_FACTS.get(name)
+            if fact is not None and not have[fact]:
+                at = (*where, "tag") if fieldname == "tag" else (
+                    *where, "aliases", img.aliases.index(template))
+                col.error(at, f"tag field {{{name}}}: the image has no {fact}")
 
 
 def _cross_check(cat: Catalog, col: _Collector) -> None:
+    for cname, comp in cat.components.items():
+        # (the schema says it too; here, to name the line where dest is written)
+        if comp.git is not None and comp.dest is not None and comp.install == "pip":
+            col.error(("components", cname, "dest"),
+                      'dest has no effect with install = "pip": the tree is removed once '
+                      'installed (keep it with install = "editable" or "none")')
     if cat.catalog.registry and cat.catalog.registry not in cat.registries:
         col.error(("catalog", "registry"), f"unknown registry {cat.catalog.registry!r}")
     for i, name in enumerate(cat.catalog.mirrors):
@@ -409,6 +514,8 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             col.error(("catalog", "mirrors", i),
                       f"unknown registry {name!r} ({did_you_mean(name, cat.registries)})")
     for tname, tk in cat.toolkits.items():
+        if tk.env is None:  # a toolkit the host provides: nothing of it is in the image
+            continue
         home = cat.envs.get(tk.env, {}).get("ASCEND_TOOLKIT_HOME")
         want = LAYOUT_HOME[tk.layout].replace("{version}", tk.version)
         if isinstance(home, str) and home.replace("{version}", tk.version) != want:
@@ -441,7 +548,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         refs_ok = True
         for fieldname, table in (("base", cat.bases), ("toolkit", cat.toolkits)):
             ref = getattr(img, fieldname)
-            if ref not in table:
+            if ref is not None and ref not in table:
                 refs_ok = False
                 col.error(
                     (*where, fieldname), f"unknown {fieldname} {ref!r} ({did_you_mean(ref, table)})"
@@ -467,35 +574,46 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             col.error((*where, "registry"), f"unknown registry {registry!r}")
         _check_publish(cat, iname, registry, col)
         family = cat.family_of(img.soc)
-        if family is None:
+        if img.soc is not None and family is None:
             col.error(
                 (*where, "soc"),
                 f"unknown SOC_VERSION {img.soc!r} ({did_you_mean(img.soc, socs)})",
             )
             continue
+        _check_stages(cat, iname, col)
         if not refs_ok:
             continue
         base = cat.bases[img.base]
-        fam = cat.families[family]
-        if fam.chip != base.chip:
+        fam = cat.families[family] if family is not None else None
+        if fam is not None and fam.chip != base.chip:
             col.error(
                 (*where, "soc"),
                 f"SOC_VERSION {img.soc} is an {family} SoC (chip {fam.chip}) but base "
                 f"{img.base!r} is built for chip {base.chip!r}",
             )
-        tk = cat.toolkits[img.toolkit]
-        fams = {p.family for p in tk.packages if p.family}
-        if fams and family not in fams:
+        _check_facts(cat, iname, col)
+        family = cat.family_for(iname)
+        itk = cat.toolkit_of(iname)
+        fams = {p.family for p in itk.packages if p.family} if itk is not None else set()
+        if fams and family is None:
+            col.error(
+                (*where, "toolkit"),
+                f"toolkit {img.toolkit!r} has packages per SoC family "
+                f"({', '.join(sorted(fams))}), and the image has no soc and its base's chip "
+                f"{base.chip!r} no single family: set soc",
+            )
+        elif fams and family not in fams:
             col.error(
                 (*where, "toolkit"),
                 f"toolkit {img.toolkit!r} has no package for family {family} "
                 f"(it has: {', '.join(sorted(fams))})",
             )
         repository = cat.registries[registry].repository if registry in cat.registries else ""
-        named = [("tag", render_tag(cat, iname))]
-        named += [(f"aliases[{i}]", render_tag(cat, iname, a)) for i, a in enumerate(img.aliases)]
-        for fieldname, tag in named:
-            at = (*where, "aliases", int(fieldname[8:-1])) if "[" in fieldname else (*where, "tag")
+        templates: list[tuple[tuple[str | int, ...], str]] = [((*where, "tag"), img.tag)]
+        templates += [((*where, "aliases", i), a) for i, a in enumerate(img.aliases)]
+        named = [(at, render_tag(cat, iname, t)) for at, t in templates
+                 if _tag_fields_ok(cat, iname, at, t, col)]
+        for at, tag in named:
             if not IMAGE_TAG.fullmatch(tag):
                 col.error(
                     at,
@@ -510,7 +628,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
             elif owner == iname:
                 col.error(at, f"tag {tag!r} is given twice for this image")
             tags[f"{repository}:{tag}"] = iname
-        tk_env = cat.envs.get(tk.env, {})
+        tk_env = cat.envs.get(itk.env, {}) if itk is not None and itk.env is not None else {}
         for var, value in img.env.items():
             if isinstance(value, str) and isinstance(tk_env.get(var), list):
                 col.error(

@@ -16,7 +16,6 @@ from pydantic import (
 from pydantic.config import JsonDict, JsonValue
 
 from cannery.catalog.platforms import ARCHES, PLATFORM, platform_arch
-from cannery.util.patterns import SHORT_COMMIT
 from cannery.util.text import did_you_mean
 
 NAME = r"^[a-z0-9][a-z0-9_.-]*$"
@@ -39,8 +38,12 @@ COMPAT_CODES = (
     "compat-torch",
     "compat-torch-npu",
 )
-# Values usable in an image tag template.
-TAG_FIELDS = ("name", "cann", "chip", "os", "os_version", "python", "recipe", "soc", "family")
+# Values usable in an image tag template; besides these, a component's version is
+# {<component name with '-' and '.' as '_'>} (which components exist, only the loader knows).
+TAG_FIELDS = (
+    "name", "cann", "chip", "os", "os_version", "python", "recipe", "soc", "family", "version",
+    "date",
+)
 URL_FIELDS = ("version", "uname_arch", "arch")
 SECRET_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 RUNNER_LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -49,9 +52,9 @@ REL_PATH = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
 HTTPS_URL = r"^https://[^/@]+(/.*)?$"
 # A URL template: literal text and {field}s of URL_FIELDS only.
 URL_TEMPLATE = rf"^https://[^/@{{}}]+(/([^{{}}]|\{{({'|'.join(URL_FIELDS)})\}})*)?$"
-# An image tag template: tag characters and {field}s of TAG_FIELDS only; a literal '.' or '-'
-# never first (the rendered tag could not start with it).
-_TAG_FIELD = rf"\{{({'|'.join(TAG_FIELDS)})\}}"
+# An image tag template: tag characters and {field}s (TAG_FIELDS or a component's field); a
+# literal '.' or '-' never first (the rendered tag could not start with it).
+_TAG_FIELD = r"\{[a-z0-9_]+\}"
 TAG_TEMPLATE = rf"^([A-Za-z0-9_]|{_TAG_FIELD})([A-Za-z0-9_.-]|{_TAG_FIELD})*$"
 # A base image with a tag and no digest (the lock records the digest).
 TAGGED_IMAGE = r"^[^@]*:[^/@:]+$"
@@ -118,6 +121,10 @@ class CatalogMeta(Strict):
         description="Registries (registries keys) every image is also published to, by digest, "
         "unless the image names its own mirrors",
     )
+    version: str | None = Field(
+        None, pattern=TAG_VALUE,
+        description="The catalog's own release, e.g. 0.9.2: the {version} tag field",
+    )
     python_index: str = Field(
         "https://pypi.org/simple",
         description="Python package index `cannery lock` resolves against and images install from",
@@ -175,7 +182,10 @@ class Base(Strict):
         description="Base image reference with a tag; `cannery lock` pins its digest",
         json_schema_extra=_schema(TAGGED_IMAGE),
     )
-    python: str = Field(pattern=r"^3\.[0-9]+$")
+    python: str | None = Field(
+        None, pattern=r"^3\.[0-9]+$",
+        description="The Python the base image ships (\"3.11\"); omitted: it ships none",
+    )
     os: Literal["ubuntu", "debian", "openeuler"] = Field(
         description="Decides the package manager: apt (ubuntu, debian) or dnf (openeuler)"
     )
@@ -219,16 +229,57 @@ def _url_template(v: str) -> str:
     return _https(v, URL_TEMPLATE)
 
 
+# What a toolkit the host provides (mounted at run time) cannot have: nothing installs it, no
+# ENV claims it, nothing builds against it.
+HOST_FORBIDS = ("env", "devlib", "env_scripts", "install_args", "packages")
+
+
+def _toolkit_rules() -> JsonDict:
+    """Toolkit's cross-field rule as JSON Schema (the model validator says the same)."""
+    host: JsonDict = {"properties": {"provided": {"const": "host"}}, "required": ["provided"]}
+    return {
+        "if": host,
+        "then": {"not": {"anyOf": [{"required": [k]} for k in HOST_FORBIDS]}},
+        "else": {"required": ["env"]},
+    }
+
+
 class Toolkit(Strict):
+    model_config = ConfigDict(json_schema_extra=_toolkit_rules())
+
     version: str = Field(pattern=TAG_VALUE)
+    provided: Literal["image", "host"] = Field(
+        "image",
+        description="image: installed in the image (or shipped by the base); host: mounted from "
+        "the host at run time, so no installers, no ENV and no io.cannery.toolkit label",
+    )
     layout: Literal["cann", "ascend-toolkit"] = "cann"
-    env: str = Field(description="Name of the env table (an envs key) set_env.sh corresponds to")
+    env: str | None = Field(
+        None, description="Name of the env table (an envs key) set_env.sh corresponds to"
+    )
     devlib: str | None = Field(None, description="Build-only stub library dir; never in image ENV")
     env_scripts: list[str] = Field(
         [], description="Scripts the toolkit ships to set its env; `cannery verify` compares them"
     )
     install_args: list[str] = ["--quiet", "--install"]
     packages: list[Package] = []
+
+    @field_validator(*HOST_FORBIDS)
+    @classmethod
+    def _host(cls, v: object, info: ValidationInfo) -> object:
+        # runs only for keys written (defaults are not validated): each is its own error line
+        if info.data.get("provided") == "host":
+            raise ValueError(
+                f"{info.field_name} has no effect on a toolkit the host provides (nothing "
+                "installs it, and the image sets no toolkit ENV)"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _env_needed(self) -> Toolkit:
+        if self.provided == "image" and self.env is None:
+            raise ValueError("missing required key 'env' (a toolkit installed in the image)")
+        return self
 
 
 class Jobs(Strict):
@@ -243,6 +294,11 @@ BUILT = (
 )
 GIT_ONLY = ("ref", *BUILT)
 SOURCES = ("git", "pip", "wheel", "path")
+# Fields that act on the component's own build and install: with install = "none" (the tree
+# is fetched, and only its requirements files are installed) they would have no effect.
+INSTALLED_ONLY = (
+    "subdir", "extras", "pyproject", "pip_args", "build_env", "toolkit_build", "jobs"
+)
 
 
 def _component_rules() -> JsonDict:
@@ -265,6 +321,16 @@ def _component_rules() -> JsonDict:
                 },
             },
             {"if": has("path"), "then": {"not": has("ref")}},
+            {"if": has("pip"), "then": {"not": has("pip_args")}},
+            {
+                "if": {"required": ["install"], "properties": {"install": {"const": "none"}}},
+                "then": {"not": {"anyOf": [has(f) for f in INSTALLED_ONLY]}},
+            },
+            {
+                "if": has("git", "dest"),
+                "then": {"required": ["install"],
+                         "properties": {"install": {"enum": ["editable", "none"]}}},
+            },
             {"if": {"anyOf": [has("git"), has("wheel"), has("path")]},
              "then": {"properties": {"pin": {"const": False}}}},
             {
@@ -304,13 +370,15 @@ class Component(Strict):
         description="Where the source tree goes in the image (default /opt/src/NAME)",
     )
     ref: str | None = Field(
-        None, description="Tag, branch or full commit; `cannery lock` pins it", min_length=1,
-        json_schema_extra={"not": {"pattern": SHORT_COMMIT.pattern}},
+        None, min_length=1,
+        description="Tag, branch, full commit, or a commit prefix of 7-39 hex digits; "
+                    "`cannery lock` pins it to a full commit",
     )
     package: str | None = Field(None, description="Distribution name, if not the component name")
     version: str | None = Field(None, description="Release this source corresponds to (for compat)")
     install: Literal["pip", "editable", "none"] = Field(
-        "pip", description="git only: editable keeps the tree, none only fetches it"
+        "pip", description="git and path only: editable keeps the tree; none only fetches it "
+                           "and installs its requirements files"
     )
     subdir: str | None = Field(
         None, description="Directory of the Python project in the repo",
@@ -363,6 +431,21 @@ class Component(Strict):
             )
         return v
 
+    @field_validator(*INSTALLED_ONLY)
+    @classmethod
+    def _installed_only(cls, v: object, info: ValidationInfo) -> object:
+        if info.data.get("install") == "none":
+            raise ValueError(
+                f'{info.field_name} has no effect with install = "none" (the tree is only '
+                "fetched, and its requirements files installed)"
+            )
+        if info.field_name == "pip_args" and info.data.get("pip") is not None:
+            raise ValueError(
+                "pip_args has no effect on a pip component: `cannery lock` resolves its "
+                "specifiers and the image installs them from the lock (say it in the specifiers)"
+            )
+        return v
+
     @field_validator("path")
     @classmethod
     def _path(cls, v: str | None) -> str | None:
@@ -379,13 +462,6 @@ class Component(Strict):
         other = other or ("path" if info.data.get("path") is not None else None)
         if v and other is not None:
             raise ValueError(f"pin is only for pip components (this one is {other})")
-        return v
-
-    @field_validator("ref")
-    @classmethod
-    def _ref(cls, v: str | None) -> str | None:
-        if v is not None and SHORT_COMMIT.fullmatch(v):
-            raise ValueError(f"ref {v!r} looks like a short SHA: give the full 40-hex commit")
         return v
 
     @field_validator("git")
@@ -550,11 +626,155 @@ PLATFORMS: list[JsonValue] = [*(f"linux/{a}" for a in ARCHES), "linux/arm64/v8"]
 OS_PACKAGE = r"^[A-Za-z0-9][A-Za-z0-9+._-]*$"
 
 
+# A Python source tarball's URL template: {version} only (one tarball for every platform).
+PY_URL_TEMPLATE = r"^https://[^/@{}]+(/([^{}]|\{version\})*)?$"
+PY_VERSION = r"^3\.[0-9]+\.[0-9]+$"
+
+
+def _python_rules() -> JsonDict:
+    """PythonInstall's cross-field rules as JSON Schema (the model validator says the same)."""
+    source: JsonDict = {"properties": {"install": {"const": "source"}}}
+    return {
+        "if": source,
+        "then": {"required": ["url"], "not": {"required": ["packages"]}},
+        "else": {
+            "required": ["packages"],
+            "not": {"anyOf": [{"required": ["url"]}, {"required": ["build_packages"]}]},
+        },
+    }
+
+
+class PythonInstall(Strict):
+    """``[images.X.python]``: the Python the image installs, from the distribution's packages or
+    built from a source tarball (sha256 from the lock) in a builder stage."""
+
+    model_config = ConfigDict(json_schema_extra=_python_rules())
+
+    version: str = Field(
+        pattern=PY_VERSION,
+        description="The full version, e.g. 3.11.10 (filled into url; `python3 --version` is "
+        "checked against it)",
+    )
+    install: Literal["packages", "source"] = Field(
+        description="packages: the distribution's packages; source: built from url in a "
+        "builder stage, the tarball checked against its sha256 from cannery.lock",
+    )
+    packages: list[str] | None = Field(
+        None, min_length=1,
+        description="install = packages: the distribution packages (apt or dnf, by the base's os)",
+        json_schema_extra={"items": {"type": "string", "pattern": OS_PACKAGE}},
+    )
+    url: str | None = Field(
+        None, description="install = source: https URL template of the tarball ({version})",
+        json_schema_extra=_schema(PY_URL_TEMPLATE),
+    )
+    build_packages: list[str] | None = Field(
+        None,
+        description="install = source: what the builder stage installs to compile Python, never "
+        "in the final image (default: cannery's list for the base's package manager)",
+        json_schema_extra={"items": {"type": "string", "pattern": OS_PACKAGE}},
+    )
+
+    @field_validator("packages", "build_packages")
+    @classmethod
+    def _packages(cls, v: list[str] | None) -> list[str] | None:
+        for name in v or ():
+            if not _full(OS_PACKAGE, name):
+                raise ValueError(f"bad package name {name!r}")
+        return v
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        for name in re.findall(r"\{([^}]*)\}", v):
+            if name != "version":
+                raise ValueError(f"unknown template field {{{name}}} (known: version)")
+        return _https(v, PY_URL_TEMPLATE)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> PythonInstall:
+        if self.install == "source" and (self.url is None or self.packages is not None):
+            raise ValueError("install = \"source\" takes url (and no packages)")
+        if self.install == "packages" and (
+            self.packages is None or self.url is not None or self.build_packages is not None
+        ):
+            raise ValueError("install = \"packages\" takes packages (and no url or build_packages)")
+        return self
+
+    @property
+    def minor(self) -> str:
+        """``3.11`` of ``3.11.10``: what tags and the Python resolution use."""
+        return ".".join(self.version.split(".")[:2])
+
+
+# Stage names the renderer uses itself (the base, per-arch and final stages, its own builders).
+RESERVED_STAGE = r"^(base|image|arch-.*|cannery-.*)$"
+
+
+class Stage(Strict):
+    """A builder stage rendered before the final one: its packages stay in it, and only its
+    ``outputs`` reach the image (``COPY --from=NAME``, at the same path)."""
+
+    name: str = Field(
+        pattern=NAME, description="Stage name (not base, image, arch-*, cannery-*)",
+        json_schema_extra={"not": {"pattern": RESERVED_STAGE}},
+    )
+    base: str | None = Field(None, description="A bases key (default: the image's base)")
+    packages: list[str] = Field(
+        [], description="Build-only distribution packages: never in the final image",
+        json_schema_extra={"items": {"type": "string", "pattern": OS_PACKAGE}},
+    )
+    steps: list[Step] = Field([], description="What the stage runs, in order")
+    outputs: list[str] = Field(
+        min_length=1,
+        description="Absolute paths copied into the final image at the same path",
+        json_schema_extra={
+            "items": {"type": "string", "pattern": ABS_PATH, "not": {"const": "/"}},
+            "uniqueItems": True,
+        },
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if _full(RESERVED_STAGE, v):
+            raise ValueError(f"stage name {v!r} is reserved (base, image, arch-*, cannery-*)")
+        return v
+
+    @field_validator("packages")
+    @classmethod
+    def _packages(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not _full(OS_PACKAGE, name):
+                raise ValueError(f"bad package name {name!r}")
+        return v
+
+    @field_validator("outputs")
+    @classmethod
+    def _outputs(cls, v: list[str]) -> list[str]:
+        for path in v:
+            if not _full(ABS_PATH, path) or path == "/":
+                raise ValueError(f"output {path!r}: give an absolute path below /")
+        if len(set(v)) != len(v):
+            raise ValueError("an output is listed twice")
+        return v
+
+
 class Image(Strict):
     extends: str | None = EXTENDS
     base: str
-    toolkit: str
-    soc: str = Field(description="SOC_VERSION, e.g. ascend910b1")
+    toolkit: str | None = Field(None, description="A toolkits key; omitted: no toolkit")
+    soc: str | None = Field(
+        None, description="SOC_VERSION, e.g. ascend910b1; omitted for a chip-generic image"
+    )
+    python: PythonInstall | None = Field(
+        None, description="Python installed by the image (omitted: the base's python)"
+    )
+    stages: list[Stage] = Field(
+        [], description="Builder stages, rendered before the final stage in this order"
+    )
     recipe: str = Field("", pattern=TAG_VALUE)
     platforms: list[str] = Field(
         min_length=1,
@@ -656,12 +876,7 @@ class Image(Strict):
 
     @field_validator("tag")
     @classmethod
-    def _tag(cls, v: str) -> str:  # also checks each alias
-        for name in re.findall(r"\{([^}]*)\}", v):
-            if name not in TAG_FIELDS:
-                raise ValueError(
-                    f"unknown tag template field {{{name}}} (known: {', '.join(TAG_FIELDS)})"
-                )
+    def _tag(cls, v: str) -> str:  # also checks each alias; the loader checks field names
         if not _full(TAG_TEMPLATE, v):
             raise ValueError(
                 f"tag {v!r}: use letters, digits, '_', '.', '-' and {{field}}s only"
@@ -693,6 +908,11 @@ class Compat(Strict):
 EnvValue = str | list[str]
 
 
+# A GitHub Actions tag filter (on.push.tags): tag characters and the glob characters * ? +;
+# no '!' negation and nothing that needs YAML quoting.
+GIT_TAG_FILTER = r"^[A-Za-z0-9_.*?+][A-Za-z0-9_./*?+-]*$"
+
+
 class Ci(Strict):
     """How `cannery render` lays out files and the GitHub Actions pipeline. Paths are relative to
     the catalog's directory, which is taken to be the repository root."""
@@ -705,9 +925,35 @@ class Ci(Strict):
             "additionalProperties": {"type": "string", "pattern": RUNNER_LABEL},
         },
     )
-    branches: list[str] = Field(["main"], description="Branches whose pushes build images")
+    branches: list[str] = Field(
+        ["main"], description="Branches whose pushes build and publish the images they touch, "
+        "and whose pull requests build them without pushing"
+    )
     schedule: str | None = Field(
         None, description="Optional cron for periodic rebuilds", json_schema_extra=_schema(CRON)
+    )
+    # The triggers below are the generated workflow's (cannery.render.workflow says how).
+    pull_requests: bool = Field(
+        True, description="Pull requests to `branches` build every image they touch, per platform "
+        "on its native runner, from the pull request's checkout: no push, no secret"
+    )
+    release_tags: list[str] = Field(
+        [], description="Git tag patterns (e.g. \"v*\") whose pushes build and publish every "
+        "image: its tag, then its aliases; with catalog.version, the tag must be it (or v+it)",
+        json_schema_extra={"items": {"type": "string", "pattern": GIT_TAG_FILTER}},
+    )
+    max_parallel: int | None = Field(
+        None, ge=1, description="At most this many platform legs of one image build at once "
+        "(GitHub's strategy.max-parallel)"
+    )
+    free_disk: bool = Field(
+        False, description="Before building, delete the toolchains GitHub-hosted Ubuntu runners "
+        "preinstall (.NET, Android SDK, GHC, CodeQL) and prune Docker images, for images close "
+        "to the runner's disk size (not for self-hosted runners)"
+    )
+    lock_update: bool = Field(
+        True, description="With schedule: the scheduled run also runs `cannery lock --update "
+        "all`, re-renders, and opens a pull request when the lock changed (GITHUB_TOKEN, gh)"
     )
     install: str = Field("", description="pip requirement CI installs cannery from "
                                          "(default: this cannery's exact version)")
@@ -740,6 +986,17 @@ class Ci(Strict):
         # Written below the catalog's directory: never outside it, never an odd file name.
         if not REL_PATH.fullmatch(v) or ".." in v.split("/") or v.endswith("/"):
             raise ValueError(f"{v!r}: give a relative path inside the repository")
+        return v
+
+    @field_validator("release_tags")
+    @classmethod
+    def _release_tags(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            if not _full(GIT_TAG_FILTER, pattern):
+                raise ValueError(
+                    f"release tag pattern {pattern!r}: use letters, digits, '.', '_', '-', '/' "
+                    "and the filter characters * ? + (e.g. \"v*\")"
+                )
         return v
 
     @field_validator("schedule")
@@ -794,6 +1051,26 @@ class Catalog(Strict):
                     raise ValueError(f"{var!r} is not a valid environment variable name")
         return v
 
-    def family_of(self, soc: str) -> str | None:
-        """The SoC family (A2, A3, …) that ``soc`` belongs to, or None."""
+    def family_of(self, soc: str | None) -> str | None:
+        """The SoC family (A2, A3, …) that ``soc`` belongs to, or None (also for no SoC)."""
         return next((f for f, fam in self.families.items() if soc in fam.socs), None)
+
+    def family_for(self, image: str) -> str | None:
+        """The image's SoC family: its soc's; for a chip-generic image (no soc), the one family
+        of its base's chip (the ops packages of that family fit every SoC of it), else None."""
+        img = self.images[image]
+        if img.soc is not None:
+            return self.family_of(img.soc)
+        chip = self.bases[img.base].chip
+        fams = [f for f, fam in self.families.items() if fam.chip == chip]
+        return fams[0] if len(fams) == 1 else None
+
+    def python_of(self, image: str) -> str | None:
+        """The image's Python as ``3.11``: the one it installs, else the base's, else None."""
+        img = self.images[image]
+        return img.python.minor if img.python else self.bases[img.base].python
+
+    def toolkit_of(self, image: str) -> Toolkit | None:
+        """The image's toolkit (installed, shipped by the base, or the host's), or None."""
+        img = self.images[image]
+        return self.toolkits[img.toolkit] if img.toolkit is not None else None

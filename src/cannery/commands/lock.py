@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cannery.catalog.locate import LineMap
 from cannery.commands.common import err, load_with_lock, out, select
-from cannery.lock import Input, dump_lock, network_resolvers, update_lock
+from cannery.errors import LockError
+from cannery.lock import Input, RefError, dump_lock, network_resolvers, update_lock
 from cannery.util.fs import atomic_write
 
 
@@ -20,8 +22,11 @@ def lock_cmd(
     def progress(inp: Input) -> None:
         err.print(f"lock: {inp.kind} {inp.key}", markup=False, style="dim")
 
-    with network_resolvers(loaded.catalog, old, ca_cert, names) as resolvers:
-        new = update_lock(loaded.catalog, old, resolvers, set(update or []), progress, names)
+    try:
+        with network_resolvers(loaded.catalog, old, ca_cert, names) as resolvers:
+            new = update_lock(loaded.catalog, old, resolvers, set(update or []), progress, names)
+    except RefError as exc:
+        raise LockError(f"{_where(loaded.path, exc.component)}: {exc.message}") from None
     text = dump_lock(new)
     changed = not path.exists() or path.read_text(encoding="utf-8") != text
     if changed:
@@ -29,3 +34,13 @@ def lock_cmd(
     total = len(new.bases) + len(new.git) + len(new.urls) + len(new.python)
     out.print(f"{path}: {total} entries ({'updated' if changed else 'unchanged'})", markup=False)
     return 0
+
+
+def _where(catalog: str, component: str) -> str:
+    """``file:line`` of the component's ref (its table when an ``extends`` parent has it)."""
+    try:
+        text = Path(catalog).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return catalog
+    line = LineMap(text).line_of(("components", component, "ref"))
+    return f"{catalog}:{line}" if line else catalog

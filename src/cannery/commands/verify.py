@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from cannery.attest.sign import load_public_key
 from cannery.builder.plan import ImageJob, plan_build
-from cannery.builder.registries import publish_credentials, registry_hosts
+from cannery.builder.registries import platform_tag, publish_credentials, registry_hosts
 from cannery.commands.build import _cert_dir
 from cannery.commands.common import checkout_for, err, load_with_lock, out, select
 from cannery.errors import FatalError, InputError
@@ -19,6 +20,7 @@ from cannery.plan import ImageSpec, plan
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import ssl_context
 from cannery.verify.attestations import attestation_checks, index_entries_check
+from cannery.verify.layout import LAYOUT_REF, Layout
 from cannery.verify.mirrors import registry_parity_checks
 from cannery.verify.model import Check
 from cannery.verify.registry import PlatformImage, registry_checks
@@ -101,6 +103,12 @@ def verify_cmd(
     rebuild_platforms: list[str] | None = None,
     all_registries: bool = False,
 ) -> int:
+    if ref_text.startswith("oci:"):
+        if rebuild or all_registries or key or require_attestations:
+            raise InputError(f"{ref_text}: --rebuild, --all-registries, --key and "
+                             "--require-attestations check a registry, not a layout")
+        return _verify_layout(Path(ref_text[4:]), catalog, lock, image, as_json, runtime,
+                              rebuild_platforms)
     try:
         ref = Reference.parse(ref_text)
     except ValueError as exc:
@@ -145,6 +153,10 @@ def verify_cmd(
                     pinned, img.platform, spec, cert_dir, ref.host, plain_http,
                     registry_hosts([job]),
                 )
+    return _report(ref_text, spec, checks, as_json)
+
+
+def _report(ref_text: str, spec: ImageSpec, checks: list[Check], as_json: bool) -> int:
     failed = [c for c in checks if not c.ok]
     if as_json:
         out.print_json(
@@ -162,3 +174,46 @@ def verify_cmd(
         verdict = f"{len(failed)} of {len(checks)} checks failed" if failed else "all passed"
         out.print(f"{ref_text} ({spec.name}): {len(checks)} checks, {verdict}", markup=False)
     return 1 if failed else 0
+
+
+def _verify_layout(
+    root: Path,
+    catalog: Path | None,
+    lock: Path | None,
+    image: str | None,
+    as_json: bool,
+    runtime: bool,
+    platforms: list[str] | None,
+) -> int:
+    """The registry checks read from the layout a build wrote (`--output oci:DIR`), then the
+    runtime checks in a container made from it. ``platforms``: the ones built into it (a
+    pull request's leg builds one); the catalog's when not given."""
+    loaded, lk, _ = load_with_lock(catalog, lock, quiet=as_json)
+    if image is None:
+        names = ", ".join(loaded.catalog.images)
+        raise InputError(f"oci:{root}: which catalog image is it? give --image (one of {names})")
+    spec = plan(loaded.catalog, lk, select(loaded, [image]))[0]
+    unknown = [p for p in platforms or [] if p not in spec.platforms]
+    if unknown:
+        raise InputError(f"{spec.name}: --platform {', '.join(unknown)} is not one of its "
+                         f"platforms ({', '.join(spec.platforms)})")
+    checkout = checkout_for([spec], None, catalog, quiet=as_json)
+    job = plan_build(spec, render_dockerfile(spec), lk, checkout=checkout)
+    if checkout is not None:
+        spec = spec.with_checkout(checkout.commit)
+    if platforms:
+        spec = replace(spec, platforms=tuple(p for p in spec.platforms if p in platforms))
+    layout = Layout(root)
+    tag = job.tags[0]
+    index = layout.named(tag, platforms)
+    inputs = {p.platform: p.input_digest for p in job.platforms}
+    checks, images = registry_checks(layout, LAYOUT_REF.with_digest(index[1].digest), spec,
+                                     inputs, index)
+    if images:
+        checks.append(index_entries_check(index[0]))
+    if runtime:
+        for img in images:
+            # the tag names an index (containers/image picks --arch's platform), TAG-ARCH one
+            name = platform_tag(tag, img.platform) if platforms else tag
+            checks += runtime_checks(f"oci:{root}:{name}", img.platform, spec, None, "")
+    return _report(f"oci:{root}", spec, checks, as_json)

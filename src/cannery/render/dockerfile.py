@@ -9,6 +9,9 @@ What the output guarantees (each a defect found in review of hand-written images
   UNPINNED at the top;
 - the toolkit env is persisted with ENV from the catalog table, with no empty path element and
   no build-only ``devlib``, so ``docker run IMAGE python`` sees it with no shell in between;
+  an image without a toolkit, or whose toolkit the host mounts, gets no toolkit ENV or label;
+- builder stages (a Python source build, the catalog's stages) come before the final stage:
+  their build-only packages and steps stay there, only their outputs are copied in;
 - a job limit, SOC_VERSION and a component's build env live only in that component's RUN;
 - git sources are fetched at their locked commit with depth 1, and leave no ``.git`` behind;
 - torch pins are installed first and constrain every later pip call;
@@ -26,7 +29,17 @@ import re
 import shlex
 
 from cannery import __version__
-from cannery.plan import CHECKOUT_ARG, UNAME_ARCH, ComponentSpec, Download, ImageSpec
+from cannery.catalog.inputs import BUNDLES
+from cannery.plan import (
+    CHECKOUT_ARG,
+    UNAME_ARCH,
+    ComponentSpec,
+    Download,
+    ImageSpec,
+    PythonSpec,
+    StageSpec,
+    StepSpec,
+)
 from cannery.render.instructions import (
     Arg,
     Blank,
@@ -53,8 +66,6 @@ ARCH_VAR = "CANN_ARCH"  # x86_64 | aarch64, set per platform in the arch-* stage
 UNLOCKED = "UNLOCKED"
 PIP = "python3 -m pip install --no-cache-dir"
 DEFAULT_INDEX = "https://pypi.org/simple"
-# Wheel bundles by file name ending (torch_npu ships a .tar.gz, sgl-kernel-npu a .zip).
-BUNDLES = {".zip": "zip", ".tar.gz": "tar.gz", ".tgz": "tar.gz"}
 
 
 def _q(text: str) -> str:
@@ -70,10 +81,11 @@ def _expand(value: str, known: dict[str, str]) -> str:
 
 
 def toolkit_env(spec: ImageSpec) -> tuple[tuple[str, str], ...]:
-    """The ENV pairs that persist the toolkit's set_env.sh (search paths prepend, no '::')."""
+    """The ENV pairs that persist the toolkit's set_env.sh (search paths prepend, no '::');
+    none for an image without a toolkit, or whose toolkit the host mounts at run time."""
     known: dict[str, str] = {}
     pairs: list[tuple[str, str]] = []
-    for var, value in spec.toolkit.env:
+    for var, value in spec.toolkit.env if spec.toolkit and spec.toolkit.in_image else ():
         if isinstance(value, tuple):
             parts = ":".join(_expand(v, known) for v in value)
             text = parts + "${" + var + ":+:${" + var + "}}"
@@ -169,9 +181,10 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         if comp.wheels:
             extra = [a for a in extra if a != "--no-build-isolation"]
     # The component's extra indexes, for its pip calls only ("$@": POSIX, no bash arrays);
-    # with a lock nothing is resolved here, so none is needed.
+    # with a lock nothing is resolved here, so none is needed, except for a checkout (pip
+    # resolves its dependencies and requirements files at build time).
     index: list[str] = []
-    if comp.extra_index and not spec.python_pinned:
+    if comp.extra_index and (not spec.python_pinned or comp.path is not None):
         urls = dict(comp.extra_index)
         branches = {
             a: [" ".join(["set --", *(_q(f"--extra-index-url={u}") for u in urls.get(a, ()))])
@@ -239,8 +252,10 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
     notes = [head + (f" ({comp.install})" if comp.install != "pip" else "")]
     if git is not None and not git.commit:
         notes.append(f"cannery: UNLOCKED git ref {git.ref!r}: run `cannery lock` to pin a commit.")
+    # toolkit_build: the loader checked that the image has a soc and a toolkit it installs
+    devlib = spec.toolkit.devlib if comp.toolkit_build and spec.toolkit else None
     env_names = [k for k, _ in comp.build_env] + (["SOC_VERSION"] if comp.toolkit_build else [])
-    if comp.toolkit_build and spec.toolkit.devlib:
+    if devlib:
         env_names.append("the devlib stub on LD_LIBRARY_PATH")
     if env_names and comp.install != "none":
         what = ", ".join(env_names[:-1]) + (" and " if len(env_names) > 1 else "") + env_names[-1]
@@ -281,15 +296,20 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         lines += _jobs_lines(comp)
         for key, value in comp.build_env:
             lines.append(f"export {key}={_q(value)};")
-        if comp.toolkit_build:
+        if comp.toolkit_build and spec.soc:
             lines.append(f"export SOC_VERSION={_q(spec.soc)};")
-        if comp.toolkit_build and spec.toolkit.devlib:
-            devlib = spec.toolkit.devlib.replace("{uname_arch}", "${" + ARCH_VAR + "}")
+        if devlib:
+            devlib = devlib.replace("{uname_arch}", "${" + ARCH_VAR + "}")
             lines.append(
                 f'export LD_LIBRARY_PATH="{devlib}${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}";'
             )
-        for req in comp.requirements if not spec.python_pinned or git is None else ():
-            lines.append(f"{pip} -r {_q(dest + '/' + req)};")
+    # Requirements files, with the component's pip_args but their dependencies (`--no-deps`
+    # is about the component itself, as in the lock). With a Python lock a git tree's are in
+    # it, installed hash-checked by the locked step; a checkout's change with it: pip here.
+    req_args = [_q(a) for a in comp.pip_args if a != "--no-deps"]
+    for req in comp.requirements if not spec.python_pinned or git is None else ():
+        lines.append(f"{' '.join([pip, *req_args])} -r {_q(dest + '/' + req)};")
+    if comp.install != "none":
         project = f"{dest}/{comp.subdir}" if comp.subdir else dest
         if comp.pyproject:
             lines.append(f"cp {_q(project + '/' + comp.pyproject)} {project}/pyproject.toml;")
@@ -334,7 +354,7 @@ def _python_locked(spec: ImageSpec) -> list[Instruction]:
     return [comment, Run(lines)]
 
 
-def _refuse_base(spec: ImageSpec) -> list[Instruction]:
+def _refuse_base(spec: ImageSpec) -> list[Run]:
     """A base image given by tag only could change under the build: stop before using it."""
     if spec.base_digest:
         return []
@@ -350,15 +370,27 @@ def _package_lines(spec: ImageSpec) -> list[str]:
     layer irreproducible. Signature checks stay as the base configures them; no repository or
     mirror configuration is written.
     """
+    py = spec.python_install
     packages = list(spec.packages)
+    if py is not None and py.install == "packages":
+        packages += [p for p in py.packages if p not in packages]
     needs = ["ca-certificates"]
-    if (spec.toolkit.install and spec.toolkit.downloads) or any(c.wheels for c in spec.components):
+    if _installs_toolkit(spec) or any(c.wheels for c in spec.components):
         needs.append("curl")
     if any(c.git for c in spec.components):
         needs.append("git")
     packages += [n for n in needs if n not in packages]
     names = " ".join(packages)
-    if spec.package_manager == "dnf":
+    if py is not None and py.install == "source":
+        # the packages of the shared libraries the built Python links, found by its builder
+        names += f" $(cat {PY_RUNTIME})"
+    return _install_lines(spec.package_manager, names)
+
+
+def _install_lines(manager: str, names: str) -> list[str]:
+    """Install what of ``names`` (shell words) is missing with ``manager``, then drop its lists,
+    caches and logs in the same step."""
+    if manager == "dnf":
         return [
             "set -eu;",
             f'missing=$(for p in {names}; do rpm -q --quiet "$p" || echo "$p"; done);',
@@ -386,6 +418,165 @@ def _package_lines(spec: ImageSpec) -> list[str]:
     ]
 
 
+def _installs_toolkit(spec: ImageSpec) -> bool:
+    return spec.toolkit is not None and spec.toolkit.install and bool(spec.toolkit.downloads)
+
+
+def _toolkit(spec: ImageSpec) -> list[Instruction]:
+    """The toolkit's ENV and installers; nothing for no toolkit or the host's."""
+    tk = spec.toolkit
+    if tk is None or not tk.in_image:
+        return []
+    body: list[Instruction] = [
+        Comment(
+            f"CANN {tk.version} environment, as its set_env.sh sets it, persisted for every\n"
+            "later step and for the running container (no `source` needed, none lost under\n"
+            "--entrypoint)."
+        ),
+        Env(toolkit_env(spec)),
+    ]
+    if _installs_toolkit(spec):
+        names = ", ".join(dict.fromkeys(d.name for d in tk.downloads))
+        body.append(
+            Comment(
+                f"CANN {tk.version} installers ({names}): fetched over verified TLS and\n"
+                "checked against their sha256 from cannery.lock before they run."
+            )
+        )
+        lines = [
+            "set -eu;",
+            *_downloads_run(
+                spec, tk.downloads, f"CANN {tk.version} installers", list(tk.install_args)
+            ),
+        ]
+        body.append(Run(_finish(lines)))
+    body.append(Blank())
+    return body
+
+
+# The builder stage that compiles Python, and the list of packages its shared libraries need.
+PY_STAGE = "cannery-python"
+PY_RUNTIME = "/opt/cannery/python-runtime-packages"
+# Which package owns a library file, per package manager: dpkg -S and rpm -qf, by the path
+# ldd prints, its real path, or with /usr added or removed (merged /usr: a package may name
+# either).
+_OWNER = {
+    "apt": "dpkg-query -S {path} 2>/dev/null | head -n 1 | cut -d: -f1",
+    "dnf": "rpm -qf --qf '%{{NAME}}\\n' {path} 2>/dev/null",
+}
+
+
+def _stage_head(name: str, source: str, refuse: list[Run]) -> list[Instruction]:
+    return [
+        From(source, name),
+        *refuse,
+        Arg("TARGETARCH"),
+        Arg("SOURCE_DATE_EPOCH"),
+        Shell(SHELL),
+    ]
+
+
+def _python_stage(spec: ImageSpec, py: PythonSpec) -> list[Instruction]:
+    """The builder stage that compiles Python from its locked tarball, as Ascend's CANN images
+    do (shared library, an rpath to its own lib, altinstall under its own prefix), and writes
+    the packages of the system libraries it links for the final image to install."""
+    prefix = py.prefix
+    minor = ".".join(py.version.split(".")[:2])
+    owner = _OWNER[spec.package_manager]
+    names = " ".join(["ca-certificates", "curl", *(p for p in py.packages
+                                                   if p not in ("ca-certificates", "curl"))])
+    lines = [
+        "set -eu;",
+        *_downloads_run(spec, py.downloads, f"Python {py.version} source"),
+        "mkdir -p /tmp/python-src;",
+        "tar -xf /tmp/python.run -C /tmp/python-src --strip-components=1;",
+        "cd /tmp/python-src;",
+        f'./configure --prefix={prefix} --enable-shared LDFLAGS="-Wl,-rpath,{prefix}/lib";',
+        'make -j"$(nproc)";',
+        "make altinstall;",
+        f"ln -sf python{minor} {prefix}/bin/python3;",
+        f"ln -sf python3 {prefix}/bin/python;",
+        f"if [ -e {prefix}/bin/pip{minor} ]; then",
+        f"  ln -sf pip{minor} {prefix}/bin/pip3; ln -sf pip3 {prefix}/bin/pip;",
+        "fi;",
+        "cd /;",
+        "rm -rf /tmp/python-src /tmp/python.run;",
+        "mkdir -p /opt/cannery;",
+        f"find {prefix} -type f \\( -name '*.so*' -o -perm -u+x \\) -print0"
+        " | xargs -0 -r -n 1 sh -c 'ldd \"$0\" 2>/dev/null || true'"
+        f" | awk -v own={prefix}/ '$2 == \"=>\" && index($3, \"/\") == 1"
+        " && index($3, own) != 1 { print $3 }' | sort -u > /tmp/python-libs;",
+        f": > {PY_RUNTIME};",
+        "while read -r lib; do",
+        "  pkg=;",
+        '  for path in "${lib}" "$(readlink -f "${lib}")" "/usr${lib}" "${lib#/usr}"; do',
+        # a failed query says why on stdout (rpm's "is not owned"): never take that as a name
+        f'    [ -n "${{pkg}}" ] || pkg=$({owner.format(path=chr(34) + "${path}" + chr(34))})'
+        " || pkg=;",
+        "  done;",
+        '  if [ -z "${pkg}" ]; then echo "cannery: no package owns ${lib}" >&2; exit 1; fi;',
+        f'  echo "${{pkg}}" >> {PY_RUNTIME};',
+        "done < /tmp/python-libs;",
+        f"sort -u -o {PY_RUNTIME} {PY_RUNTIME};",
+        "rm -f /tmp/python-libs",
+    ]
+    return [
+        Comment(
+            f"Python {py.version}, built from its source tarball (sha256 from cannery.lock) in a\n"
+            "builder stage: the compiler and headers stay here. The final image gets the\n"
+            f"prefix {prefix} and installs the packages of the shared libraries it links."
+        ),
+        *_stage_head(PY_STAGE, "base", _refuse_base(spec)),
+        Run(_install_lines(spec.package_manager, names)),
+        Run(lines),
+        Blank(),
+    ]
+
+
+def _builder_stage(spec: ImageSpec, st: StageSpec) -> list[Instruction]:
+    if not st.own_base:
+        refuse = _refuse_base(spec)
+    elif not st.base_digest:
+        refuse = [Run([_refuse(f"base image {st.base_image} of stage {st.name} has no digest")
+                       [:-1]])]
+    else:
+        refuse = []
+    body: list[Instruction] = [
+        Comment(f"Builder stage {st.name}: its packages and steps stay in it; only its outputs\n"
+                f"({', '.join(st.outputs)}) reach the image."),
+        *_stage_head(st.name, st.base_reference if st.own_base else "base", refuse),
+    ]
+    if st.packages:
+        body.append(Run(_install_lines(st.package_manager, " ".join(st.packages))))
+    body += _step_list(st.steps)
+    if body[-1] != Blank():
+        body.append(Blank())
+    return body
+
+
+def _python_final(spec: ImageSpec) -> list[Instruction]:
+    """The built Python in the final image: its prefix and the list of its runtime packages
+    (installed by the package step next), first on PATH."""
+    py = spec.python_install
+    if py is None or py.install != "source":
+        return []
+    return [
+        Comment(f"Python {py.version} from the builder stage {PY_STAGE}, first on PATH."),
+        Copy(py.prefix, py.prefix, PY_STAGE),
+        Copy(PY_RUNTIME, PY_RUNTIME, PY_STAGE),
+        Env((("PATH", f"{py.prefix}/bin:${{PATH}}"),)),
+        Blank(),
+    ]
+
+
+def _stage_outputs(spec: ImageSpec) -> list[Instruction]:
+    out: list[Instruction] = []
+    for st in spec.stages:
+        out.append(Comment(f"Outputs of the builder stage {st.name}."))
+        out += [Copy(path, path, st.name) for path in st.outputs]
+    return [*out, Blank()] if out else []
+
+
 def render_dockerfile(spec: ImageSpec) -> str:
     arch_list = ", ".join(spec.platforms)
     header = [
@@ -411,6 +602,12 @@ def render_dockerfile(spec: ImageSpec) -> str:
         Arg("TARGETARCH"),
         From(spec.base_reference, "base"),
         Blank(),
+    ]
+    if spec.python_install is not None and spec.python_install.install == "source":
+        body += _python_stage(spec, spec.python_install)
+    for st in spec.stages:
+        body += _builder_stage(spec, st)
+    body += [
         Comment("Per-platform values; a platform with no stage here fails the build at FROM."),
     ]
     for arch in spec.arches:
@@ -430,37 +627,15 @@ def render_dockerfile(spec: ImageSpec) -> str:
         Blank(),
     ]
 
+    body += _python_final(spec)
     body += [Comment("System packages (change least often)."), Run(_package_lines(spec))]
     if spec.pip_tools and not spec.python_pinned:
         body.append(Run([f"{PIP}{_index_url(spec, True)} --upgrade "
                          f"{' '.join(_q(t) for t in spec.pip_tools)}"]))
     body.append(Blank())
+    body += _stage_outputs(spec)
 
-    tk = spec.toolkit
-    body.append(
-        Comment(
-            f"CANN {tk.version} environment, as its set_env.sh sets it, persisted for every\n"
-            "later step and for the running container (no `source` needed, none lost under\n"
-            "--entrypoint)."
-        )
-    )
-    body.append(Env(toolkit_env(spec)))
-    if tk.install and tk.downloads:
-        names = ", ".join(dict.fromkeys(d.name for d in tk.downloads))
-        body.append(
-            Comment(
-                f"CANN {tk.version} installers ({names}): fetched over verified TLS and\n"
-                "checked against their sha256 from cannery.lock before they run."
-            )
-        )
-        lines = [
-            "set -eu;",
-            *_downloads_run(
-                spec, tk.downloads, f"CANN {tk.version} installers", list(tk.install_args)
-            ),
-        ]
-        body.append(Run(_finish(lines)))
-    body.append(Blank())
+    body += _toolkit(spec)
 
     if spec.python_pinned:
         body += _python_locked(spec)
@@ -489,10 +664,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
         labels.append(("org.opencontainers.image.revision", spec.revision))
     if spec.base_digest:
         labels.append(("org.opencontainers.image.base.digest", spec.base_digest))
-    labels += [
-        ("io.cannery.toolkit", f"cann-{tk.version}"),
-        ("io.cannery.soc", spec.soc),
-    ]
+    labels += [(k, v) for k, v in spec.fact_labels() if v is not None]
     labels += [(f"io.cannery.component.{c.name}", c.label_version) for c in spec.components]
     labels += list(spec.labels)
     if any(c.path is not None for c in spec.components):
@@ -541,8 +713,12 @@ def run_step_text(text: str) -> Run:
 
 def _steps(spec: ImageSpec) -> list[Instruction]:
     """Steps after the installs, in catalog order: typed ones print their own command."""
+    return _step_list(spec.steps)
+
+
+def _step_list(steps: tuple[StepSpec, ...]) -> list[Instruction]:
     out: list[Instruction] = []
-    for step in spec.steps:
+    for step in steps:
         a = step.args
         if step.kind == "uninstall":
             out += [Comment(f"Removed after the installs: {', '.join(a)}."),

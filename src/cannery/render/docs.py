@@ -13,6 +13,19 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _family(spec: ImageSpec) -> str:
+    if spec.soc:
+        return f"{spec.family} ({spec.soc})"
+    return f"{spec.family} (chip-generic)" if spec.family else "-"
+
+
+def _toolkit(spec: ImageSpec) -> str:
+    tk = spec.toolkit
+    if tk is None:
+        return "-"
+    return tk.version if tk.in_image else f"{tk.version} (host)"
+
+
 def _pin(comp: ComponentSpec) -> str:
     if comp.git:
         where = comp.git.commit[:12] if comp.git.commit else f"{comp.git.ref} (unlocked)"
@@ -43,7 +56,7 @@ def render_docs(
         tags = "<br>".join(f"`{_cell(f'{s.repository}:{t}')}`" for t in s.tags)
         lines.append(
             f"| {_cell(s.name)} | {tags} | {', '.join(s.platforms)} "
-            f"| {_cell(s.toolkit.version)} | {_cell(s.family)} ({_cell(s.soc)}) "
+            f"| {_cell(_toolkit(s))} | {_cell(_family(s))} "
             f"| `{_cell(s.base_image)}` | {comps} "
             f"| [{posixpath.basename(link)}]({link}) |"
         )

@@ -100,13 +100,16 @@ class Cmd:
 
 @dataclass(frozen=True)
 class Copy:
-    """COPY from the build context (a path of the checkout being built)."""
+    """COPY from the build context (a path of the checkout being built), or with ``stage``
+    from an earlier stage of the same Dockerfile (``--from=NAME``)."""
 
     source: str
     dest: str
+    stage: str | None = None
 
     def render(self) -> str:
-        return f"COPY {self.source} {self.dest}"
+        src = f"--from={self.stage} " if self.stage else ""
+        return f"COPY {src}{self.source} {self.dest}"
 
 
 @dataclass(frozen=True)

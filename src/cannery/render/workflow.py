@@ -1,20 +1,35 @@
 """Catalog → one GitHub Actions workflow that builds every image on native runners.
 
 Shape, and why:
-- a first job runs `cannery render --check`, so a hand edit or a stale rendered file fails
-  before anything builds;
-- per image, one build job whose matrix has one leg per platform, each on a native runner
-  (labels from ``[ci.runners]``); a leg runs `cannery build IMAGE --platform P --push
-  --digest-dir DIR --registry-cache`, which pushes that platform by digest (no tag moves),
-  with a BuildKit registry cache of that image and platform alone, and writes its descriptor,
-  uploaded as an artifact named per image and platform; it runs only outside forks
-  (`!github.event.repository.fork`), where the registry secrets would be empty;
+- a first job, ``check``, runs `cannery render --check`, so a hand edit or a stale rendered
+  file fails before anything builds, and then works out which images the event touches
+  (``images``, a JSON list; see ``_affected``): a pull request or a branch push, the images
+  whose rendered Dockerfile, or checkout directory they copy, changed (the Dockerfile carries
+  every locked input, and `render --check` has just shown it matches the catalog and the
+  lock); a release tag and the schedule, every image; a manual run, the images it names;
+- per image, one pull-request job (``pr-IMAGE``, only on ``pull_request``): one leg per
+  platform on its native runner builds the pull request's checkout with buildah into an OCI
+  layout on the runner (`cannery build --platform P --output oci:DIR`) and verifies it there
+  (`cannery verify oci:DIR --platform P`: the registry checks read from the layout, then the
+  runtime checks in a container). Nothing is pushed, no registry is logged in to and no secret
+  is named in that job, so it behaves the same for a fork's pull request, where GitHub gives
+  no secrets (``pull_request``, never ``pull_request_target``);
+- per image, one build job (not on ``pull_request``, not in a fork) whose matrix has one leg
+  per platform, each on a native runner (labels from ``[ci.runners]``); a leg runs `cannery
+  build IMAGE --platform P --push --digest-dir DIR --registry-cache`, which pushes that
+  platform by digest (no tag moves), with a BuildKit registry cache of that image and
+  platform alone, and writes its descriptor, uploaded as an artifact named per image and
+  platform;
 - per image, one merge job that `needs` only that image's build job, so it runs only when every
   leg of that image succeeded. It runs `cannery build IMAGE --merge-only --digest-dir DIR
   --push` rather than `docker buildx imagetools create`: cannery reads the same catalog and
   lock as the legs, refuses to merge when a catalog platform is missing, pushes the index by
-  digest and only then moves the tag, so the tag never names a partial index. `cannery verify`
-  then checks the pushed image against the catalog.
+  digest and only then moves the tag, then the aliases, so no tag names a partial index.
+  `cannery verify` then checks the pushed image against the catalog;
+- with a schedule (and ``lock_update``), one ``lock-update`` job on the schedule runs `cannery
+  lock --update all`, re-renders, and opens (or updates) a pull request from the branch
+  ``cannery/lock-update`` with ``gh`` and the workflow's ``GITHUB_TOKEN``: the scheduled
+  builds stay ``--locked`` and the nightlies move when that pull request is merged.
 """
 
 from __future__ import annotations
@@ -31,6 +46,11 @@ from cannery.render.actions import Pin, uses
 from cannery.render.yamltext import Commented, Gap, Literal, Note, dump
 
 DIGESTS = "${{ runner.temp }}/digests"
+# The branch the scheduled lock update pushes and opens its pull request from.
+LOCK_BRANCH = "cannery/lock-update"
+# Jobs that may read registry secrets never run on a pull request (a same-repository pull
+# request would get them) nor in a fork (whose secrets are empty).
+PUBLISH_IF = "github.event_name != 'pull_request' && !github.event.repository.fork"
 
 
 def _arch(platform: str) -> str:
@@ -41,12 +61,16 @@ def cannery_requirement(cat: Catalog) -> str:
     return cat.ci.install or f"cannery=={__version__.split('+')[0]}"
 
 
-def _setup(cat: Catalog, pins: dict[str, Pin]) -> list[object]:
+def _setup(cat: Catalog, pins: dict[str, Pin], history: bool = False) -> list[object]:
+    """Checkout (no token kept; ``history``: every commit, to diff against), Python, cannery."""
+    checkout: dict[str, object] = {"persist-credentials": False}
+    if history:
+        checkout["fetch-depth"] = 0
     return [
         {
             "name": "Check out",
             "uses": uses(pins, "actions/checkout"),
-            "with": {"persist-credentials": False},
+            "with": checkout,
         },
         {
             "name": "Set up Python",
@@ -137,6 +161,241 @@ def _job_id(prefix: str, image: str) -> str:
     return f"{prefix}-{image.replace('.', '-')}"
 
 
+def _checkout_dirs(spec: ImageSpec) -> list[str]:
+    """The checkout directories an image copies (its `path` components), from the repository
+    root; "." for the whole checkout."""
+    dirs = []
+    for c in spec.components:
+        if c.path is None:
+            continue
+        d = c.path.strip("/")
+        while d.startswith("./"):
+            d = d[2:]
+        dirs.append(d or ".")
+    return sorted(set(dirs))
+
+
+def image_inputs(cat: Catalog, spec: ImageSpec) -> list[str]:
+    """What a change must touch for the image to be rebuilt: its rendered Dockerfile (which
+    carries every locked input: base digest, commits, installer and wheel hashes, the Python
+    pins), the workflow itself, and for an image that copies the checkout, the rendered
+    `.dockerignore` and the directories it copies. A catalog or lock change reaches an image
+    through its Dockerfile, which `render --check` keeps in step with them."""
+    from cannery.commands.render import dockerfile_name
+
+    paths = [f"{cat.ci.dockerfiles}/{dockerfile_name(spec.name)}", cat.ci.workflow]
+    dirs = _checkout_dirs(spec)
+    if dirs:
+        paths += [".dockerignore", *dirs]
+    return paths
+
+
+def _affected(cat: Catalog, specs: Sequence[ImageSpec]) -> Literal:
+    """The `check` job's script: the images this event builds, as a JSON list on the step's
+    output ``images``. Image names and paths are catalog-validated (NAME, REL_PATH), so they
+    are written into single-quoted shell words as they are; event data arrives in env."""
+    table = "".join(
+        f"  [{s.name}]='{' '.join(image_inputs(cat, s))}'\n" for s in specs
+    )
+    order = " ".join(s.name for s in specs)
+    return Literal(
+        "set -euo pipefail\n"
+        "set -f  # the manual run's input is split into words, never globbed\n"
+        "# Each image and the paths it is built from (a directory: everything below it).\n"
+        "declare -A inputs=(\n"
+        f"{table}"
+        ")\n"
+        f"all=({order})\n"
+        "# shellcheck disable=SC2206\n"
+        "wanted=(${WANTED:-})\n"
+        "for w in \"${wanted[@]}\"; do\n"
+        "  if [[ ! \"${w}\" =~ ^[a-z0-9][a-z0-9_.-]*$ || -z \"${inputs[${w}]+x}\" ]]; then\n"
+        '    echo "::error::no image ${w} in the catalog (images: ${all[*]})"; exit 1\n'
+        "  fi\n"
+        "done\n"
+        f"{_release_guard(cat)}"
+        "changed=''\n"
+        'case "${EVENT}" in\n'
+        "  pull_request)  # the merge commit against the base branch it was made on\n"
+        '    changed="$(git diff --name-only HEAD^1 HEAD)" ;;\n'
+        "  push)  # a branch: what the push brought; a tag (a release): every image\n"
+        '    if [[ "${GITHUB_REF}" == refs/heads/* ]] && git cat-file -e "${BEFORE}^{commit}"'
+        " 2>/dev/null; then\n"
+        '      changed="$(git diff --name-only "${BEFORE}" HEAD)"\n'
+        "    else\n"
+        "      changed='*'\n"
+        "    fi ;;\n"
+        "  workflow_dispatch)  # the images named, or every image\n"
+        "    if (( ${#wanted[@]} == 0 )); then changed='*'; fi ;;\n"
+        "  *) changed='*' ;;  # the schedule: every image (unchanged platforms are skipped)\n"
+        "esac\n"
+        "selected=()\n"
+        'for image in "${all[@]}"; do\n'
+        '  hit=""\n'
+        '  if [[ "${changed}" == \'*\' ]]; then hit=1; fi\n'
+        '  for w in "${wanted[@]}"; do\n'
+        '    if [[ "${w}" == "${image}" ]]; then hit=1; fi\n'
+        "  done\n"
+        "  # shellcheck disable=SC2086\n"
+        "  for p in ${inputs[${image}]}; do\n"
+        "    while IFS= read -r f; do\n"
+        '      if [[ -n "${f}" && ( "${p}" == . || "${f}" == "${p}" || "${f}" == "${p}"/* ) ]];'
+        " then hit=1; fi\n"
+        '    done <<< "${changed}"\n'
+        "  done\n"
+        '  if [[ -n "${hit}" ]]; then selected+=("${image}"); fi\n'
+        "done\n"
+        'json="$(jq -cn \'$ARGS.positional\' --args "${selected[@]}")"\n'
+        'echo "images to build: ${json}"\n'
+        'echo "images=${json}" >> "${GITHUB_OUTPUT}"\n'
+    )
+
+
+def _release_guard(cat: Catalog) -> str:
+    """With release tags and a catalog version: a tag push must name that version (``1.2`` or
+    ``v1.2``), else the check fails and nothing is built, so a release tag never publishes
+    another version's images. ``catalog.version`` is validated (tag characters only)."""
+    version = cat.catalog.version
+    if not (cat.ci.release_tags and version):
+        return ""
+    return (
+        "# A release tag names the catalog's version: another version's tag publishes nothing.\n"
+        'if [[ "${EVENT}" == push && "${GITHUB_REF}" == refs/tags/* ]]; then\n'
+        '  release="${GITHUB_REF#refs/tags/}"\n'
+        f"  if [[ \"${{release}}\" != '{version}' && \"${{release}}\" != 'v{version}' ]]; then\n"
+        f'    echo "::error::release tag ${{release}} is not the catalog\'s version {version} '
+        f'(or v{version})"; exit 1\n'
+        "  fi\n"
+        "fi\n"
+    )
+
+
+def _wanted(spec: ImageSpec) -> str:
+    return f"contains(fromJSON(needs.check.outputs.images), '{spec.name}')"
+
+
+# GitHub-hosted Ubuntu runners only: these directories are the preinstalled toolchains.
+FREE_DISK = {
+    "name": "Free runner disk space (preinstalled toolchains, Docker images)",
+    "run": Literal(
+        "df -h /\n"
+        "sudo rm -rf /usr/share/dotnet /usr/local/lib/android /opt/ghc /usr/local/.ghcup \\\n"
+        "  /opt/hostedtoolcache/CodeQL\n"
+        "sudo docker image prune --all --force\n"
+        "df -h /\n"
+    ),
+}
+
+
+def _legs(cat: Catalog, spec: ImageSpec) -> dict[str, object]:
+    legs = [
+        {"platform": p, "arch": _arch(p), "runner": cat.ci.runners[p]} for p in spec.platforms
+    ]
+    strategy: dict[str, object] = {"fail-fast": False}
+    if cat.ci.max_parallel is not None:
+        strategy["max-parallel"] = cat.ci.max_parallel
+    strategy["matrix"] = {"include": legs}
+    return strategy
+
+
+def _pr_job(cat: Catalog, spec: ImageSpec, pins: dict[str, Pin], cat_args: str) -> object:
+    """Build each platform of one image from the pull request's checkout into an OCI layout
+    on the runner and verify it there: no registry, no login, no secret (a fork's pull
+    request has none)."""
+    return {
+        "name": f"pull request: build {spec.name} (${{{{ matrix.platform }}}}), push nothing",
+        "needs": "check",
+        "if": f"${{{{ github.event_name == 'pull_request' && {_wanted(spec)} }}}}",
+        "runs-on": "${{ matrix.runner }}",
+        "permissions": {"contents": "read"},
+        "concurrency": {
+            "group": f"cannery-pr-{spec.name}-${{{{ matrix.arch }}}}-${{{{ github.ref }}}}",
+            "cancel-in-progress": True,
+        },
+        "strategy": _legs(cat, spec),
+        "steps": [
+            *([FREE_DISK] if cat.ci.free_disk else []),
+            *_setup(cat, pins),
+            {
+                "name": "Install buildah (when the runner lacks it)",
+                "run": "command -v buildah >/dev/null || "
+                "{ sudo apt-get update -q && sudo apt-get install -y -q buildah; }",
+            },
+            {
+                "name": "Build from the checkout into an OCI layout (no registry, no push)",
+                "env": {"PLATFORM": "${{ matrix.platform }}"},
+                "run": Literal(
+                    f"cannery build {spec.name}{cat_args} --locked --backend buildah \\\n"
+                    '  --platform "${PLATFORM}" --output "oci:${RUNNER_TEMP}/oci"\n'
+                ),
+            },
+            {
+                "name": "Verify it from the layout (platform, env, labels, inputs; a container)",
+                "env": {"PLATFORM": "${{ matrix.platform }}"},
+                "run": Literal(
+                    f'cannery verify "oci:${{RUNNER_TEMP}}/oci"{cat_args} --image {spec.name} '
+                    '--platform "${PLATFORM}"\n'
+                ),
+            },
+        ],
+    }
+
+
+def _lock_update_job(cat: Catalog, pins: dict[str, Pin], cat_args: str) -> object:
+    """On the schedule: re-resolve every moving reference, re-render, and put the result in a
+    pull request (never pushed to a built branch: builds stay --locked, and the new lock is
+    reviewed and checked like any change)."""
+    title = f"cannery: update the lock of {cat.catalog.name}"
+    return {
+        "name": "update the lock (pull request)",
+        "if": "${{ github.event_name == 'schedule' && !github.event.repository.fork }}",
+        "runs-on": "ubuntu-latest",
+        "permissions": {
+            "contents": Commented("write", "push the lock-update branch"),
+            "pull-requests": Commented("write", "open its pull request"),
+        },
+        "concurrency": {"group": "cannery-lock-update", "cancel-in-progress": False},
+        "steps": [
+            *_setup(cat, pins),
+            {"name": "cannery lock --update all", "run": f"cannery lock --update all{cat_args}"},
+            {"name": "Render with the new lock", "run": f"cannery render{cat_args}"},
+            {
+                "name": "Open or update a pull request with the new lock",
+                "env": {
+                    # gh reads the token from the environment; `gh auth setup-git` makes git
+                    # ask gh for it, so it is never in a URL, an argument or .git/config.
+                    "GH_TOKEN": "${{ github.token }}",
+                    "BRANCH": LOCK_BRANCH,
+                    "BASE": "${{ github.ref_name }}",
+                    "TITLE": title,
+                },
+                "run": Literal(
+                    "if [ -z \"$(git status --porcelain)\" ]; then\n"
+                    '  echo "the lock is unchanged"; exit 0\n'
+                    "fi\n"
+                    "gh auth setup-git\n"
+                    'git config user.name "github-actions[bot]"\n'
+                    'git config user.email '
+                    '"41898282+github-actions[bot]@users.noreply.github.com"\n'
+                    'git switch -C "${BRANCH}"\n'
+                    "git add -A\n"
+                    'git commit -q -m "${TITLE}" -m "cannery lock --update all, then cannery '
+                    'render."\n'
+                    'git push --force origin "HEAD:refs/heads/${BRANCH}"\n'
+                    'open="$(gh pr list --head "${BRANCH}" --base "${BASE}" --state open '
+                    "--json number --jq '.[].number')\"\n"
+                    'if [ -z "${open}" ]; then\n'
+                    '  gh pr create --head "${BRANCH}" --base "${BASE}" --title "${TITLE}" \\\n'
+                    '    --body "The scheduled run re-resolved every moving reference '
+                    '(cannery lock --update all) and re-rendered. Builds use this lock once '
+                    'it is merged."\n'
+                    "fi\n"
+                ),
+            },
+        ],
+    }
+
+
 def render_workflow(
     cat: Catalog,
     specs: Sequence[ImageSpec],
@@ -156,30 +415,74 @@ def render_workflow(
     cat_args = f" --catalog {shlex.quote(catalog_file)}" if catalog_file else ""
     paths = [p for p in (catalog_file, lock_file) if p]
     paths += [f"{ci.dockerfiles}/**", ci.bake, ci.docs, ci.workflow]
+    dirs = sorted({d for s in specs for d in _checkout_dirs(s)})
+    if dirs:
+        paths += [".dockerignore", *(f"{d}/**" for d in dirs)]
+    # An image that copies the whole checkout is touched by any change: no paths filter.
+    filtered = {"paths": paths} if "." not in dirs else {}
 
-    push: dict[str, object] = {"branches": list(ci.branches), "paths": paths}
-    on: dict[object, object] = {"workflow_dispatch": {}, "push": push}
+    dispatch = {
+        "inputs": {
+            "images": {
+                "description": "Images to build, separated by spaces (empty: every image)",
+                "type": "string",
+                "required": False,
+                "default": "",
+            },
+            "force": {
+                "description": "Rebuild platforms whose inputs are unchanged and already pushed",
+                "type": "boolean",
+                "required": False,
+                "default": False,
+            },
+        }
+    }
+    push: dict[str, object] = {"branches": list(ci.branches)}
+    if ci.release_tags:
+        push["tags"] = list(ci.release_tags)
+    push.update(filtered)
+    on: dict[object, object] = {"workflow_dispatch": dispatch}
+    if ci.release_tags:
+        on[Note("Branch pushes build what they touch; a release tag (paths are not checked for "
+                "tags)\nbuilds and publishes every image: its tag, then its aliases.")] = None
+    on["push"] = push
+    if ci.pull_requests:
+        on[Note("Builds what the pull request touches, pushes nothing, reads no secret.")] = None
+        on["pull_request"] = {"branches": list(ci.branches), **filtered}
     if ci.schedule:
-        on[Note("Unchanged inputs are skipped: the build is a no-op when nothing moved.")] = None
+        note = "Unchanged inputs are skipped: the build is a no-op when nothing moved."
+        if ci.lock_update:
+            note += ("\nThe lock-update job re-resolves moving references into a pull "
+                     "request.")
+        on[Note(note)] = None
         on["schedule"] = [{"cron": ci.schedule}]
 
     jobs: dict[object, object] = {
         "check": {
-            "name": "rendered files match the catalog",
+            "name": "rendered files match the catalog; images to build",
             "runs-on": "ubuntu-latest",
             "permissions": {"contents": "read"},
             "concurrency": {"group": "cannery-check-${{ github.ref }}", "cancel-in-progress": True},
+            "outputs": {"images": "${{ steps.affected.outputs.images }}"},
             "steps": [
-                *_setup(cat, pins),
+                *_setup(cat, pins, history=True),
                 {"name": "cannery render --check", "run": f"cannery render --check{cat_args}"},
+                {
+                    "name": "Images this event builds",
+                    "id": "affected",
+                    "env": {
+                        "EVENT": "${{ github.event_name }}",
+                        "BEFORE": "${{ github.event.before }}",
+                        "WANTED": "${{ inputs.images }}",
+                    },
+                    "run": _affected(cat, specs),
+                },
             ],
         }
     }
+    force_env = {"FORCE": "${{ inputs.force }}"}
     for spec in specs:
         build_id, merge_id = _job_id("build", spec.name), _job_id("merge", spec.name)
-        legs = [
-            {"platform": p, "arch": _arch(p), "runner": ci.runners[p]} for p in spec.platforms
-        ]
         creds = _credentials(cat, spec)
         every = _credentials(cat, spec, every=True)
         mirrors = [t.repository for t in spec.registries[1:]]
@@ -187,12 +490,14 @@ def render_workflow(
         env = {"environment": ci.environment} if ci.environment else {}
         jobs[Gap(len(jobs))] = None
         jobs[Note(f"{spec.name}: {spec.reference}")] = None
+        if ci.pull_requests:
+            jobs[_job_id("pr", spec.name)] = _pr_job(cat, spec, pins, cat_args)
         jobs[build_id] = {
             "name": f"build {spec.name} (${{{{ matrix.platform }}}})",
             "needs": "check",
-            # registry secrets are empty in a fork: build and push only in the home repository
-            # (the merge job needs this one, so it is skipped with it)
-            "if": "${{ !github.event.repository.fork }}",
+            # registry secrets: never on a pull request, never in a fork (where they are
+            # empty); the merge job needs this one, so it is skipped with it
+            "if": f"${{{{ {PUBLISH_IF} && {_wanted(spec)} }}}}",
             "runs-on": "${{ matrix.runner }}",
             **env,
             "permissions": {"contents": "read"},
@@ -200,8 +505,9 @@ def render_workflow(
                 "group": f"cannery-build-{spec.name}-${{{{ matrix.arch }}}}-${{{{ github.ref }}}}",
                 "cancel-in-progress": False,
             },
-            "strategy": {"fail-fast": False, "matrix": {"include": legs}},
+            "strategy": _legs(cat, spec),
             "steps": [
+                *([FREE_DISK] if ci.free_disk else []),
                 *_setup(cat, pins),
                 {
                     "name": "Set up buildx",
@@ -214,11 +520,14 @@ def render_workflow(
                         **creds,
                         "PLATFORM": "${{ matrix.platform }}",
                         "BUILDER": "${{ steps.buildx.outputs.name }}",
+                        **force_env,
                     },
                     "run": Literal(
+                        "# a manual run's force input: rebuild even unchanged platforms\n"
+                        'if [ "${FORCE}" = true ]; then set -- --force; fi\n'
                         f"cannery build {spec.name}{cat_args} --locked \\\n"
                         '  --platform "${PLATFORM}" --backend buildx --builder "${BUILDER}" \\\n'
-                        '  --registry-cache --push --digest-dir "${RUNNER_TEMP}/digests"\n'
+                        '  --registry-cache --push --digest-dir "${RUNNER_TEMP}/digests" "$@"\n'
                     ),
                 },
                 {
@@ -259,7 +568,7 @@ def render_workflow(
                     },
                 },
                 {
-                    "name": "Merge into one index, push it, then move the tag"
+                    "name": "Merge into one index, push it, then move the tag and aliases"
                     if not mirrors
                     else "Copy to every registry by digest, an index in each, then the tags",
                     "env": every,
@@ -278,6 +587,9 @@ def render_workflow(
                 },
             ],
         }
+    if ci.schedule and ci.lock_update:
+        jobs[Gap(len(jobs))] = None
+        jobs["lock-update"] = _lock_update_job(cat, pins, cat_args)
 
     doc: dict[object, object] = {
         "name": f"cannery images ({cat.catalog.name})",
@@ -293,13 +605,22 @@ def render_workflow(
         f"Generated by cannery {__version__.split('+')[0]} from catalog {cat.catalog.name!r}.\n"
         "Do not edit: change the catalog, then run `cannery render`.\n"
         "\n"
-        "Per image: one build job with a leg per platform on a native runner, each pushing its\n"
-        "platform by digest (`cannery build --platform P --push --digest-dir`, no tag moves) and\n"
-        "uploading the descriptor; then one merge job, run only when every leg of that image\n"
-        "succeeded. The merge is `cannery build --merge-only` rather than `docker buildx\n"
-        "imagetools create` because cannery checks that every platform of the catalog is\n"
-        "present, pushes the index by digest and only then moves the tag, so the tag never\n"
-        "names a partial index; `cannery verify` then checks the pushed image.\n"
+        "check: `cannery render --check`, then the images this event builds: a pull request\n"
+        "or a branch push, those whose rendered Dockerfile (every locked input) or copied\n"
+        "checkout directory changed; a release tag and the schedule, all; a manual run, the\n"
+        "images it names.\n"
+        "Pull requests (pr-IMAGE): each platform on its native runner is built from the pull\n"
+        "request's checkout into an OCI layout on the runner and verified from it (`cannery\n"
+        "verify oci:DIR`); nothing is pushed, no registry is logged in to, no secret is\n"
+        "named, so a fork's pull request runs the same way.\n"
+        "Pushes, tags, the schedule and manual runs, per image: one build job with a leg per\n"
+        "platform on a native runner, each pushing its platform by digest (`cannery build\n"
+        "--platform P --push --digest-dir`, no tag moves) and uploading the descriptor; then\n"
+        "one merge job, run only when every leg of that image succeeded. The merge is\n"
+        "`cannery build --merge-only` rather than `docker buildx imagetools create` because\n"
+        "cannery checks that every platform of the catalog is present, pushes the index by\n"
+        "digest and only then moves the tag, then the aliases, so no tag names a partial\n"
+        "index; `cannery verify` then checks the pushed image.\n"
         "Each leg has a registry cache of its own image and platform (REPO:cache-IMAGE-ARCH,\n"
         "as in docker-bake.json), so legs never share or overwrite a cache entry.\n"
         "The merge attaches cannery's provenance (from the lock) as OCI referrers and, in a\n"

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
 from cannery.builder.plan import INPUTS_LABEL
-from cannery.oci import OCIClient, Reference
+from cannery.oci import Reference
 from cannery.oci.client import malformed
 from cannery.oci.manifest import (
     INDEX_TYPES,
@@ -103,8 +104,16 @@ def platforms_check(found: list[str], spec: ImageSpec) -> Check:
     )
 
 
+class ManifestReader(Protocol):
+    """The two reads the checks make: an OCIClient (a registry) or a Layout (a directory)."""
+
+    def get_manifest(self, ref: Reference) -> tuple[bytes, Descriptor]: ...
+
+    def image_config(self, ref: Reference) -> tuple[Descriptor, dict[str, object]]: ...
+
+
 def registry_checks(
-    client: OCIClient,
+    client: ManifestReader,
     ref: Reference,
     spec: ImageSpec,
     inputs: dict[str, str] | None = None,
@@ -176,15 +185,14 @@ def _config_checks(
         ok = have_inputs == planned
         detail = "" if ok else f"built from {have_inputs}; catalog and lock give {planned}"
         out.append(Check("inputs match catalog and lock", ok, detail, platform))
-    expected_labels = {
+    expected_labels: dict[str, str | None] = {
         "org.opencontainers.image.source": spec.source,
-        "io.cannery.soc": spec.soc,
-        "io.cannery.toolkit": f"cann-{spec.toolkit.version}",
+        **dict(spec.fact_labels()),
         **{f"io.cannery.component.{c.name}": c.label_version for c in spec.components},
     }
-    for key, value in expected_labels.items():
-        ok = labels.get(key) == value
-        detail = "" if ok else f"image has {labels.get(key)!r}; catalog says {value!r}"
+    for key, want in expected_labels.items():
+        ok = labels.get(key) == want
+        detail = "" if ok else f"image has {labels.get(key)!r}; catalog says {want!r}"
         out.append(Check(f"label {key}", ok, detail, platform))
     secrets = credential_findings(config)
     out.append(Check("no credentials", not secrets, ", ".join(secrets), platform))

@@ -117,7 +117,8 @@ def runtime_checks(
     try:
         checks = []
         image_env = _env(run(["buildah", "run", ctr, "--", "env"], timeout=300))
-        scripts = [s for s in spec.toolkit.env_scripts]
+        # a toolkit the host provides is not in the image: nothing of it to compare
+        scripts = list(spec.toolkit.env_scripts) if spec.toolkit else []
         if scripts:
             sources = " && ".join(f"source {shlex.quote(s)} >/dev/null" for s in scripts)
             try:
@@ -131,6 +132,22 @@ def runtime_checks(
                 )
             else:
                 checks += compare_env(image_env, sourced, platform)
+        py = spec.python_install
+        if py is not None:
+            # the Python the image installs is the one found first: a source build exactly,
+            # distribution packages at least in the version's minor line
+            want = py.version if py.install == "source" else ".".join(py.version.split(".")[:2])
+            try:
+                have = run(["buildah", "run", ctr, "--", "python3", "--version"],
+                           timeout=300).strip()
+                ok = have == f"Python {want}" or (
+                    py.install == "packages" and have.startswith(f"Python {want}.")
+                )
+                checks.append(Check("python version", ok, "" if ok else
+                                    f"python3 --version says {have!r}; catalog says {want}",
+                                    platform))
+            except CommandError as exc:
+                checks.append(Check("python version", False, exc.message, platform))
         for module in spec.smoke_imports:
             try:
                 run(["buildah", "run", ctr, "--", "python3", "-c", f"import {module}"],

@@ -147,7 +147,7 @@ RUN set -eu; \
     export COMPILE_CUSTOM_KERNELS=1; \
     export SOC_VERSION=ascend910_9391; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-8.5.2/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/vllm-ascend/requirements.txt; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -r /opt/src/vllm-ascend/requirements.txt; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -e /opt/src/vllm-ascend; \
     rm -rf /opt/src/vllm-ascend/.git
 

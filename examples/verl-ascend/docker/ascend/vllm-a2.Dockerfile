@@ -102,7 +102,7 @@ RUN set -eu; \
     export COMPILE_CUSTOM_KERNELS=1; \
     export SOC_VERSION=ascend910b1; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-9.1.0/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/vllm-ascend-0-23/requirements.txt; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -r /opt/src/vllm-ascend-0-23/requirements.txt; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation --no-deps -e /opt/src/vllm-ascend-0-23; \
     rm -rf /opt/src/vllm-ascend-0-23/.git
 

@@ -1,0 +1,346 @@
+"""The generated workflow's triggers: the pull-request path (no secret, no push, no login),
+release tags, manual runs with inputs, max-parallel, the disk clean-up step, the scheduled lock
+update, and the `check` job's choice of images, run with bash on real git histories."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cannery.catalog.load import load_catalog
+from cannery.lock import Lock
+from cannery.plan import plan
+from cannery.render.actions import load_pins
+from cannery.render.workflow import render_workflow
+from tests.catalogs import minimal
+from tests.conftest import GOLDEN, ROOT
+from tests.unit.test_publish_workflow import _render as multi_registry_workflow
+
+# Every generated workflow checked in: the embedded catalog's golden and each example's.
+GENERATED = sorted(
+    [GOLDEN / "workflow" / "embedded" / "cannery-images.yml",
+     *(ROOT / "examples").glob("*/.github/workflows/*.yml")]
+)
+
+APP = """
+[components.app]
+path = "src/app"
+dest = "/opt/app"
+install = "none"
+
+[images.three]
+extends = "one"
+recipe = "u"
+components = ["torch", "app"]
+"""
+
+
+def _catalog(tmp_path: Path, ci: str = "", extra: str = "") -> Path:
+    path = tmp_path / "cannery.toml"
+    path.write_text(minimal() + extra + ("\n[ci]\n" + ci if ci else ""))
+    return path
+
+
+def _render(path: Path) -> str:
+    cat = load_catalog(path).catalog
+    return render_workflow(cat, plan(cat, Lock()), load_pins(), catalog_file=path.name,
+                           lock_file="cannery.lock")
+
+
+def _on_pull_request(jobs: dict[str, Any], jid: str) -> bool:
+    """Whether GitHub can run job ``jid`` for a ``pull_request`` event: its ``if`` allows it
+    and every job it needs can run too (a skipped need skips it: no always() anywhere)."""
+    job = jobs[jid]
+    cond = str(job.get("if", ""))
+    for word in ("always()", "cancelled()", "failure()"):
+        assert word not in cond, (jid, cond)
+    if "github.event_name != 'pull_request'" in cond or "github.event_name == 'schedule'" in cond:
+        own = False
+    elif not cond or "github.event_name == 'pull_request'" in cond:
+        own = True
+    else:
+        pytest.fail(f"{jid}: its if does not say whether it runs on a pull request: {cond}")
+    needs = job.get("needs", [])
+    return own and all(_on_pull_request(jobs, n) for n in ([needs] if isinstance(needs, str)
+                                                            else needs))
+
+
+def _pr_path(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    doc = yaml.safe_load(text)
+    jobs = doc["jobs"]
+    return doc, {jid: job for jid, job in jobs.items() if _on_pull_request(jobs, jid)}
+
+
+@pytest.mark.parametrize("path", GENERATED, ids=[p.parent.parent.parent.name for p in GENERATED])
+def test_pull_request_path_names_no_secret_pushes_nothing(path: Path) -> None:
+    """Reads the generated file: every job a pull request can run (from a fork too) names no
+    secret, no token, no environment, logs in nowhere and pushes nothing; every job that does
+    is off that path."""
+    doc, pr = _pr_path(path.read_text(encoding="utf-8"))
+    assert "pull_request" in doc["on"] and "pull_request_target" not in doc["on"]
+    images = {jid.removeprefix("build-") for jid in doc["jobs"] if jid.startswith("build-")}
+    assert set(pr) == {"check"} | {f"pr-{i}" for i in images}
+    for jid, job in pr.items():
+        text = yaml.safe_dump(job)
+        assert "secrets." not in text, jid
+        assert "github.token" not in text and "GH_TOKEN" not in text, jid
+        assert "--push" not in text and "login" not in text.lower(), jid
+        assert "environment" not in job, jid
+        assert job["permissions"] == {"contents": "read"}, jid
+        for step in job["steps"]:
+            if "actions/checkout@" in str(step.get("uses", "")):
+                assert step["with"]["persist-credentials"] is False
+    for jid, job in doc["jobs"].items():
+        if jid.startswith("pr-"):
+            build = next(s["run"] for s in job["steps"] if "cannery build" in s.get("run", ""))
+            assert '--output "oci:${RUNNER_TEMP}/oci"' in build and "--locked" in build
+            assert "--backend buildah" in build
+            verify = next(s for s in job["steps"] if "cannery verify" in s.get("run", ""))
+            assert verify["run"].startswith('cannery verify "oci:${RUNNER_TEMP}/oci"')
+            assert '--platform "${PLATFORM}"' in verify["run"]
+            assert job["steps"].index(verify) == len(job["steps"]) - 1  # after the build
+        if jid not in pr:
+            assert jid.startswith(("build-", "merge-", "lock-update")), jid
+
+
+def test_multi_registry_secrets_stay_off_the_pull_request_path(tmp_path: Path) -> None:
+    _, pr = _pr_path(multi_registry_workflow(tmp_path))
+    assert set(pr) == {"check", "pr-one"}
+    assert "secrets." not in yaml.safe_dump(pr)
+
+
+def test_release_tags_dispatch_inputs_max_parallel_and_disk(tmp_path: Path) -> None:
+    doc = yaml.safe_load(_render(_catalog(
+        tmp_path, 'release_tags = ["v*", "release/*"]\nmax_parallel = 1\nfree_disk = true\n'
+        'branches = ["main", "releases/*"]\n')))
+    on = doc["on"]
+    assert on["push"]["tags"] == ["v*", "release/*"]
+    assert on["push"]["branches"] == on["pull_request"]["branches"] == ["main", "releases/*"]
+    inputs = on["workflow_dispatch"]["inputs"]
+    assert inputs["images"]["type"] == "string" and inputs["force"]["type"] == "boolean"
+    jobs = doc["jobs"]
+    for image in ("one", "two"):
+        for jid in (f"build-{image}", f"pr-{image}"):
+            assert jobs[jid]["strategy"]["max-parallel"] == 1
+            first = jobs[jid]["steps"][0]
+            assert first["name"].startswith("Free runner disk space")
+            assert "sudo rm -rf /usr/share/dotnet" in first["run"]
+        leg = next(s for s in jobs[f"build-{image}"]["steps"]
+                   if "cannery build" in s.get("run", ""))
+        assert leg["env"]["FORCE"] == "${{ inputs.force }}"
+        assert 'if [ "${FORCE}" = true ]; then set -- --force; fi' in leg["run"]
+        assert leg["run"].rstrip().endswith('"$@"')
+        merge = next(s for s in jobs[f"merge-{image}"]["steps"]
+                     if "--merge-only" in s.get("run", ""))
+        assert "--force" not in merge["run"]  # the merge keeps its lock-epoch guard
+
+
+def test_defaults_no_release_tags_no_disk_step_no_lock_job_without_schedule(
+    tmp_path: Path,
+) -> None:
+    doc = yaml.safe_load(_render(_catalog(tmp_path)))
+    assert "tags" not in doc["on"]["push"]
+    assert "schedule" not in doc["on"] and "lock-update" not in doc["jobs"]
+    for jid, job in doc["jobs"].items():
+        assert "max-parallel" not in job.get("strategy", {}), jid
+        assert not any("Free runner disk" in s.get("name", "") for s in job["steps"]), jid
+
+
+def test_pull_requests_can_be_turned_off(tmp_path: Path) -> None:
+    doc = yaml.safe_load(_render(_catalog(tmp_path, "pull_requests = false\n")))
+    assert "pull_request" not in doc["on"]
+    assert not [j for j in doc["jobs"] if j.startswith("pr-")]
+
+
+def test_scheduled_lock_update_opens_a_pull_request(tmp_path: Path) -> None:
+    doc = yaml.safe_load(_render(_catalog(tmp_path, 'schedule = "0 3 * * *"\n')))
+    job = doc["jobs"]["lock-update"]
+    runs = [s.get("run", "") for s in job["steps"]]
+    assert "cannery lock --update all --catalog cannery.toml" in runs
+    assert "cannery render --catalog cannery.toml" in runs
+    assert runs.index("cannery lock --update all --catalog cannery.toml") < \
+        runs.index("cannery render --catalog cannery.toml")
+    pr = job["steps"][-1]
+    assert pr["env"]["GH_TOKEN"] == "${{ github.token }}"  # never on a command line
+    assert "gh auth setup-git" in pr["run"] and "gh pr create" in pr["run"]
+    assert 'git push --force origin "HEAD:refs/heads/${BRANCH}"' in pr["run"]
+    assert "${{" not in pr["run"]
+    # the nightly builds stay --locked: nothing in the workflow builds without it
+    for jid, other in doc["jobs"].items():
+        for s in other["steps"]:
+            if "cannery build" in s.get("run", ""):
+                assert "--locked" in s["run"], jid
+    off = yaml.safe_load(
+        _render(_catalog(tmp_path, 'schedule = "0 3 * * *"\nlock_update = false\n')))
+    assert "lock-update" not in off["jobs"] and off["on"]["schedule"]
+
+
+@pytest.mark.parametrize("bad", ['"!v*"', '"v* x"', '""', '"a:b"'])
+def test_bad_release_tag_pattern_is_one_line_exit_2(tmp_path: Path, cli, bad: str) -> None:  # type: ignore[no-untyped-def]
+    path = _catalog(tmp_path, f"release_tags = [{bad}]\n")
+    res = cli("catalog", "validate", "--catalog", str(path))
+    assert res.code == 2, res.out + res.err
+    assert "release_tags" in res.err and "Traceback" not in res.err
+
+
+# ------------------------------------------------------------ the check job's image choice
+
+
+def _affected_script(text: str) -> str:
+    check = yaml.safe_load(text)["jobs"]["check"]
+    return next(s["run"] for s in check["steps"] if s.get("id") == "affected")
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git history holding the rendered files of a three-image catalog: `three` copies the
+    checkout directory src/app."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "user.email", "t@example.com")
+    _git(root, "config", "user.name", "t")
+    cat = _catalog(root, extra=APP)
+    (root / "src" / "app").mkdir(parents=True)
+    (root / "src" / "app" / "main.py").write_text("print(1)\n")
+    (root / "README.md").write_text("x\n")
+    for f in ("one", "two", "three"):
+        (root / "dockerfiles").mkdir(exist_ok=True)
+        (root / "dockerfiles" / f"{f}.Dockerfile").write_text(f"# {f}\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "start")
+    (root / "script.sh").write_text(_affected_script(_render(cat)))
+    return root
+
+
+def _choose(repo: Path, event: str, before: str = "", wanted: str = "",
+            ref: str = "refs/heads/main") -> tuple[int, list[str], str]:
+    out = repo.parent / "github_output"
+    out.write_text("")
+    env = {**os.environ, "EVENT": event, "BEFORE": before, "WANTED": wanted,
+           "GITHUB_REF": ref, "GITHUB_OUTPUT": str(out)}
+    res = subprocess.run(["bash", str(repo / "script.sh")], cwd=repo, env=env,
+                         capture_output=True, text=True, timeout=60)
+    line = next((x for x in out.read_text().splitlines() if x.startswith("images=")), "")
+    images = json.loads(line.removeprefix("images=")) if line else []
+    return res.returncode, images, res.stdout + res.stderr
+
+
+def _commit(repo: Path, path: str, text: str = "changed\n") -> str:
+    before = _git(repo, "rev-parse", "HEAD")
+    (repo / path).parent.mkdir(parents=True, exist_ok=True)
+    (repo / path).write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", f"change {path}")
+    return before
+
+
+def test_a_push_builds_only_the_images_it_touches(repo: Path) -> None:
+    before = _commit(repo, "src/app/main.py")
+    assert _choose(repo, "push", before)[1] == ["three"]  # the component's dir: one image
+    before = _commit(repo, "dockerfiles/two.Dockerfile")
+    assert _choose(repo, "push", before)[1] == ["two"]
+    before = _commit(repo, "README.md")
+    assert _choose(repo, "push", before)[1] == []
+    before = _commit(repo, "src/application.py")  # a sibling name is not inside src/app
+    assert _choose(repo, "push", before)[1] == []
+    before = _commit(repo, ".github/workflows/cannery-images.yml")
+    assert _choose(repo, "push", before)[1] == ["one", "two", "three"]
+
+
+def test_a_pull_request_diffs_its_merge_commit_against_the_base(repo: Path) -> None:
+    base = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "switch", "-q", "-c", "feature")
+    _commit(repo, "src/app/main.py")
+    _git(repo, "switch", "-q", "main")
+    _commit(repo, "dockerfiles/one.Dockerfile")  # main moved on meanwhile: not the PR's change
+    _git(repo, "merge", "-q", "--no-ff", "-m", "merge", "feature")  # what GitHub checks out
+    assert base
+    assert _choose(repo, "pull_request")[1] == ["three"]
+
+
+def test_tags_schedule_and_unknown_history_build_everything(repo: Path) -> None:
+    everything = ["one", "two", "three"]
+    assert _choose(repo, "push", _git(repo, "rev-parse", "HEAD"), ref="refs/tags/v1.0")[1] == \
+        everything
+    assert _choose(repo, "schedule")[1] == everything
+    assert _choose(repo, "push", "0" * 40)[1] == everything  # a new branch: no before
+
+
+def test_a_manual_run_builds_what_it_names_and_refuses_unknown_names(repo: Path) -> None:
+    assert _choose(repo, "workflow_dispatch")[1] == ["one", "two", "three"]
+    assert _choose(repo, "workflow_dispatch", wanted=" three  one ")[1] == ["one", "three"]
+    code, images, said = _choose(repo, "workflow_dispatch", wanted="one nope")
+    assert code == 1 and images == [] and "::error::no image nope" in said
+    code, images, said = _choose(repo, "workflow_dispatch", wanted="*")  # never globbed
+    assert code == 1 and "::error::no image *" in said
+
+
+def test_every_trigger_and_setting_at_once_is_lint_clean(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A workflow with every new setting on (release tags, a schedule with the lock update,
+    max-parallel, the disk clean-up, an image from the checkout): actionlint, zizmor (offline,
+    auditor persona) and cannery lint find nothing."""
+    from tests.unit.test_render_workflow import _tool
+
+    text = _render(_catalog(
+        tmp_path, 'release_tags = ["v*"]\nschedule = "0 3 * * *"\nmax_parallel = 1\n'
+        'free_disk = true\nbranches = ["main", "releases/*"]\n', extra=APP))
+    wf = tmp_path / ".github" / "workflows" / "images.yml"
+    wf.parent.mkdir(parents=True)
+    wf.write_text(text, encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    al = subprocess.run([_tool("actionlint"), "-no-color"], cwd=tmp_path, capture_output=True,
+                        text=True, timeout=120)
+    assert al.returncode == 0, al.stdout + al.stderr
+    zz = subprocess.run([_tool("zizmor"), "--offline", "--no-progress", "--format", "json",
+                         "--persona", "auditor", str(wf.parent)],
+                        capture_output=True, text=True, timeout=120)
+    assert json.loads(zz.stdout or "[]") == [] and zz.returncode == 0, zz.stdout[:2000]
+    res = cli("lint", "--format", "json", str(wf))
+    assert res.code == 0 and json.loads(res.out)["findings"] == [], res.out[:2000]
+    doc = yaml.safe_load(text)
+    assert set(doc["on"]) == {"workflow_dispatch", "push", "pull_request", "schedule"}
+    assert "src/app/**" in doc["on"]["pull_request"]["paths"]
+    assert "lock-update" in doc["jobs"]
+
+
+def test_a_release_tag_must_name_the_catalog_version(tmp_path: Path) -> None:
+    """With `release_tags` and `catalog.version`: a tag for another version publishes nothing
+    (the check job fails before any build); the version, with or without a `v`, builds all."""
+    root = tmp_path / "r"
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "user.email", "t@example.com")
+    _git(root, "config", "user.name", "t")
+    (root / "x").write_text("x\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "x")
+    cat = tmp_path / "cannery.toml"
+    cat.write_text(minimal().replace('[catalog]\nname = "test"',
+                                     '[catalog]\nname = "test"\nversion = "1.2"')
+                   + '\n[ci]\nrelease_tags = ["v*", "1.*"]\n')
+    (root / "script.sh").write_text(_affected_script(_render(cat)))
+    head = _git(root, "rev-parse", "HEAD")
+    for tag in ("v1.2", "1.2"):
+        code, images, said = _choose(root, "push", head, ref=f"refs/tags/{tag}")
+        assert (code, images) == (0, ["one", "two"]), said
+    code, images, said = _choose(root, "push", head, ref="refs/tags/v1.3")
+    assert code == 1 and images == []
+    assert "::error::release tag v1.3 is not the catalog's version 1.2 (or v1.2)" in said
+    # a branch push is not a release: no guard
+    assert _choose(root, "push", "0" * 40)[0] == 0
+    # no catalog version: no guard (the tags the catalog names are published)
+    plain = tmp_path / "plain.toml"
+    plain.write_text(minimal() + '\n[ci]\nrelease_tags = ["v*"]\n')
+    assert "release tag" not in _affected_script(_render(plain))
