@@ -495,15 +495,39 @@ def verify(
             "platform digests under the tag, and its per-platform tags (TAG-amd64 …)",
         ),
     ] = False,
+    certificate_identity: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--certificate-identity",
+            help="Keyless: each platform needs a Sigstore bundle (actions/attest) whose "
+            "certificate names this identity (with --certificate-oidc-issuer)",
+            metavar="SAN",
+        ),
+    ] = None,
+    certificate_oidc_issuer: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--certificate-oidc-issuer", help="Keyless: the identity's OIDC issuer",
+                     metavar="URL"),
+    ] = None,
+    trusted_root: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--trusted-root",
+            help="Keyless: a Sigstore trusted_root.json (default: the public-good root "
+            "sigstore-python ships, read offline)",
+            metavar="FILE",
+        ),
+    ] = None,
 ) -> None:
     """Check a pushed image: platforms, config env, labels, attestations; then env and
     imports at runtime."""
-    from cannery.commands.verify import verify_cmd
+    from cannery.commands.verify import keyless_policy, verify_cmd
 
+    keyless = keyless_policy(certificate_identity, certificate_oidc_issuer, trusted_root)
     raise typer.Exit(
         verify_cmd(
             ref, catalog, lock, image, as_json, ca_cert, runtime, key, require_attestations,
-            rebuild, network, rebuild_platform, all_registries,
+            rebuild, network, rebuild_platform, all_registries, keyless,
         )
     )
 

@@ -3,32 +3,49 @@ starts about as fast as hadolint; every other command goes through the typer app
 
 from __future__ import annotations
 
+import os
 import sys
 
 
 def main() -> None:
     args = sys.argv[1:]
     if args[:1] == ["lint"]:
-        from cannery.errors import FatalError
-
-        try:
-            from cannery.commands.lint import run
-
-            sys.exit(run(args[1:]))
-        except FatalError as exc:
-            import os
-
-            in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
-            for line in exc.message.splitlines():  # the same lines cli.main prints
-                prefix = "error: " if not line.startswith(("warning", " ")) else ""
-                print(f"cannery: {prefix}{line}", file=sys.stderr)
-                if in_actions:
-                    from cannery.cli import _annotation
-
-                    print(_annotation(line), file=sys.stderr)
-            sys.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            sys.exit(130)
+        _exit(_lint(args[1:]))
     from cannery.cli import main as cli_main
 
     cli_main()
+
+
+def _lint(args: list[str]) -> int:
+    from cannery.errors import FatalError
+
+    try:
+        from cannery.commands.lint import run
+
+        return run(args)
+    except FatalError as exc:
+        in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
+        for line in exc.message.splitlines():  # the same lines cli.main prints
+            prefix = "error: " if not line.startswith(("warning", " ")) else ""
+            print(f"cannery: {prefix}{line}", file=sys.stderr)
+            if in_actions:
+                from cannery.cli import _annotation
+
+                print(_annotation(line), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def _exit(code: int) -> None:
+    """End the process with ``code`` once everything written is flushed, without tearing the
+    interpreter down: freeing every object and module one by one costs a one-file lint about
+    7 ms of CPU, for memory the system reclaims at once. Nothing in lint registers exit work
+    (files are written and closed by then). If a flush fails (a closed pipe), the interpreter
+    exits the usual way and reports it as it always has."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        sys.exit(code)
+    os._exit(code)

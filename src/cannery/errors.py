@@ -7,7 +7,6 @@ command, a file that cannot be written); 3 an unexpected error, with a crash log
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -27,13 +26,36 @@ class InputError(FatalError):
     exit_code = 2
 
 
-@dataclass(frozen=True)
 class Location:
-    """Where in a file a problem is: ``file:line`` plus the dotted field path."""
+    """Where in a file a problem is: ``file:line`` plus the dotted field path. Immutable and
+    compared by value; a plain class rather than a dataclass because `cannery lint` imports
+    this module, and importing ``dataclasses`` (with ``inspect``) would slow every lint start."""
 
+    __slots__ = ("field", "line", "path")
     path: Path | str
-    line: int | None = None
-    field: str | None = None
+    line: int | None
+    field: str | None
+
+    def __init__(self, path: Path | str, line: int | None = None,
+                 field: str | None = None) -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "field", field)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Location is immutable: cannot assign {name!r}")
+
+    def _key(self) -> tuple[Path | str, int | None, str | None]:
+        return (self.path, self.line, self.field)
+
+    def __eq__(self, other: object) -> bool:
+        return self._key() == other._key() if isinstance(other, Location) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Location(path={self.path!r}, line={self.line!r}, field={self.field!r})"
 
     def __str__(self) -> str:
         text = str(self.path)

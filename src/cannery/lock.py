@@ -310,7 +310,10 @@ def update_lock(
             urls[inp.key] = _kept_time(
                 old.urls.get(inp.key), UrlEntry(sha256=digest, size=size, resolved_at=now())
             )
-    pythons = _update_python(cat, old, gits, resolvers, update, images, progress)
+    # A wheel's bytes at the same URL are not in a Python request's digest: the images that
+    # install a wheel whose sha256 moved resolve again (a nightly wheel's new dependencies).
+    moved = {u for u, e in urls.items() if u in old.urls and old.urls[u].sha256 != e.sha256}
+    pythons = _update_python(cat, old, gits, resolvers, update, images, progress, moved)
     return Lock(bases=bases, git=gits, urls=urls, python=pythons)
 
 
@@ -322,11 +325,13 @@ def _update_python(
     update: set[str],
     images: list[str] | None,
     progress: Callable[[Input], None] | None,
+    moved_wheels: set[str] | frozenset[str] = frozenset(),
 ) -> dict[str, PythonEntry]:
     """Python dependencies per image and platform, after the git commits they read are known.
 
     An entry is kept while its inputs (specifiers, commits, indexes, Python, platform) are
-    unchanged; ``--update python`` (or ``all``, or the image's name) resolves it again.
+    unchanged; ``--update python`` (or ``all``, or the image's name) resolves it again, and
+    so does a new sha256 of a wheel it installs (``moved_wheels``: URLs).
     """
     commits = {(e.url, e.ref): e.commit for e in gits.values()}
     for name in cat.images:
@@ -338,7 +343,8 @@ def _update_python(
         chosen = not images or name in images
         for req in python_requests(cat, name, commits) or []:
             kept = old.python.get(req.key)
-            fresh = chosen and bool({"all", "python", name} & update)
+            fresh = chosen and (bool({"all", "python", name} & update) or any(
+                w.split(" @ ", 1)[1] in moved_wheels for w in req.wheels))
             if kept is not None and kept.inputs == req.digest() and not fresh:
                 out[req.key] = kept
             elif not chosen or resolvers.python is None:
@@ -474,7 +480,18 @@ def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
     """
     from cannery.util.cmd import CommandError, run
 
-    env = {"GIT_TERMINAL_PROMPT": "0"}
+    # Only the URL's own protocol: git follows an https → http redirect by default, and a
+    # plain-http hop could then choose the commit that is locked.
+    scheme, sep, _ = url.partition("://")
+    env = {
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ALLOW_PROTOCOL": scheme if sep else "ssh",
+        # certificates are checked whatever a git config file says (GIT_SSL_NO_VERIFY, which
+        # wins over this, never reaches a child: cannery.util.env)
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "http.sslVerify",
+        "GIT_CONFIG_VALUE_0": "true",
+    }
     if ca_file:
         env["GIT_SSL_CAINFO"] = ca_file
     if SHORT_COMMIT.match(ref):

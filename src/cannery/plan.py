@@ -229,6 +229,10 @@ class ImageSpec:
     steps: tuple[StepSpec, ...] = ()
     python_install: PythonSpec | None = None  # None: the base's Python (or none)
     stages: tuple[StageSpec, ...] = ()  # builder stages, before the final one
+    # build_mirrors, (original prefix, mirror prefix) longest original first: used by the
+    # rendered package and pip steps for that RUN only.
+    package_mirrors: tuple[tuple[str, str], ...] = ()
+    python_mirrors: tuple[tuple[str, str], ...] = ()
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -360,6 +364,11 @@ def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) 
     )
 
 
+def _longest_first(mirrors: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """A prefix map in the order it is applied: the most specific original prefix wins."""
+    return tuple(sorted(mirrors.items(), key=lambda kv: (-len(kv[0]), kv[0])))
+
+
 def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
     img = cat.images[image]
     base = cat.bases[img.base]
@@ -429,6 +438,8 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         cmd=tuple(img.cmd) if img.cmd else ("/bin/bash",),
         aliases=tuple(img.aliases),
         steps=tuple(_step(s) for s in img.steps),
+        package_mirrors=_longest_first(cat.build_mirrors.packages),
+        python_mirrors=_longest_first(cat.build_mirrors.python),
         registries=_registries(cat, target, img.mirrors),
         python_install=_python(cat, image, arches, lock),
         stages=_stages(cat, image, lock),

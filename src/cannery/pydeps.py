@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
-from cannery.catalog.inputs import bundle_kind, fill_url
+from cannery.catalog.inputs import bundle_kind, bundle_wheel_fits, fill_url
 from cannery.catalog.models import Catalog
 from cannery.catalog.platforms import UNAME_ARCH, arches_of
 from cannery.errors import LockError
@@ -255,7 +255,13 @@ def resolve_python(req: PythonRequest, ca_file: str | None = None) -> list[str]:
             if bundle_kind(url) is None:
                 lines.append(wheel)
             else:  # uv reads each wheel of a bundle from disk (a URL would be an sdist to it)
-                lines += [str(w) for w in _bundle_wheels(url, root / f"bundle{i}", ca_file)]
+                uname = UNAME_ARCH[req.arch]
+                fits = [w for w in _bundle_wheels(url, root / f"bundle{i}", ca_file)
+                        if bundle_wheel_fits(w.name, uname)]
+                if not fits:
+                    raise LockError(f"{url}: the bundle holds no wheel for {uname} "
+                                    "(*_" + uname + ".whl) and no pure-Python one (*-any.whl)")
+                lines += [str(w) for w in fits]
         for pkg in req.git:
             dest = root / "src" / pkg.name
             _checkout(pkg, dest, env)

@@ -133,6 +133,9 @@ def test_verify_passes_with_the_key_and_required_attestations(
                      "sbom present", "sbom signature", "sbom python pins", "signature"):
             assert (p, name) in ok
     assert (None, "index signature") in ok and (None, "index holds images only") in ok
+    # The SBOM's layers were read (syft's layerID comments): the unlocked check compared.
+    unlocked = [c["detail"] for c in report["checks"] if c["name"] == "sbom unlocked python"]
+    assert len(unlocked) == 2 and all(" distributions from layer " in d for d in unlocked)
 
 
 def test_verify_fails_with_another_key(world: BuildWorld, built: dict) -> None:  # type: ignore[type-arg]
@@ -216,6 +219,99 @@ def test_provenance_with_other_dependencies_fails(world: BuildWorld, built: dict
     finally:
         _restore(world, arm["digest"], old)
 
+
+IDENTITY = "https://github.com/example/images/.github/workflows/images.yml@refs/heads/main"
+
+
+def test_keyless_bundles_verify_for_the_identity_given_only(
+    world: BuildWorld, built: dict, tmp_path: Path  # type: ignore[type-arg]
+) -> None:
+    """What actions/attest-build-provenance pushes (a Sigstore bundle v0.3 of cannery's SLSA
+    statement, as a referrer of each platform manifest), minted by a STAND-IN Sigstore (a test
+    Fulcio CA, CT log and Rekor: tests/services/sigstore.py; the real ones and GitHub's OIDC
+    cannot be reached here) and checked by sigstore-python offline against that trusted root:
+    verify passes for the identity and issuer in the certificate, and fails naming "keyless
+    signature" for another identity, another issuer or another root, and "keyless provenance
+    dependencies" for a validly signed statement whose inputs are not the lock's."""
+    from cannery.attest.attach import PROVENANCE_TYPE
+    from cannery.attest.sign import open_envelope
+    from cannery.oci import Credentials, OCIClient, Reference
+    from cannery.oci.referrers import attach, fallback_tag, list_referrers
+    from cannery.tls import ssl_context
+    from cannery.verify.keyless import BUNDLE_TYPE
+    from tests.services.sigstore import GITHUB_ISSUER, StandInSigstore
+
+    sigstore = StandInSigstore()
+    root = tmp_path / "trusted_root.json"
+    root.write_bytes(sigstore.trusted_root())
+    other_root = tmp_path / "other_root.json"
+    other_root.write_bytes(StandInSigstore().trusted_root())
+    repo = Reference.parse(f"{world.push_registry.host}/e2e/attested")
+    creds = Credentials(env={"CANNERY_REGISTRY_USER": world.user,
+                             "CANNERY_REGISTRY_PASSWORD": world.password}, env_host=repo.host)
+    olds: dict[str, bytes] = {}
+    stmts: dict[str, dict] = {}  # type: ignore[type-arg]
+    with OCIClient(ssl_context(world.ca.ca_cert), credentials=creds) as client:
+        def attach_bundle(digest: str, stmt: dict) -> None:  # type: ignore[type-arg]
+            subject = client.head_manifest(repo.with_digest(digest))
+            assert subject is not None
+            bundle = sigstore.bundle(json.dumps(stmt).encode(), IDENTITY)
+            attach(client, repo, subject, BUNDLE_TYPE, bundle, BUNDLE_TYPE)
+
+        for p in built["image"]["platforms"]:
+            digest = p["digest"]
+            olds[digest] = client.get_manifest(repo.with_tag(fallback_tag(digest)))[0]
+            (prov,) = list_referrers(client, repo, digest, PROVENANCE_TYPE)[0]
+            art = json.loads(client.get_manifest(repo.with_digest(prov.descriptor.digest))[0])
+            stmts[digest] = json.loads(
+                open_envelope(client.get_blob(repo, art["layers"][0]["digest"]))[1])
+            attach_bundle(digest, stmts[digest])
+        try:
+            def keyless(identity: str, issuer: str, trusted: Path) -> tuple[int, dict]:  # type: ignore[type-arg]
+                return verify(world, built, "--certificate-identity", identity,
+                              "--certificate-oidc-issuer", issuer, "--trusted-root", str(trusted))
+
+            both = {("linux/amd64", "keyless signature"), ("linux/arm64", "keyless signature")}
+            rc, report = keyless(IDENTITY, GITHUB_ISSUER, root)
+            assert rc == 0, _failed(report)
+            ok = {(c["platform"], c["name"]) for c in report["checks"] if c["ok"]}
+            assert both | {(p, "keyless provenance dependencies")
+                           for p in ("linux/amd64", "linux/arm64")} <= ok
+
+            rc, report = keyless(IDENTITY.replace("images.yml", "other.yml"), GITHUB_ISSUER, root)
+            assert rc == 1 and _failed(report) == both
+            assert all("SANs do not match" in c["detail"] for c in report["checks"] if not c["ok"])
+
+            rc, report = keyless(IDENTITY, "https://accounts.example.com", root)
+            assert rc == 1 and _failed(report) == both
+            assert all("OIDCIssuer does not match" in c["detail"]
+                       for c in report["checks"] if not c["ok"])
+
+            rc, report = keyless(IDENTITY, GITHUB_ISSUER, other_root)
+            assert rc == 1 and _failed(report) == both
+
+            # Only a bundle of a statement with another base digest, validly signed, on arm64.
+            arm = next(p["digest"] for p in built["image"]["platforms"]
+                       if p["platform"] == "linux/arm64")
+            _restore(world, arm, olds[arm])
+            tampered = json.loads(json.dumps(stmts[arm]))
+            for dep in tampered["predicate"]["buildDefinition"]["resolvedDependencies"]:
+                if dep["name"] == "base":
+                    dep["digest"] = {"sha256": "0" * 64}
+            attach_bundle(arm, tampered)
+            rc, report = keyless(IDENTITY, GITHUB_ISSUER, root)
+            assert rc == 1
+            assert _failed(report) == {("linux/arm64", "keyless provenance dependencies")}
+            proc = cannery(world, "verify", f"{repo.host}/{repo.repository}:{TAG}", "--catalog",
+                           str(built["catalog"]), "--no-runtime", "--certificate-identity",
+                           IDENTITY.replace("images.yml", "other.yml"),
+                           "--certificate-oidc-issuer", GITHUB_ISSUER,
+                           "--trusted-root", str(root))
+            assert proc.returncode == 1 and "FAIL keyless signature" in proc.stdout
+            print(f"\n$ cannery verify REF --certificate-identity OTHER ...\n{proc.stdout}")
+        finally:
+            for digest, old in olds.items():
+                _restore(world, digest, old)
 
 def _rebuild(world: BuildWorld, built: dict) -> tuple[int, dict]:  # type: ignore[type-arg]
     return verify(world, built, "--rebuild", "--platform", "linux/amd64", "--network", "host")

@@ -387,3 +387,77 @@ def test_copy_referrers_carries_them_from_a_fallback_registry_to_an_api_one(
         a.descriptor.digest, b.descriptor.digest}
     assert client.get_blob(dst, json.loads(client.get_manifest(
         dst.with_digest(a.descriptor.digest))[0])["layers"][0]["digest"]) == b'{"p":1}'
+
+
+# ------------------------------------------------------------ GC safety: an artifact's own tag
+
+
+def test_each_artifact_has_its_own_tag_and_a_copy_carries_it(
+    tmp_path: Path, registry: LocalRegistry, api: ReferrersAPIStandIn, client: OCIClient
+) -> None:
+    """A registry that deletes untagged manifests (docker-registry 2.8's GC, quay, SWR) keeps
+    each artifact through its tag sha256-<hex>.artifact, in the registry it was attached to and
+    in every one it is copied to (the fallback or the API way)."""
+    from cannery.oci.referrers import copy_referrers, keep_tag
+
+    src, children = _image(tmp_path, client, registry.host)
+    a = attach(client, src, children[0], PROVENANCE_TYPE, b'{"p":1}', ENVELOPE_MEDIA_TYPE)
+    b = attach(client, src, a.descriptor, SIGNATURE_TYPE, b'{"s":1}', ENVELOPE_MEDIA_TYPE)
+    keep = {keep_tag(a.descriptor.digest), keep_tag(b.descriptor.digest)}
+    assert keep <= set(client.list_tags(src))
+    assert client.head_manifest(src.with_tag(keep_tag(a.descriptor.digest))) == \
+        client.head_manifest(src.with_digest(a.descriptor.digest))
+    for host in (registry.host, api.host):
+        dst = Reference.parse(f"{host}/mirror/{uuid.uuid4().hex[:8]}:latest")
+        body, desc = client.get_manifest(src.with_digest(children[0].digest))
+        for layer in [json.loads(body)["config"], *json.loads(body)["layers"]]:
+            client.push_blob(dst, client.get_blob(src, layer["digest"]), layer["digest"])
+        client.put_manifest(dst.with_digest(children[0].digest), body, desc.media_type)
+        copy_referrers(client, src, client, dst, children[0].digest)
+        assert keep <= set(client.list_tags(dst)), host
+
+
+def test_an_untagged_artifact_gets_its_tag_and_a_lost_one_leaves_the_list(
+    tmp_path: Path, registry: LocalRegistry, client: OCIClient
+) -> None:
+    """What a cannery before keep tags left: an artifact pushed by digest only (it gets its tag
+    when a build finds it attached), and one a GC deleted while the list still names it (the
+    next attach drops it from the list; the registry would refuse a list naming it)."""
+    import httpx
+
+    from cannery.oci.manifest import OCI_MANIFEST, digest_of
+    from cannery.oci.referrers import (
+        EMPTY,
+        EMPTY_CONFIG,
+        Referrer,
+        artifact_manifest,
+        keep_tag,
+        referrers_index,
+    )
+
+    repo, children = _image(tmp_path, client, registry.host)
+    subject = Descriptor(children[0].media_type, children[0].digest, children[0].size)
+    entries = []
+    for payload in (b'{"old":1}', b'{"lost":1}'):
+        client.push_blob(repo, EMPTY_CONFIG, EMPTY.digest)
+        layer = Descriptor(ENVELOPE_MEDIA_TYPE, digest_of(payload), len(payload))
+        client.push_blob(repo, payload, layer.digest)
+        body = artifact_manifest(subject, SBOM_TYPE, [layer])
+        client.put_manifest(repo.with_digest(digest_of(body)), body, OCI_MANIFEST)
+        entries.append(Referrer(Descriptor(OCI_MANIFEST, digest_of(body), len(body)), SBOM_TYPE))
+    client.put_manifest(repo.with_tag(fallback_tag(subject.digest)), referrers_index(entries),
+                        OCI_INDEX)
+    old, lost = entries
+    with httpx.Client() as http:  # a GC's work, by hand (this registry is plain HTTP)
+        http.delete(f"http://{registry.host}/v2/{repo.repository}/manifests/"
+                    f"{lost.descriptor.digest}").raise_for_status()
+    assert keep_tag(old.descriptor.digest) not in client.list_tags(repo)
+
+    _, job = _job(repo)
+    ctx = build_context("catalog.toml", "a" * 64, "buildah", None)
+    Attester(client, ctx, None, lambda *_: b'{"spdxVersion":"SPDX-2.3"}').platform(
+        job, repo, subject, "linux/amd64", "")
+    assert keep_tag(old.descriptor.digest) in client.list_tags(repo)  # the SBOM, found
+    found, _ = list_referrers(client, repo, subject.digest)
+    assert [r.artifact_type for r in found] == [SBOM_TYPE, PROVENANCE_TYPE]
+    assert found[0].descriptor.digest == old.descriptor.digest

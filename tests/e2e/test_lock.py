@@ -385,6 +385,11 @@ def test_git_over_https_ca_cert_adds_trust_to_the_system_roots(  # type: ignore[
         catalog.write_text(text.replace(local, f'git = "{private.url}/v.git"', 1))
         monkeypatch.setenv("SSL_CERT_FILE", str(system_ca.ca_cert))
         monkeypatch.delenv("CANNERY_CA_CERT", raising=False)
+        import tempfile
+
+        # a temporary directory of its own: other runs on the machine leave theirs in /tmp
+        (tmp_path / "tmp").mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
         res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
         assert res.code == 0, res.err
         lock = read_lock(catalog.parent / "cannery.lock")
@@ -392,8 +397,6 @@ def test_git_over_https_ca_cert_adds_trust_to_the_system_roots(  # type: ignore[
         assert urls == {public.url, private.url}
         assert _git(setup["git"], "rev-parse", "main") in {e.commit for e in lock.git.values()}
         # and no bundle is left behind in the temporary directory
-        import tempfile
-
         assert not list(Path(tempfile.gettempdir()).glob("cannery-ca-*.pem"))
     finally:
         public.stop()
@@ -699,10 +702,14 @@ def test_wheel_bundle_dependencies_are_locked(  # type: ignore[no-untyped-def]
 
     server, www = https_files
     wheels = [make_wheel(tmp_path / "w", "kernel-a", "1.0", ("torch==2.9.0",)),
-              make_wheel(tmp_path / "w", "kernel-b", "1.0", ("numpy-lite<2",))]
+              make_wheel(tmp_path / "w", "kernel-b", "1.0"),
+              # an x86_64 wheel beside them, as torch_npu's daily bundle holds both arches:
+              # only amd64's resolution reads it (its bound shows where it was read)
+              make_wheel(tmp_path / "w", "kernel-c", "1.0", ("numpy-lite<2",),
+                         tag="cp311-cp311-manylinux_2_28_x86_64")]
     bundle = www / f"kernels-{tmp_path.name}.{kind}"
     # kernel-b's member path climbs out of the archive: it is read under its base name
-    names = [f"dist/{wheels[0].name}", f"../../{wheels[1].name}"]
+    names = [f"dist/{wheels[0].name}", f"../../{wheels[1].name}", f"dist/{wheels[2].name}"]
     if kind == "zip":
         with zipfile.ZipFile(bundle, "w") as zf:
             for w, name in zip(wheels, names, strict=True):
@@ -724,9 +731,11 @@ def test_wheel_bundle_dependencies_are_locked(  # type: ignore[no-untyped-def]
     lock = read_lock(catalog.parent / "cannery.lock")
     assert lock.urls[f"{server.url}/{bundle.name}"].sha256 == hashlib.sha256(
         bundle.read_bytes()).hexdigest()
+    amd64 = lock.python["one/amd64"].requirements
+    assert any(r.startswith("numpy-lite==1.0 ") for r in amd64), amd64  # kernel-c's bound
     reqs = lock.python["one/arm64"].requirements
-    assert any(r.startswith("numpy-lite==1.0 ") for r in reqs), reqs  # kernel-b's bound
-    assert not any(r.startswith("kernel") for r in reqs)  # the bundle installs them itself
+    assert any(r.startswith("numpy-lite==2.0 ") for r in reqs), reqs  # no x86_64 wheel here
+    assert not any(r.startswith("kernel") for r in reqs + amd64)  # the bundle installs them
     import tempfile
 
     # followed, "../../" from the bundle's directory would have written it here
@@ -884,5 +893,100 @@ def test_commit_prefix_over_https_trusts_the_ca_cert(  # type: ignore[no-untyped
         assert res.code == 0, res.err
         entry = read_lock(catalog.parent / "cannery.lock").git[f"{server.url}/v.git#{first[:8]}"]
         assert entry.commit == first
+    finally:
+        server.stop()
+
+
+def test_git_over_https_never_follows_a_redirect_to_plain_http(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca: LocalCA, tmp_path: Path
+) -> None:
+    """An https git URL whose server redirects to http:// is refused (exit 2, no lock), for a
+    branch (ls-remote) and a commit prefix (the clone) alike: git follows such a redirect by
+    default, which would let a plain-http hop choose the locked commit. Real git on both ends."""
+    import http.server
+    import threading
+
+    from tests.services.githttp import _CGIHandler
+    from tests.services.tlsca import HTTPSServer
+
+    repos = tmp_path / "repos"
+    repos.mkdir()
+    _git(tmp_path, "clone", "-q", "--bare", str(setup["git"]), str(repos / "v.git"))
+    hits: list[str] = []
+
+    class Plain(_CGIHandler):
+        project_root = str(repos)
+
+        def _cgi(self) -> None:
+            hits.append(self.path)
+            super()._cgi()
+
+    plain = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Plain)
+    threading.Thread(target=plain.serve_forever, daemon=True).start()
+    to = f"http://127.0.0.1:{plain.server_address[1]}"
+
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", to + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_POST = do_GET
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPSServer(Redirect, test_ca)
+    try:
+        catalog: Path = setup["catalog"]
+        original = catalog.read_text()
+        first = _git(setup["git"], "rev-parse", "main")
+        for ref in ("main", first[:8]):
+            catalog.write_text(original.replace(
+                f'git = "file://{setup["git"]}"\nref = "main"',
+                f'git = "{server.url}/v.git"\nref = "{ref}"'))
+            res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
+            assert res.code == 2 and "component vllm-ascend: " in res.err, res.err
+            assert "Traceback" not in res.err and "not supported" in res.err.splitlines()[-1]
+            assert not (catalog.parent / "cannery.lock").exists()
+            assert hits == [], hits
+    finally:
+        server.stop()
+        plain.shutdown()
+        plain.server_close()
+
+
+def test_git_tls_is_verified_whatever_the_environment_or_git_config_say(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca: LocalCA, tmp_path: Path, monkeypatch
+) -> None:
+    """GIT_SSL_NO_VERIFY in cannery's environment, or http.sslVerify = false in the user's git
+    config, would make git skip certificate checks: without --ca-cert the test CA's server is
+    still refused (exit 2, no lock), for a branch and a commit prefix alike."""
+    from tests.services.githttp import GitHTTPSServer
+
+    repos = tmp_path / "repos"
+    repos.mkdir()
+    _git(tmp_path, "clone", "-q", "--bare", str(setup["git"]), str(repos / "v.git"))
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[http]\n\tsslVerify = false\n")
+    server = GitHTTPSServer(repos, test_ca)
+    try:
+        catalog: Path = setup["catalog"]
+        original = catalog.read_text()
+        first = _git(setup["git"], "rev-parse", "main")
+        monkeypatch.delenv("CANNERY_CA_CERT", raising=False)
+        for env in ({"GIT_SSL_NO_VERIFY": "1"}, {"HOME": str(home)}):
+            with monkeypatch.context() as m:
+                for k, v in env.items():
+                    m.setenv(k, v)
+                for ref in ("main", first[:8]):
+                    catalog.write_text(original.replace(
+                        f'git = "file://{setup["git"]}"\nref = "main"',
+                        f'git = "{server.url}/v.git"\nref = "{ref}"'))
+                    res = cli("lock", "--catalog", str(catalog))
+                    assert res.code == 2 and "component vllm-ascend: " in res.err, (env, res.err)
+                    assert not (catalog.parent / "cannery.lock").exists()
     finally:
         server.stop()

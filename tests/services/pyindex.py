@@ -18,8 +18,12 @@ def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def make_wheel(out_dir: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> Path:
-    """A ``py3-none-any`` wheel whose module ``name`` holds ``VERSION``."""
+def make_wheel(
+    out_dir: Path, name: str, version: str, requires: tuple[str, ...] = (),
+    tag: str = "py3-none-any",
+) -> Path:
+    """A wheel tagged ``tag`` (default ``py3-none-any``) whose module ``name`` holds
+    ``VERSION``."""
     mod = name.replace("-", "_")
     dist = f"{mod}-{version}"
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
@@ -28,9 +32,9 @@ def make_wheel(out_dir: Path, name: str, version: str, requires: tuple[str, ...]
         f"{mod}/__init__.py": f"VERSION = {version!r}\n".encode(),
         f"{dist}.dist-info/METADATA": meta.encode(),
         f"{dist}.dist-info/WHEEL": (
-            b"Wheel-Version: 1.0\nGenerator: cannery-tests\nRoot-Is-Purelib: true\n"
-            b"Tag: py3-none-any\n"
-        ),
+            "Wheel-Version: 1.0\nGenerator: cannery-tests\nRoot-Is-Purelib: true\n"
+            f"Tag: {tag}\n"
+        ).encode(),
     }
     record = ""
     for path, data in files.items():
@@ -38,7 +42,7 @@ def make_wheel(out_dir: Path, name: str, version: str, requires: tuple[str, ...]
         record += f"{path},sha256={digest},{len(data)}\n"
     files[f"{dist}.dist-info/RECORD"] = (record + f"{dist}.dist-info/RECORD,,\n").encode()
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{dist}-py3-none-any.whl"
+    path = out_dir / f"{dist}-{tag}.whl"
     with zipfile.ZipFile(path, "w") as zf:
         for member, data in files.items():
             zf.writestr(zipfile.ZipInfo(member, (2020, 1, 1, 0, 0, 0)), data)

@@ -107,10 +107,20 @@ class HTTPSFileServer(HTTPSServer):
     """Serves ``root`` over HTTPS on 127.0.0.1 with the test CA's server certificate."""
 
     def __init__(self, root: Path, ca: LocalCA, port: int = 0) -> None:
-        handler = lambda *a, **kw: _QuietHandler(*a, directory=str(root), **kw)  # noqa: E731
+        self.requests: list[str] = []  # the paths asked for, in order (a test may clear it)
+        seen = self.requests
+        handler = lambda *a, **kw: _QuietHandler(  # noqa: E731
+            *a, directory=str(root), seen=seen, **kw)
         super().__init__(handler, ca, port)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def __init__(self, *args: Any, seen: list[str], **kwargs: Any) -> None:
+        self.seen = seen  # set first: the base class handles the request inside __init__
+        super().__init__(*args, **kwargs)
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        self.seen.append(self.path)
+
     def log_message(self, format: str, *args: object) -> None:
         pass

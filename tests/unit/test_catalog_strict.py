@@ -225,6 +225,46 @@ def test_same_tag_in_another_repository_is_fine(tmp_path: Path, cli) -> None:  #
     assert res.code == 0, res.err
 
 
+
+def _two_registries(text: str, *names: str) -> str:
+    extra = "".join(f'[registries.{n}]\nrepository = "{n}.example.com/x"\n\n' for n in names)
+    return text.replace("[bases.b910]", extra + "[bases.b910]")
+
+
+def test_a_tag_has_one_owner_in_every_registry_of_the_image(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """One is built into `other`; two (extending one, so its alias too) is built into `local`
+    and mirrored to `other`: both would move `latest` in other.example.com/x. The error names
+    the line where the alias is written."""
+    text = _two_registries(GOOD, "other")
+    text = text.replace('recipe = "r"', 'recipe = "r"\nregistry = "other"\naliases = ["latest"]')
+    text = text.replace('recipe = "s"', 'recipe = "s"\nregistry = "local"\nmirrors = ["other"]')
+    path, res = _validate(cli, tmp_path, text)
+    assert _errors(res.err) == [
+        f"cannery: error: {path}:{line_of(text, 'aliases = ')}: images.one.aliases[0]: "
+        "tag 'latest' in other.example.com/x is claimed by images 'one' and 'two': a tag has "
+        "one owner"
+    ], res.err
+
+
+def test_a_tag_has_one_owner_in_the_catalogs_default_mirrors(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """The same, with the mirror from catalog.mirrors (two names none of its own)."""
+    text = _two_registries(GOOD, "other", "third")
+    text = text.replace('registry = "local"\n', 'registry = "local"\nmirrors = ["other"]\n', 1)
+    text = text.replace('recipe = "r"', 'recipe = "r"\nregistry = "third"\naliases = ["latest"]')
+    text = text.replace('recipe = "s"', 'recipe = "s"\nregistry = "local"')
+    _, res = _validate(cli, tmp_path, text)
+    assert res.code == 2
+    assert "'latest' in other.example.com/x is claimed by images 'one' and 'two'" in res.err
+
+
+def test_the_same_alias_in_disjoint_registries_and_mirrors_is_fine(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = _two_registries(GOOD, "other", "m1", "m2")
+    text = text.replace('recipe = "r"', 'recipe = "r"\nregistry = "other"\nmirrors = ["m1"]\n'
+                        'aliases = ["latest"]')
+    text = text.replace('recipe = "s"', 'recipe = "s"\nregistry = "local"\nmirrors = ["m2"]')
+    _, res = _validate(cli, tmp_path, text)
+    assert res.code == 0, res.err
+
 RUN_DEFECTS = [
     ("tls", "wget --no-check-certificate -O /a https://x.example.com/a",
      "tls-verification-disabled: wget --no-check-certificate downloads without verifying"),

@@ -66,3 +66,42 @@ def test_the_lock_knows_unpinned_python_as_the_planner_does() -> None:
         want = {s.name for s in plan(cat, lock) if s.unpinned()}
         assert {n for n in cat.images if _python_unpinned(cat, lock, n)} == want
     assert {s.name for s in plan(cat, half) if s.unpinned()}  # the comparison is not vacuous
+
+
+def test_update_of_a_wheel_component_whose_bytes_moved_re_resolves_its_python(
+    tmp_path: Path,
+) -> None:
+    """`--update NAME` of a wheel component re-resolves the Python pins of the images that
+    install it when its bytes changed (a nightly wheel at a fixed URL): the request names the
+    URL only, so the entry looked current and kept the old wheel's dependencies."""
+    from tests.catalogs import minimal
+
+    text = minimal().replace(
+        "[images.one]",
+        '[components.npu-wheel]\nwheel = "https://files.example.com/npu-{uname_arch}.whl"\n'
+        'package = "npu"\n\n[images.one]',
+    ).replace('components = ["torch", "vllm", "vllm-ascend"]',
+              'components = ["torch", "vllm", "vllm-ascend", "npu-wheel"]')
+    path = tmp_path / "cannery.toml"
+    path.write_text(text)
+    cat = load_catalog(path).catalog
+    sha = {"v": "1"}
+
+    def python(req: PythonRequest) -> list[str]:
+        return [f"dep=={sha['v']} --hash=sha256:{'a' * 64}"]
+
+    resolvers = Resolvers(
+        base=lambda image: "sha256:" + "b" * 64,
+        git=lambda url, ref: "c" * 40,
+        url=lambda url: ((sha["v"] if "npu-" in url else "0") * 64, 1),
+        python=python,
+    )
+    old = update_lock(cat, Lock(), resolvers)
+    sha["v"] = "2"  # the wheel at the same URL is new bytes, with a new dependency
+    new = update_lock(cat, old, resolvers, {"npu-wheel"})
+    moved = [u for u in new.urls if "npu-" in u]
+    assert moved and all(new.urls[u].sha256 == "2" * 64 for u in moved)
+    for key in ("one/amd64", "one/arm64", "two/amd64", "two/arm64"):
+        assert new.python[key].requirements == [f"dep==2 --hash=sha256:{'a' * 64}"], key
+    # nothing moved: nothing re-resolved, the Python entries keep their times
+    assert update_lock(cat, new, resolvers, {"npu-wheel"}) == new

@@ -218,10 +218,15 @@ def _baseline(tmp: Path, cli, shown: list[str]) -> None:  # type: ignore[no-unty
 # run against an e2e test's own registry on a free port: parsed only. The e2e test that runs
 # the same shape against local services is named beside each.
 NETWORK = {
-    "cannery verify 127.0.0.1:44479/e2e/attested:e2e-8.5.2-910b-py3.11 --catalog catalog.toml "
+    "cannery verify 127.0.0.1:46113/e2e/attested:e2e-8.5.2-910b-py3.11 --catalog catalog.toml "
     "--no-runtime --key key.pub": "tests/e2e/test_attest.py",
     "cannery verify 127.0.0.1:41377/e2e/attested:e2e-8.5.2-910b-py3.11 --catalog catalog.toml "
     "--no-runtime --rebuild --platform linux/amd64 --network host": "tests/e2e/test_attest.py",
+    "cannery verify 127.0.0.1:46113/e2e/attested:e2e-8.5.2-910b-py3.11 --catalog catalog.toml "
+    "--no-runtime --certificate-identity "
+    "https://github.com/example/images/.github/workflows/other.yml@refs/heads/main "
+    "--certificate-oidc-issuer https://token.actions.githubusercontent.com "
+    "--trusted-root trusted_root.json": "tests/e2e/test_attest.py",
     "cannery lock": "tests/e2e/test_lock.py",
     "cannery build qwen3-5-a2 --locked --push": "tests/e2e/test_build.py",
     "cannery build qwen3-5-a2 --locked --output oci:images": "tests/e2e/test_build.py",

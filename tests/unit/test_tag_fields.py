@@ -97,8 +97,16 @@ def test_every_unknown_field_once_even_when_inherited(tmp_path: Path) -> None:
         (lambda t: t.replace('{recipe}"', '{recipe}-{other}"')
          .replace("[images.one]", '[components.other]\npip = ["x"]\nversion = "1"\n\n[images.one]'),
          "other", "component 'other' is not one of its components"),
+        # an empty value would vanish from the tag ("t{version}-x" → "t-x"), silently
+        (lambda t: t.replace('{recipe}"', '{recipe}-{version}"')
+         .replace('[catalog]\nname = "test"', '[catalog]\nname = "test"\nversion = ""'),
+         "version", "catalog.version is empty"),
+        (lambda t: t.replace('{recipe}"', '{recipe}-{torch}"')
+         .replace("pin = true", 'pin = true\nversion = ""'),
+         "torch", "component 'torch' has no version"),
     ],
-    ids=["catalog-version", "component-without-version", "component-not-in-image"],
+    ids=["catalog-version", "component-without-version", "component-not-in-image",
+         "catalog-version-empty", "component-version-empty"],
 )
 def test_field_without_a_value_names_image_and_field(edit, field, why, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     problems = _errors(tmp_path, edit(minimal()))

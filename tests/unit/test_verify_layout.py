@@ -5,6 +5,7 @@ and the options a layout refuses. The container part runs in tests/e2e/test_buil
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,35 @@ def test_a_layout_needs_the_image_named(tmp_path: Path, cli) -> None:  # type: i
     res = cli("verify", f"oci:{tmp_path}", "--catalog", str(cat), "--image", "one",
               "--platform", "linux/s390x")
     assert res.code == 2 and "not one of its platforms" in res.err, res.err
+
+
+def test_a_blob_or_index_that_is_not_a_regular_file_is_refused_unread(tmp_path: Path) -> None:
+    """A symlink to /dev/zero (size 0 to stat, endless to read) in place of a config blob or
+    index.json is refused, not read into memory until the runner dies."""
+    desc = _image(tmp_path, "amd64")
+    _write_layout_platforms(tmp_path, [desc], "t")
+    layout = Layout(tmp_path)
+    manifest = json.loads(layout.get_manifest(LAYOUT_REF.with_digest(desc.digest))[0])
+    config = tmp_path / "blobs" / "sha256" / manifest["config"]["digest"].split(":")[1]
+    config.unlink()
+    config.symlink_to("/dev/zero")
+    with pytest.raises(InputError, match="not a regular file"):
+        layout.image_config(LAYOUT_REF.with_digest(desc.digest))
+    index = tmp_path / "index.json"
+    index.unlink()
+    index.symlink_to("/dev/zero")
+    with pytest.raises(InputError, match="not a regular file"):
+        layout.named("t", ["linux/amd64"])
+    index.unlink()
+    os.mkfifo(index)  # no writer: an open without O_NONBLOCK would wait for ever
+    with pytest.raises(InputError, match="not a regular file"):
+        layout.named("t", ["linux/amd64"])
+
+
+def test_a_config_blob_past_the_cap_is_refused_unread(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import cannery.verify.layout as layout_mod
+
+    desc = _image(tmp_path, "amd64")
+    monkeypatch.setattr(layout_mod, "CONFIG_CAP", 16)
+    with pytest.raises(InputError, match="larger than 16 bytes"):
+        Layout(tmp_path).image_config(LAYOUT_REF.with_digest(desc.digest))

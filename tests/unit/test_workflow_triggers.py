@@ -166,11 +166,25 @@ def test_scheduled_lock_update_opens_a_pull_request(tmp_path: Path) -> None:
     assert "cannery render --catalog cannery.toml" in runs
     assert runs.index("cannery lock --update all --catalog cannery.toml") < \
         runs.index("cannery render --catalog cannery.toml")
-    pr = job["steps"][-1]
+    pr_job = doc["jobs"]["lock-update-pr"]
+    assert pr_job["needs"] == "lock-update"
+    pr = pr_job["steps"][-1]
     assert pr["env"]["GH_TOKEN"] == "${{ github.token }}"  # never on a command line
     assert "gh auth setup-git" in pr["run"] and "gh pr create" in pr["run"]
     assert 'git push --force origin "HEAD:refs/heads/${BRANCH}"' in pr["run"]
     assert "${{" not in pr["run"]
+    # cannery (git, uv building tracked branches' new commits) runs third-party code: its job
+    # has a read-only token and names none; the job with the write token runs no cannery,
+    # no Python and nothing but git and gh on the patch it is handed
+    assert job["permissions"] == {"contents": "read"}
+    assert "github.token" not in yaml.safe_dump(job) and "secrets." not in yaml.safe_dump(job)
+    assert pr_job["permissions"] == {"contents": "write", "pull-requests": "write"}
+    for step in pr_job["steps"]:
+        for line in step.get("run", "").splitlines():
+            assert line.split()[:1] in ([], ["git"], ["gh"], ["if"], ["fi"], ["open=\"$(gh"],
+                                        ["--body"]), line
+        used = str(step.get("uses", ""))
+        assert not used or used.startswith(("actions/checkout@", "actions/download-artifact@"))
     # the nightly builds stay --locked: nothing in the workflow builds without it
     for jid, other in doc["jobs"].items():
         for s in other["steps"]:
@@ -178,7 +192,7 @@ def test_scheduled_lock_update_opens_a_pull_request(tmp_path: Path) -> None:
                 assert "--locked" in s["run"], jid
     off = yaml.safe_load(
         _render(_catalog(tmp_path, 'schedule = "0 3 * * *"\nlock_update = false\n')))
-    assert "lock-update" not in off["jobs"] and off["on"]["schedule"]
+    assert not {"lock-update", "lock-update-pr"} & set(off["jobs"]) and off["on"]["schedule"]
 
 
 @pytest.mark.parametrize("bad", ['"!v*"', '"v* x"', '""', '"a:b"'])
@@ -344,3 +358,12 @@ def test_a_release_tag_must_name_the_catalog_version(tmp_path: Path) -> None:
     plain = tmp_path / "plain.toml"
     plain.write_text(minimal() + '\n[ci]\nrelease_tags = ["v*"]\n')
     assert "release tag" not in _affected_script(_render(plain))
+
+
+def test_a_changed_file_with_an_unusual_name_is_still_inside_its_directory(repo: Path) -> None:
+    """git diff quotes a name with non-ASCII bytes, a quote, a backslash or a tab ("src/app/
+    donn\\303\\251es.txt") unless told not to: the quoted name is under no directory, and the
+    image that copies src/app was not rebuilt."""
+    for name in ("src/app/données.txt", 'src/app/a"b.txt', "src/app/tab\there.txt"):
+        before = _commit(repo, name)
+        assert _choose(repo, "push", before)[1] == ["three"], name

@@ -28,10 +28,11 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 RUN set -eu; \
     missing=$(for p in ca-certificates curl gcc gcc-c++ make cmake zlib-devel bzip2-devel openssl-devel ncurses-devel sqlite-devel readline-devel tk-devel gdbm-devel libpcap-devel xz-devel libev-devel expat-devel libffi-devel systemtap-sdt-devel; do rpm -q --quiet "$p" || echo "$p"; done); \
     if [ -n "${missing}" ]; then \
-      dnf install -y --setopt=install_weak_deps=False ${missing}; \
+      dnf install -y --setopt=persistdir=/tmp/cannery-dnf --setopt=install_weak_deps=False ${missing}; \
+      rm -rf /tmp/cannery-dnf; \
     fi; \
     dnf clean all; \
-    rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache
+    rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache /var/lib/rpm/rpmdb.sqlite-shm
 RUN set -eu; \
     case "${TARGETARCH}" in \
       amd64) python_url=https://repo.huaweicloud.com/python/3.11.14/Python-3.11.14.tgz; python_sha256=UNLOCKED ;; \
@@ -92,10 +93,11 @@ ENV PATH=/usr/local/python3.11.14/bin:${PATH}
 RUN set -eu; \
     missing=$(for p in gcc gcc-c++ make cmake git vim wget jq curl numactl-devel sqlite-devel unzip pciutils net-tools blas-devel gcc-gfortran patchelf ca-certificates $(cat /opt/cannery/python-runtime-packages); do rpm -q --quiet "$p" || echo "$p"; done); \
     if [ -n "${missing}" ]; then \
-      dnf install -y --setopt=install_weak_deps=False ${missing}; \
+      dnf install -y --setopt=persistdir=/tmp/cannery-dnf --setopt=install_weak_deps=False ${missing}; \
+      rm -rf /tmp/cannery-dnf; \
     fi; \
     dnf clean all; \
-    rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache
+    rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache /var/lib/rpm/rpmdb.sqlite-shm
 RUN python3 -m pip install --no-cache-dir --upgrade pip
 
 # CANN 8.5.1 environment, as its set_env.sh sets it, persisted for every

@@ -54,7 +54,7 @@ ENV ASCEND_TOOLKIT_HOME=/usr/local/Ascend/cann-9.1.0 \
     LD_LIBRARY_PATH=/usr/local/Ascend/cann-9.1.0/lib64:/usr/local/Ascend/cann-9.1.0/lib64/plugin/opskernel:/usr/local/Ascend/cann-9.1.0/lib64/plugin/nnengine:/usr/local/Ascend/cann-9.1.0/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/${CANN_ARCH}:/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver:/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/lib${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}
 
 # serving-extras: modelscope ray>=2.47.1,<=2.48.0 protobuf>3.20.0
-RUN python3 -m pip install --no-cache-dir modelscope 'ray>=2.47.1,<=2.48.0' 'protobuf>3.20.0'
+RUN python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple modelscope 'ray>=2.47.1,<=2.48.0' 'protobuf>3.20.0'
 
 # Parallel jobs for every build step; empty means the builder's cores.
 ARG BUILD_JOBS=""
@@ -76,7 +76,7 @@ RUN set -eu; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     export VLLM_TARGET_DEVICE=empty; \
-    python3 -m pip install --no-cache-dir "$@" -e '/vllm-workspace/vllm[audio]'; \
+    python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" -e '/vllm-workspace/vllm[audio]'; \
     rm -rf /vllm-workspace/vllm/.git
 
 # vllm-ascend: this repository's checkout (.) (editable)
@@ -97,7 +97,7 @@ RUN set -eu; \
     export VLLM_BATCH_INVARIANT=1; \
     export SOC_VERSION=ascend310p1; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-9.1.0/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
-    python3 -m pip install --no-cache-dir "$@" -e /vllm-workspace/vllm-ascend
+    python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" -e /vllm-workspace/vllm-ascend
 
 # Removed after the installs: triton, triton-ascend.
 RUN python3 -m pip uninstall -y triton triton-ascend

@@ -30,10 +30,11 @@ CMD ["/bin/bash"]
 RUN set -eu; \
     missing=$(for p in git vim wget net-tools gcc gcc-c++ make cmake numactl numactl-devel libibverbs-devel jemalloc hiredis-devel clang patch ca-certificates; do rpm -q --quiet "$p" || echo "$p"; done); \
     if [ -n "${missing}" ]; then \
-      dnf install -y --setopt=install_weak_deps=False ${missing}; \
+      dnf install -y --setopt=persistdir=/tmp/cannery-dnf --setopt=install_weak_deps=False ${missing}; \
+      rm -rf /tmp/cannery-dnf; \
     fi; \
     dnf clean all; \
-    rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache
+    rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache /var/lib/rpm/rpmdb.sqlite-shm
 
 # CANN 9.1.0 environment, as its set_env.sh sets it, persisted for every
 # later step and for the running container (no `source` needed, none lost under
@@ -57,10 +58,10 @@ RUN set -eu; \
       arm64) set -- --extra-index-url=https://mirrors.aliyun.com/pypi/web/simple ;; \
       *) echo "cannery: no package index choice for mooncake for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
     esac; \
-    python3 -m pip install --no-cache-dir "$@" mooncake-transfer-engine-npu==0.3.11.post1
+    python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" mooncake-transfer-engine-npu==0.3.11.post1
 
 # serving-extras: modelscope ray>=2.47.1,<=2.48.0 protobuf>3.20.0
-RUN python3 -m pip install --no-cache-dir modelscope 'ray>=2.47.1,<=2.48.0' 'protobuf>3.20.0'
+RUN python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple modelscope 'ray>=2.47.1,<=2.48.0' 'protobuf>3.20.0'
 
 # Parallel jobs for every build step; empty means the builder's cores.
 ARG BUILD_JOBS=""
@@ -82,7 +83,7 @@ RUN set -eu; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     export VLLM_TARGET_DEVICE=empty; \
-    python3 -m pip install --no-cache-dir "$@" -e '/vllm-workspace/vllm[audio]'; \
+    python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" -e '/vllm-workspace/vllm[audio]'; \
     rm -rf /vllm-workspace/vllm/.git
 
 # vllm-ascend: this repository's checkout (.) (editable)
@@ -103,7 +104,7 @@ RUN set -eu; \
     export VLLM_BATCH_INVARIANT=1; \
     export SOC_VERSION=ascend910_9391; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-9.1.0/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
-    python3 -m pip install --no-cache-dir "$@" -e /vllm-workspace/vllm-ascend
+    python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" -e /vllm-workspace/vllm-ascend
 
 # Removed after the installs: triton, triton-ascend.
 RUN python3 -m pip uninstall -y triton triton-ascend

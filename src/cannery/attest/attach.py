@@ -6,7 +6,9 @@ signature of the index. Each is a DSSE envelope of an in-toto statement whose su
 manifest (unsigned when no key is given). An artifact already attached (same type and, for
 signatures, same key) is not attached again, so a no-op build adds nothing. "Already attached"
 is read from the artifact manifest itself (its ``subject``, type and key id), not from the
-list's entry: an entry is only a claim (a fallback tag anyone with push rights can write).
+list's entry: an entry is only a claim (a fallback tag anyone with push rights can write). One
+found attached without its keep tag (attached by a cannery before those) gets it, so the next
+"delete untagged" GC keeps it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from cannery.errors import CommandError
 from cannery.oci.client import NotFound, OCIClient
 from cannery.oci.manifest import Descriptor, MalformedManifest, load_json, platform_string
 from cannery.oci.reference import Reference
-from cannery.oci.referrers import Referrer, attach, list_referrers, parse_artifact
+from cannery.oci.referrers import Referrer, attach, keep, list_referrers, parse_artifact
 from cannery.util.fs import atomic_write
 
 PROVENANCE_TYPE = "application/vnd.in-toto+json"
@@ -125,6 +127,7 @@ class Attester:
             if (kind, about.digest) == (artifact_type, subject) and (
                 key is None or ann.get(KEYID_ANNOTATION) == key
             ):
+                keep(self.client, repo, r.descriptor.digest, body)
                 return True
         return False
 

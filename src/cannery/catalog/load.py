@@ -424,10 +424,14 @@ def _tag_fields_ok(
                   f"({hint}known: {', '.join(f'{{{k}}}' for k in known)}; a component's field "
                   "is its name with '-' and '.' as '_')")
     values = tag_values(cat, image)
-    missing = [f for f in fields if f not in unknown and values.get(f) is None]
+    # An empty version is no value either: it would vanish from the tag. (A built-in fact
+    # the image lacks renders "" and is reported where that fact is checked.)
+    missing = [f for f in fields if f not in unknown and (
+        values.get(f) is None or (values.get(f) == "" and (f == "version" or f not in TAG_FIELDS))
+    )]
     for f in missing:
         if f == "version":
-            why = "catalog.version is not set"
+            why = "catalog.version is " + ("empty" if values.get(f) == "" else "not set")
         elif comps[f] not in cat.images[image].components:
             why = f"component {comps[f]!r} is not one of its components"
         else:
@@ -608,7 +612,13 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                 f"toolkit {img.toolkit!r} has no package for family {family} "
                 f"(it has: {', '.join(sorted(fams))})",
             )
-        repository = cat.registries[registry].repository if registry in cat.registries else ""
+        # Every repository the image is published to (its registry, then its mirrors, as the
+        # plan lists them): a tag is owned per repository, so two images that share any one of
+        # them cannot both claim it.
+        published = [registry, *(cat.catalog.mirrors if img.mirrors is None else img.mirrors)]
+        repositories = list(dict.fromkeys(
+            cat.registries[n].repository for n in published if n in cat.registries
+        )) or [""]
         templates: list[tuple[tuple[str | int, ...], str]] = [((*where, "tag"), img.tag)]
         templates += [((*where, "aliases", i), a) for i, a in enumerate(img.aliases)]
         named = [(at, render_tag(cat, iname, t)) for at, t in templates
@@ -621,13 +631,16 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                     "at most 128; not starting with '.' or '-')",
                 )
             # A tag has one owner: two images moving it would each undo the other's push.
-            owner = tags.get(f"{repository}:{tag}")
-            if owner is not None and owner != iname:
-                col.error(at, f"tag {tag!r} in {repository} is claimed by images {owner!r} and "
-                          f"{iname!r}: a tag has one owner")
-            elif owner == iname:
-                col.error(at, f"tag {tag!r} is given twice for this image")
-            tags[f"{repository}:{tag}"] = iname
+            for repository in repositories:
+                owner = tags.get(f"{repository}:{tag}")
+                if owner is not None and owner != iname:
+                    col.error(at, f"tag {tag!r} in {repository} is claimed by images {owner!r} "
+                              f"and {iname!r}: a tag has one owner")
+                    break
+                if owner == iname:
+                    col.error(at, f"tag {tag!r} is given twice for this image")
+                    break
+                tags[f"{repository}:{tag}"] = iname
         tk_env = cat.envs.get(itk.env, {}) if itk is not None and itk.env is not None else {}
         for var, value in img.env.items():
             if isinstance(value, str) and isinstance(tk_env.get(var), list):

@@ -106,8 +106,6 @@ def run(argv: list[str]) -> int:
     if args.list_rules:
         return _list()
 
-    from dataclasses import replace
-
     from cannery.lint.config import LintConfig, load_config, rule_list
     from cannery.lint.engine import Engine, discover, read
     from cannery.lint.model import Severity
@@ -124,10 +122,10 @@ def run(argv: list[str]) -> int:
 
     def overridden(cfg: LintConfig) -> LintConfig:
         if select is not None:
-            cfg = replace(cfg, select=select)
+            cfg = cfg.replace(select=select)
         if ignore:
-            cfg = replace(cfg, ignore=cfg.ignore + ignore)
-        return replace(cfg, fail_on=fail_on) if fail_on is not None else cfg
+            cfg = cfg.replace(ignore=cfg.ignore + ignore)
+        return cfg.replace(fail_on=fail_on) if fail_on is not None else cfg
 
     # options come from the config nearest each file (or --config for all of them)
     engines: dict[Path, Engine] = {}

@@ -20,6 +20,7 @@ from cannery.plan import ImageSpec, plan
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import ssl_context
 from cannery.verify.attestations import attestation_checks, index_entries_check
+from cannery.verify.keyless import KeylessPolicy, keyless_checks, load_verifier
 from cannery.verify.layout import LAYOUT_REF, Layout
 from cannery.verify.mirrors import registry_parity_checks
 from cannery.verify.model import Check
@@ -88,6 +89,24 @@ def _rebuild(
     return out
 
 
+def keyless_policy(
+    identity: str | None, issuer: str | None, trusted_root: Path | None
+) -> KeylessPolicy | None:
+    """The keyless identity to require, from the three options (both or neither of identity
+    and issuer; a trusted root only with them)."""
+    if identity is None and issuer is None:
+        if trusted_root is not None:
+            raise InputError("--trusted-root: give --certificate-identity and "
+                             "--certificate-oidc-issuer too")
+        return None
+    if not identity or not issuer:
+        raise InputError("--certificate-identity and --certificate-oidc-issuer go together: "
+                         "give both")
+    if trusted_root is not None and not trusted_root.is_file():
+        raise InputError(f"--trusted-root: {trusted_root}: no such file")
+    return KeylessPolicy(identity, issuer, trusted_root)
+
+
 def verify_cmd(
     ref_text: str,
     catalog: Path | None,
@@ -102,11 +121,13 @@ def verify_cmd(
     network: str | None = None,
     rebuild_platforms: list[str] | None = None,
     all_registries: bool = False,
+    keyless: KeylessPolicy | None = None,
 ) -> int:
     if ref_text.startswith("oci:"):
-        if rebuild or all_registries or key or require_attestations:
-            raise InputError(f"{ref_text}: --rebuild, --all-registries, --key and "
-                             "--require-attestations check a registry, not a layout")
+        if rebuild or all_registries or key or require_attestations or keyless:
+            raise InputError(f"{ref_text}: --rebuild, --all-registries, --key, "
+                             "--require-attestations and --certificate-identity check a "
+                             "registry, not a layout")
         return _verify_layout(Path(ref_text[4:]), catalog, lock, image, as_json, runtime,
                               rebuild_platforms)
     try:
@@ -114,6 +135,7 @@ def verify_cmd(
     except ValueError as exc:
         raise InputError(f"{ref_text}: not an image reference: {exc}") from None
     keys = [load_public_key(key)] if key else []
+    sigstore = load_verifier(keyless) if keyless is not None else None
     loaded, lk, _ = load_with_lock(catalog, lock, quiet=as_json)
     specs = plan(loaded.catalog, lk, select(loaded, [image] if image else None))
     spec = specs[0] if image else _spec_for(ref, specs)
@@ -141,6 +163,8 @@ def verify_cmd(
             checks.append(index_entries_check(index[0]))
             checks += attestation_checks(client, by_digest, spec, images, keys,
                                          require_attestations)
+            if keyless is not None and sigstore is not None:
+                checks += keyless_checks(client, by_digest, spec, images, keyless, sigstore)
         if rebuild:
             checks += _rebuild(client, by_digest, job, images, ca_cert, network, rebuild_platforms)
         if all_registries:  # the registry checks above and the runtime checks run once

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from cannery.errors import InputError
-from cannery.lint.model import Severity
+from cannery.lint.model import Frozen, Severity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # Base images whose SHELL is bash (Ascend's CANN images set SHELL ["/bin/bash", "-c"]).
 DEFAULT_SHELLS: dict[str, list[str]] = {
@@ -52,19 +54,62 @@ KEYS = ("select", "ignore", "severity", "base-image-shells", "base-image-env",
         "implicit-args", "trusted-registries", "fail-on", "target", "no-compile-env")
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class LintConfig:
-    select: tuple[str, ...] | None = None  # None: every rule
-    ignore: tuple[str, ...] = ()
-    severity: dict[str, Severity] = field(default_factory=dict)
-    base_image_shells: dict[str, list[str]] = field(default_factory=lambda: dict(DEFAULT_SHELLS))
-    base_image_env: dict[str, list[str]] = field(default_factory=lambda: dict(DEFAULT_BASE_ENV))
-    implicit_args: frozenset[str] = frozenset(DEFAULT_IMPLICIT_ARGS)
-    trusted_registries: tuple[str, ...] = ()
-    fail_on: Severity = Severity.WARNING
-    target: str | None = None  # the stage that ships (default: the last one)
-    no_compile_env: tuple[str, ...] = DEFAULT_NO_COMPILE_ENV
-    source: str = "defaults"
+class LintConfig(Frozen):
+    """The options of one run (immutable; ``replace`` makes a changed copy)."""
+
+    __slots__ = (
+        "base_image_env",
+        "base_image_shells",
+        "fail_on",
+        "ignore",
+        "implicit_args",
+        "no_compile_env",
+        "select",
+        "severity",
+        "source",
+        "target",
+        "trusted_registries",
+    )
+    select: tuple[str, ...] | None  # None: every rule
+    ignore: tuple[str, ...]
+    severity: dict[str, Severity]
+    base_image_shells: dict[str, list[str]]
+    base_image_env: dict[str, list[str]]
+    implicit_args: frozenset[str]
+    trusted_registries: tuple[str, ...]
+    fail_on: Severity
+    target: str | None  # the stage that ships (default: the last one)
+    no_compile_env: tuple[str, ...]
+    source: str
+
+    def __init__(
+        self,
+        select: tuple[str, ...] | None = None,
+        ignore: tuple[str, ...] = (),
+        severity: dict[str, Severity] | None = None,
+        base_image_shells: dict[str, list[str]] | None = None,
+        base_image_env: dict[str, list[str]] | None = None,
+        implicit_args: frozenset[str] = frozenset(DEFAULT_IMPLICIT_ARGS),
+        trusted_registries: tuple[str, ...] = (),
+        fail_on: Severity = Severity.WARNING,
+        target: str | None = None,
+        no_compile_env: tuple[str, ...] = DEFAULT_NO_COMPILE_ENV,
+        source: str = "defaults",
+    ) -> None:
+        set_ = object.__setattr__  # immutable after this (Frozen)
+        set_(self, "select", select)
+        set_(self, "ignore", ignore)
+        set_(self, "severity", {} if severity is None else severity)
+        set_(self, "base_image_shells",
+             dict(DEFAULT_SHELLS) if base_image_shells is None else base_image_shells)
+        set_(self, "base_image_env",
+             dict(DEFAULT_BASE_ENV) if base_image_env is None else base_image_env)
+        set_(self, "implicit_args", implicit_args)
+        set_(self, "trusted_registries", trusted_registries)
+        set_(self, "fail_on", fail_on)
+        set_(self, "target", target)
+        set_(self, "no_compile_env", no_compile_env)
+        set_(self, "source", source)
 
 
 def rule_list(value: Any, where: str) -> tuple[str, ...]:
@@ -148,7 +193,7 @@ def apply_table(cfg: LintConfig, table: dict[str, Any], where: str) -> LintConfi
         if not isinstance(env, list) or not all(isinstance(v, str) and "=" in v for v in env):
             raise InputError(f"{where}: no-compile-env: expected a list of \"NAME=VALUE\"")
         changes["no_compile_env"] = cfg.no_compile_env + tuple(env)
-    return replace(cfg, **changes, source=where)
+    return cfg.replace(**changes, source=where)
 
 
 def _toml(path: Path) -> Any:

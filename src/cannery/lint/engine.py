@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from cannery.errors import InputError
@@ -95,19 +94,18 @@ def repo_root(path: Path) -> Path:
     return Path.cwd()
 
 
-@dataclass(repr=False, eq=False)
 class Engine:
-    config: LintConfig
-    rules: list[Rule] = field(default_factory=list)
-    peers: tuple[str, ...] = ()  # every Dockerfile of the run, for rules that link files
+    """The rules ``config`` selects, run over one file at a time."""
 
-    def __post_init__(self) -> None:
+    def __init__(self, config: LintConfig, peers: tuple[str, ...] = ()) -> None:
+        self.config = config
+        self.peers = peers  # every Dockerfile of the run, for rules that link files
         chosen = [r for r in RULES if r.name not in ("parse-error", "unused-suppression",
                                                      "internal-error")]
         if self.config.select is not None:
             chosen = [r for r in chosen if r.name in self.config.select]
         chosen = [r for r in chosen if r.name not in self.config.ignore]
-        self.rules = [r() for r in chosen]
+        self.rules: list[Rule] = [r() for r in chosen]
 
     def context(self, path: Path, kind: str) -> LintContext:
         return LintContext(
@@ -161,9 +159,7 @@ class Engine:
         level = self.config.severity.get(f.rule)
         if level is None or level == f.severity:
             return f
-        from dataclasses import replace
-
-        return replace(f, severity=level)
+        return f.replace(severity=level)
 
     def fix_text(self, path: str, text: str, kind: str, unsafe: bool = False,
                  rounds: int = 10) -> tuple[str, list[Finding]]:

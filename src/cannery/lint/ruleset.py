@@ -7,7 +7,6 @@ removed one stays listed as removed so old suppressions and configs still make s
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import ClassVar
 
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
@@ -47,6 +46,10 @@ from cannery.lint.rules.unpinned_pip_requirement import UnpinnedPipRequirement
 from cannery.lint.rules.unsafe_tag_deletion import UnsafeTagDeletion
 from cannery.lint.rules.unused_arg import UnusedArg
 from cannery.lint.rules.unverified_download import UnverifiedDownload
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
 class ParseError(Rule):

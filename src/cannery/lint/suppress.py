@@ -12,23 +12,25 @@ continuation, so it is not honoured and is reported as misplaced.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from cannery.lint.model import Finding, Severity, Span
 
 DIRECTIVE = re.compile(r"#\s*cannery:\s*(ignore-file|ignore)\b\s*(?:=\s*([\w\-, ]+))?")
 
 
-@dataclass(repr=False, eq=False)
 class Directive:
-    line: int
-    column: int
-    scope: str  # ignore | ignore-file
-    rules: tuple[str, ...]  # empty: all (file scope only)
-    first: int  # lines it covers
-    last: int
-    used: set[str] = field(default_factory=set)
-    misplaced: bool = False  # at the end of a line continued with `\`: not honoured
+    __slots__ = ("column", "first", "last", "line", "misplaced", "rules", "scope", "used")
+
+    def __init__(self, line: int, column: int, scope: str, rules: tuple[str, ...], first: int,
+                 last: int, used: set[str] | None = None, misplaced: bool = False) -> None:
+        self.line = line
+        self.column = column
+        self.scope = scope  # ignore | ignore-file
+        self.rules = rules  # empty: all (file scope only)
+        self.first = first  # lines it covers
+        self.last = last
+        self.used: set[str] = set() if used is None else used
+        self.misplaced = misplaced  # at the end of a line continued with `\`: not honoured
 
 
 def directives(lines: list[str], ranges: list[tuple[int, int]]) -> list[Directive]:

@@ -12,10 +12,20 @@ Two ways a registry lists referrers, both handled here:
   honours them refuses a lost update with 412), and the list is read back afterwards; a write
   that lost a race is redone, up to ``RACE_TRIES`` times.
 
+Every artifact manifest is pushed under a tag of its own, ``sha256-<hex of the artifact>.artifact``
+(:func:`keep_tag`), as cosign tags its ``sha256-<hex>.sig``: a registry that deletes untagged
+manifests would otherwise delete it while the fallback index still lists it (Debian's
+docker-registry 2.8 ``garbage-collect --delete-untagged`` deletes even the children of a tagged
+index; quay.io and SWR expire untagged manifests), and the image would lose its attestations.
+The tag is named after the artifact itself, so it never moves and writing it again changes
+nothing. When the fallback index is rewritten, entries whose manifests the registry no longer
+has (deleted by a GC before this protection existed) are dropped: the registry would refuse an
+index that lists them.
+
 ``attach`` pushes an artifact; ``list_referrers`` reads what is attached; ``put_referrer`` pushes
-an artifact manifest whose blobs are already in the repository; ``copy_referrers`` carries every
-referrer of a manifest to another repository or registry (what a mirror or ``cannery copy``
-needs).
+an artifact manifest whose blobs are already in the repository; ``keep`` tags one already
+there; ``copy_referrers`` carries every referrer of a manifest to another repository or registry
+(what a mirror or ``cannery copy`` needs), each with its tag.
 """
 
 from __future__ import annotations
@@ -67,6 +77,28 @@ def fallback_tag(digest: str) -> str:
     if not valid_digest(digest):
         raise ValueError(f"{digest!r} is not a digest")
     return digest.replace(":", "-", 1)
+
+
+KEEP_SUFFIX = ".artifact"
+
+
+def keep_tag(digest: str) -> str:
+    """The tag that keeps an artifact manifest from "delete untagged" GC: ``sha256-<hex>.artifact``
+    for the artifact's own digest (never a referrers-list tag: those have no suffix)."""
+    return fallback_tag(digest) + KEEP_SUFFIX
+
+
+def keep(client: OCIClient, repo: Reference, digest: str, body: bytes | None = None) -> bool:
+    """Tag the artifact manifest ``digest`` (already in ``repo``) with :func:`keep_tag`, unless
+    the tag is there; returns whether anything was written. ``body``: its bytes, if known."""
+    ref = repo.with_tag(keep_tag(digest))
+    current = client.head_manifest(ref)
+    if current is not None and current.digest == digest:
+        return False
+    if body is None:
+        body, _ = client.get_manifest(repo.with_digest(digest))
+    client.put_manifest(ref, body, OCI_MANIFEST)
+    return True
 
 
 def artifact_manifest(
@@ -129,11 +161,14 @@ def attach(
 
 
 def put_referrer(client: OCIClient, repo: Reference, body: bytes) -> Referrer:
-    """Push an artifact manifest (its blobs already in ``repo``) by digest, then make sure it is
-    listed among its subject's referrers."""
+    """Push an artifact manifest (its blobs already in ``repo``) under its :func:`keep_tag` (one
+    PUT: the manifest is never untagged), then make sure it is listed among its subject's
+    referrers."""
     artifact_type, subject, _, annotations = parse_artifact(body, "artifact manifest")
     desc = Descriptor(OCI_MANIFEST, digest_of(body), len(body), annotations=annotations or None)
-    stored, oci_subject = client.put_manifest_if(repo.with_digest(desc.digest), body, OCI_MANIFEST)
+    stored, oci_subject = client.put_manifest_if(
+        repo.with_tag(keep_tag(desc.digest)), body, OCI_MANIFEST
+    )
     if not stored:
         raise NetworkError(f"{repo.name}@{desc.digest}: registry refused the artifact (412)")
     entry = Referrer(desc, artifact_type)
@@ -211,6 +246,9 @@ def _add_to_fallback(
             entries = _parse_list(body, where)
         if any(e.descriptor.digest == entry.descriptor.digest for e in entries):
             return
+        # One the registry lost (a GC before keep tags) would make it refuse the whole list.
+        entries = [e for e in entries if client.head_manifest(repo.with_digest(
+            e.descriptor.digest)) is not None]
         new = referrers_index([*entries, entry])
         stored, _ = client.put_manifest_if(tag_ref, new, OCI_INDEX, etag, create_only=got is None)
         if stored:

@@ -15,7 +15,8 @@ What the output guarantees (each a defect found in review of hand-written images
 - a job limit, SOC_VERSION and a component's build env live only in that component's RUN;
 - git sources are fetched at their locked commit with depth 1, and leave no ``.git`` behind;
 - torch pins are installed first and constrain every later pip call;
-- no mirror, index or trusted-host config is left in the image;
+- no mirror, index or trusted-host config is left in the image: build_mirrors are used by the
+  package and pip steps for that RUN only;
 - apt or dnf (from the base's os) installs only what the base lacks and leaves no lists,
   caches or logs;
 - layers run from least to most often changed, so bumping the framework rebuilds the tail only;
@@ -29,7 +30,7 @@ import re
 import shlex
 
 from cannery import __version__
-from cannery.catalog.inputs import BUNDLES
+from cannery.catalog.inputs import BUNDLE_WHEEL_ENDINGS, BUNDLES
 from cannery.plan import (
     CHECKOUT_ARG,
     UNAME_ARCH,
@@ -150,12 +151,26 @@ def _finish(lines: list[str]) -> list[str]:
     return lines
 
 
+def _mirrored(spec: ImageSpec, url: str) -> str:
+    """``url`` as the build fetches it: the longest build_mirrors.python prefix that covers
+    whole path segments of it replaced (the lock's hashes are checked against what the mirror
+    serves all the same)."""
+    probe = url if url.endswith("/") else url + "/"
+    for src, dst in spec.python_mirrors:
+        if probe.startswith(src):
+            out = dst + probe[len(src):]
+            return out if url.endswith("/") else out[:-1]
+    return url
+
+
 def _index_url(spec: ImageSpec, resolves: bool) -> str:
-    """The catalog's python_index for a pip call that resolves at build time (PyPI, pip's own
-    default, needs no option); a call that only installs locked files needs none."""
-    if not resolves or spec.python_index.rstrip("/") == DEFAULT_INDEX:
+    """The catalog's python_index (or its build mirror) for a pip call that resolves at build
+    time (PyPI, pip's own default, needs no option); a call that only installs locked files
+    needs none."""
+    index = _mirrored(spec, spec.python_index)
+    if not resolves or index.rstrip("/") == DEFAULT_INDEX:
         return ""
-    return f" --index-url {_q(spec.python_index)}"
+    return f" --index-url {_q(index)}"
 
 
 def _jobs_lines(comp: ComponentSpec) -> list[str]:
@@ -187,7 +202,8 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
     if comp.extra_index and (not spec.python_pinned or comp.path is not None):
         urls = dict(comp.extra_index)
         branches = {
-            a: [" ".join(["set --", *(_q(f"--extra-index-url={u}") for u in urls.get(a, ()))])
+            a: [" ".join(["set --", *(_q(f"--extra-index-url={_mirrored(spec, u)}")
+                                      for u in urls.get(a, ()))])
                 + ";"]
             for a in spec.arches
         }
@@ -206,7 +222,8 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         lines.append("mkdir -p /opt/cannery;")
         lines.append(f"printf '%s\\n' {reqs} >> {CONSTRAINTS};")
         idx = ' "$@"' if index else ""
-        lines.append(f"{PIP}{idx} -c {CONSTRAINTS} {' '.join([*extra, reqs])}".rstrip() + ";")
+        lines.append(f"{PIP}{_index_url(spec, True)}{idx} -c {CONSTRAINTS} "
+                     f"{' '.join([*extra, reqs])}".rstrip() + ";")
         out.append(Run(_finish(lines)))
         return out
     if comp.pip:
@@ -223,15 +240,20 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             (k for k in BUNDLES if all(w.url.endswith(k) for w in comp.wheels)), None
         )
         if bundle is not None:
-            # A release bundle of wheels: every wheel in it is installed, in one pip call.
+            # A release bundle of wheels: every wheel in it for this platform (torch_npu's
+            # daily bundle holds x86_64 and aarch64 ones) and every pure-Python one is
+            # installed, in one pip call.
             out[-1] = Comment(f"{comp.name}: a {BUNDLES[bundle]} of wheels, checked against its "
-                              "sha256 from cannery.lock")
+                              "sha256 from cannery.lock; its wheels for this platform installed")
             lines.append(
                 f"python3 -m zipfile -e /tmp/{v}.run /tmp/{v}/;" if bundle == ".zip"
                 else f"mkdir -p /tmp/{v}; tar -xzf /tmp/{v}.run -C /tmp/{v};"
             )
+            # bundle_wheel_fits, as find patterns ({uname_arch}: this platform's CANN_ARCH)
+            fits = " -o ".join('-name "*' + e.replace("{uname_arch}", "${" + ARCH_VAR + "}") + '"'
+                               for e in BUNDLE_WHEEL_ENDINGS)
             lines.append(" ".join(
-                [f"find /tmp/{v} -name '*.whl' -print0 | xargs -0 {pip}", *extra]) + ";")
+                [f"find /tmp/{v} \\( {fits} \\) -print0 | xargs -0 {pip}", *extra]) + ";")
             lines.append(f"rm -rf /tmp/{v} /tmp/{v}.run;")
             out.append(Run(_finish(lines)))
             return out
@@ -337,7 +359,8 @@ def _python_locked(spec: ImageSpec) -> list[Instruction]:
     branches: dict[str, list[str]] = {}
     for arch in spec.arches:
         reqs = " ".join(_q(line) for line in locked[arch])
-        index = " ".join(_q(f"--extra-index-url={u}") for u in extra.get(arch, ()))
+        index = " ".join(_q(f"--extra-index-url={_mirrored(spec, u)}")
+                         for u in extra.get(arch, ()))
         # the extra indexes become "$@" (POSIX, no bash arrays)
         branches[arch] = [
             f"printf '%s\\n' {reqs} > {REQUIREMENTS};",
@@ -347,7 +370,7 @@ def _python_locked(spec: ImageSpec) -> list[Instruction]:
         "set -eu;",
         "mkdir -p /opt/cannery;",
         *_arch_case(spec, "locked Python dependencies", branches),
-        f"{PIP} --require-hashes --no-deps --index-url {_q(spec.python_index)}"
+        f"{PIP} --require-hashes --no-deps --index-url {_q(_mirrored(spec, spec.python_index))}"
         f' "$@" -r {REQUIREMENTS};',
         f"sed 's/ .*//' {REQUIREMENTS} > {CONSTRAINTS}",
     ]
@@ -361,6 +384,66 @@ def _refuse_base(spec: ImageSpec) -> list[Run]:
     return [Run([_refuse(f"base image {spec.base_image} has no digest")[:-1]])]
 
 
+# dnf's own state for the one transaction (persistdir: the history database with the time and
+# the command line, repository state), so it is never written into the image's /var/lib/dnf;
+# rpm's database stays the record of what is installed (rpm >= 4.18 takes its install times
+# from SOURCE_DATE_EPOCH, which the build passes), so the layer is byte-reproducible.
+DNF_STATE = "/tmp/cannery-dnf"
+# Where the package step puts its rewritten copy of the base's repository sources when the
+# catalog has build_mirrors.packages; removed in the same RUN.
+MIRROR_DIR = "/tmp/cannery-mirror"
+# dnf .repo copies: in each [section], the first build_mirrors prefix found on its baseurl
+# line is replaced; a section whose baseurl was rewritten loses its metalink= and
+# mirrorlist= lines, so dnf asks the mirror only. gpgkey= is never rewritten: the key comes
+# from where the base says, never from the mirror.
+_REPO_AWK = (
+    r"function flush(i) { for (i = 1; i <= n; i++)"
+    r" if (!(hit && buf[i] ~ /^[ \t]*(metalink|mirrorlist)[ \t]*=/)) print buf[i];"
+    r" n = 0; hit = 0 }"
+    r' BEGIN { m = split(map, kv, " ") }'
+    r" /^[ \t]*\[/ { flush() }"
+    r" /^[ \t]*baseurl[ \t]*=/ { for (i = 1; i < m; i += 2) if ((p = index($0, kv[i])) > 0)"
+    r" { $0 = substr($0, 1, p - 1) kv[i + 1] substr($0, p + length(kv[i])); hit = 1; break } }"
+    r" { buf[++n] = $0 } END { flush() }"
+)
+
+
+def _mirror_copy(manager: str, pairs: tuple[tuple[str, str], ...]) -> list[str]:
+    """Lines that copy the base's repository sources to MIRROR_DIR with each
+    build_mirrors.packages prefix replaced, and stop the build when none matched (a mirror
+    that silently goes unused would be a setting cannery did not honour)."""
+    found = " ".join(f"-e {_q(to)}" for _, to in pairs)
+    if manager == "dnf":
+        mapping = " ".join(f"{src} {to}" for src, to in pairs)
+        return [
+            f"  rm -rf {MIRROR_DIR}; mkdir -p {MIRROR_DIR};",
+            "  for f in /etc/yum.repos.d/*.repo; do",
+            '    [ -f "$f" ] || continue;',
+            f"    awk -v map={_q(mapping)} {_q(_REPO_AWK)}"
+            f' "$f" > "{MIRROR_DIR}/${{f##*/}}";',
+            "  done;",
+            f"  grep -qsF {found} {MIRROR_DIR}/*.repo"
+            f" || {{ echo 'cannery: no baseurl in /etc/yum.repos.d starts with a"
+            " build_mirrors.packages prefix' >&2; exit 1; };",
+        ]
+    # sed: the first prefix that matches a line is replaced (`t` ends that line's script).
+    script = " ".join(
+        f"-e {_q('s#' + src.replace('.', chr(92) + '.') + '#' + to + '#')} -e t"
+        for src, to in pairs
+    )
+    return [
+        f"  rm -rf {MIRROR_DIR}; mkdir -p {MIRROR_DIR}/sources.list.d;",
+        "  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list"
+        " /etc/apt/sources.list.d/*.sources; do",
+        '    [ -f "$f" ] || continue;',
+        f'    sed {script} "$f" > "{MIRROR_DIR}/${{f#/etc/apt/}}";',
+        "  done;",
+        f"  grep -rqsF {found} {MIRROR_DIR}"
+        f" || {{ echo 'cannery: no apt source of the base starts with a"
+        " build_mirrors.packages prefix' >&2; exit 1; };",
+    ]
+
+
 def _package_lines(spec: ImageSpec) -> list[str]:
     """Install only the packages the base lacks, with the base's package manager, then drop
     its lists, caches and logs in the same step.
@@ -368,7 +451,9 @@ def _package_lines(spec: ImageSpec) -> list[str]:
     curl is added only when the image downloads something, git only when it has a git
     component. The lists, caches and logs differ on every run, so leaving them would make the
     layer irreproducible. Signature checks stay as the base configures them; no repository or
-    mirror configuration is written.
+    mirror configuration is written. With build_mirrors.packages, apt or dnf reads a rewritten
+    copy of the base's sources in MIRROR_DIR (the base's own files are left as they are), and
+    the copy is removed before the step ends.
     """
     py = spec.python_install
     packages = list(spec.packages)
@@ -384,24 +469,41 @@ def _package_lines(spec: ImageSpec) -> list[str]:
     if py is not None and py.install == "source":
         # the packages of the shared libraries the built Python links, found by its builder
         names += f" $(cat {PY_RUNTIME})"
-    return _install_lines(spec.package_manager, names)
+    return _install_lines(spec.package_manager, names, spec.package_mirrors)
 
 
-def _install_lines(manager: str, names: str) -> list[str]:
+def _install_lines(
+    manager: str, names: str, mirrors: tuple[tuple[str, str], ...] = ()
+) -> list[str]:
     """Install what of ``names`` (shell words) is missing with ``manager``, then drop its lists,
-    caches and logs in the same step."""
+    caches and logs in the same step. With build_mirrors.packages (``mirrors``), apt or dnf
+    reads a rewritten copy of the base's sources in MIRROR_DIR, removed before the step ends."""
+    mirror = _mirror_copy(manager, mirrors) if mirrors else []
+    done = [f"  rm -rf {MIRROR_DIR};"] if mirror else []
     if manager == "dnf":
+        repos = f" --setopt=reposdir={MIRROR_DIR}" if mirror else ""
         return [
             "set -eu;",
             f'missing=$(for p in {names}; do rpm -q --quiet "$p" || echo "$p"; done);',
             'if [ -n "${missing}" ]; then',
+            *mirror,
             # unquoted on purpose: one word per missing package
-            "  dnf install -y --setopt=install_weak_deps=False ${missing};",
+            f"  dnf install -y{repos} --setopt=persistdir={DNF_STATE}"
+            " --setopt=install_weak_deps=False ${missing};",
+            f"  rm -rf {DNF_STATE};",
+            *done,
             "fi;",
             "dnf clean all;",
+            # rpmdb.sqlite-shm is SQLite's shared-memory index of the WAL: no persistent
+            # content (the next open rebuilds it), different bytes on every run.
             "rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log"
-            " /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache",
+            " /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache"
+            " /var/lib/rpm/rpmdb.sqlite-shm",
         ]
+    apt = "apt-get"
+    if mirror:
+        apt += (f" -o Dir::Etc::SourceList={MIRROR_DIR}/sources.list"
+                f" -o Dir::Etc::SourceParts={MIRROR_DIR}/sources.list.d")
     return [
         "set -eu;",
         f"missing=$(for p in {names}; do",
@@ -409,9 +511,11 @@ def _install_lines(manager: str, names: str) -> list[str]:
         ' || echo "$p";',
         "done);",
         'if [ -n "${missing}" ]; then',
-        "  apt-get update;",
+        *mirror,
+        f"  {apt} update;",
         # unquoted on purpose: one word per missing package
-        "  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing};",
+        f"  DEBIAN_FRONTEND=noninteractive {apt} install -y --no-install-recommends ${{missing}};",
+        *done,
         "fi;",
         "rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log"
         " /var/cache/ldconfig/aux-cache",
@@ -527,7 +631,7 @@ def _python_stage(spec: ImageSpec, py: PythonSpec) -> list[Instruction]:
             f"prefix {prefix} and installs the packages of the shared libraries it links."
         ),
         *_stage_head(PY_STAGE, "base", _refuse_base(spec)),
-        Run(_install_lines(spec.package_manager, names)),
+        Run(_install_lines(spec.package_manager, names, spec.package_mirrors)),
         Run(lines),
         Blank(),
     ]
@@ -547,7 +651,9 @@ def _builder_stage(spec: ImageSpec, st: StageSpec) -> list[Instruction]:
         *_stage_head(st.name, st.base_reference if st.own_base else "base", refuse),
     ]
     if st.packages:
-        body.append(Run(_install_lines(st.package_manager, " ".join(st.packages))))
+        body.append(Run(
+            _install_lines(st.package_manager, " ".join(st.packages), spec.package_mirrors)
+        ))
     body += _step_list(st.steps)
     if body[-1] != Blank():
         body.append(Blank())

@@ -26,10 +26,12 @@ Shape, and why:
   lock as the legs, refuses to merge when a catalog platform is missing, pushes the index by
   digest and only then moves the tag, then the aliases, so no tag names a partial index.
   `cannery verify` then checks the pushed image against the catalog;
-- with a schedule (and ``lock_update``), one ``lock-update`` job on the schedule runs `cannery
-  lock --update all`, re-renders, and opens (or updates) a pull request from the branch
-  ``cannery/lock-update`` with ``gh`` and the workflow's ``GITHUB_TOKEN``: the scheduled
-  builds stay ``--locked`` and the nightlies move when that pull request is merged.
+- with a schedule (and ``lock_update``), a ``lock-update`` job on the schedule runs `cannery
+  lock --update all` and re-renders with a read-only token, and a ``lock-update-pr`` job,
+  which runs no cannery and no third-party code, opens (or updates) a pull request from the
+  branch ``cannery/lock-update`` with its change, ``gh`` and the workflow's ``GITHUB_TOKEN``:
+  the scheduled builds stay ``--locked`` and the nightlies move when that pull request is
+  merged.
 """
 
 from __future__ import annotations
@@ -215,13 +217,15 @@ def _affected(cat: Catalog, specs: Sequence[ImageSpec]) -> Literal:
         "done\n"
         f"{_release_guard(cat)}"
         "changed=''\n"
+        # -z: every name as it is (git quotes a non-ASCII or odd one, which then lies under
+        # no directory), one a line
         'case "${EVENT}" in\n'
         "  pull_request)  # the merge commit against the base branch it was made on\n"
-        '    changed="$(git diff --name-only HEAD^1 HEAD)" ;;\n'
+        '    changed="$(git diff --name-only -z HEAD^1 HEAD | tr \'\\0\' \'\\n\')" ;;\n'
         "  push)  # a branch: what the push brought; a tag (a release): every image\n"
         '    if [[ "${GITHUB_REF}" == refs/heads/* ]] && git cat-file -e "${BEFORE}^{commit}"'
         " 2>/dev/null; then\n"
-        '      changed="$(git diff --name-only "${BEFORE}" HEAD)"\n'
+        '      changed="$(git diff --name-only -z "${BEFORE}" HEAD | tr \'\\0\' \'\\n\')"\n'
         "    else\n"
         "      changed='*'\n"
         "    fi ;;\n"
@@ -341,24 +345,80 @@ def _pr_job(cat: Catalog, spec: ImageSpec, pins: dict[str, Pin], cat_args: str) 
     }
 
 
-def _lock_update_job(cat: Catalog, pins: dict[str, Pin], cat_args: str) -> object:
+LOCK_PATCH = "${{ runner.temp }}/lock-update"
+
+
+def _lock_update_jobs(
+    cat: Catalog, pins: dict[str, Pin], cat_args: str
+) -> list[tuple[str, object]]:
     """On the schedule: re-resolve every moving reference, re-render, and put the result in a
     pull request (never pushed to a built branch: builds stay --locked, and the new lock is
-    reviewed and checked like any change)."""
+    reviewed and checked like any change). Two jobs: ``lock-update`` runs cannery, which runs
+    third-party code (git, and `uv pip compile` building the new commits of tracked branches
+    for their metadata), with a read-only token, and hands its change on as an artifact;
+    ``lock-update-pr`` holds the write token and runs only git and gh on that change (any step
+    of a job can read that job's token from the runner's memory)."""
     title = f"cannery: update the lock of {cat.catalog.name}"
-    return {
-        "name": "update the lock (pull request)",
+    resolve = {
+        "name": "update the lock",
         "if": "${{ github.event_name == 'schedule' && !github.event.repository.fork }}",
+        "runs-on": "ubuntu-latest",
+        "permissions": {"contents": "read"},
+        "concurrency": {"group": "cannery-lock-update", "cancel-in-progress": False},
+        "outputs": {"changed": "${{ steps.changes.outputs.changed }}"},
+        "steps": [
+            *_setup(cat, pins),
+            {"name": "cannery lock --update all", "run": f"cannery lock --update all{cat_args}"},
+            {"name": "Render with the new lock", "run": f"cannery render{cat_args}"},
+            {
+                "name": "The change, as a patch",
+                "id": "changes",
+                "run": Literal(
+                    "git add -A\n"
+                    'mkdir -p "${RUNNER_TEMP}/lock-update"\n'
+                    'git diff --cached --binary > "${RUNNER_TEMP}/lock-update/change.patch"\n'
+                    'if [ -s "${RUNNER_TEMP}/lock-update/change.patch" ]; then\n'
+                    '  echo "changed=true" >> "${GITHUB_OUTPUT}"\n'
+                    "else\n"
+                    '  echo "the lock is unchanged"\n'
+                    "fi\n"
+                ),
+            },
+            {
+                "name": "Upload the patch",
+                "if": "${{ steps.changes.outputs.changed == 'true' }}",
+                "uses": uses(pins, "actions/upload-artifact"),
+                "with": {
+                    "name": "lock-update",
+                    "path": LOCK_PATCH,
+                    "if-no-files-found": "error",
+                    "retention-days": 1,
+                },
+            },
+        ],
+    }
+    publish = {
+        "name": "update the lock: pull request",
+        "needs": "lock-update",
+        "if": "${{ github.event_name == 'schedule' "
+        "&& needs.lock-update.outputs.changed == 'true' }}",
         "runs-on": "ubuntu-latest",
         "permissions": {
             "contents": Commented("write", "push the lock-update branch"),
             "pull-requests": Commented("write", "open its pull request"),
         },
-        "concurrency": {"group": "cannery-lock-update", "cancel-in-progress": False},
+        "concurrency": {"group": "cannery-lock-update-pr", "cancel-in-progress": False},
         "steps": [
-            *_setup(cat, pins),
-            {"name": "cannery lock --update all", "run": f"cannery lock --update all{cat_args}"},
-            {"name": "Render with the new lock", "run": f"cannery render{cat_args}"},
+            {
+                "name": "Check out",
+                "uses": uses(pins, "actions/checkout"),
+                "with": {"persist-credentials": False},
+            },
+            {
+                "name": "Download the patch",
+                "uses": uses(pins, "actions/download-artifact"),
+                "with": {"name": "lock-update", "path": LOCK_PATCH},
+            },
             {
                 "name": "Open or update a pull request with the new lock",
                 "env": {
@@ -370,15 +430,12 @@ def _lock_update_job(cat: Catalog, pins: dict[str, Pin], cat_args: str) -> objec
                     "TITLE": title,
                 },
                 "run": Literal(
-                    "if [ -z \"$(git status --porcelain)\" ]; then\n"
-                    '  echo "the lock is unchanged"; exit 0\n'
-                    "fi\n"
+                    'git apply --index "${RUNNER_TEMP}/lock-update/change.patch"\n'
                     "gh auth setup-git\n"
                     'git config user.name "github-actions[bot]"\n'
                     'git config user.email '
                     '"41898282+github-actions[bot]@users.noreply.github.com"\n'
                     'git switch -C "${BRANCH}"\n'
-                    "git add -A\n"
                     'git commit -q -m "${TITLE}" -m "cannery lock --update all, then cannery '
                     'render."\n'
                     'git push --force origin "HEAD:refs/heads/${BRANCH}"\n'
@@ -394,6 +451,7 @@ def _lock_update_job(cat: Catalog, pins: dict[str, Pin], cat_args: str) -> objec
             },
         ],
     }
+    return [("lock-update", resolve), ("lock-update-pr", publish)]
 
 
 def render_workflow(
@@ -588,8 +646,9 @@ def render_workflow(
             ],
         }
     if ci.schedule and ci.lock_update:
-        jobs[Gap(len(jobs))] = None
-        jobs["lock-update"] = _lock_update_job(cat, pins, cat_args)
+        for jid, job in _lock_update_jobs(cat, pins, cat_args):
+            jobs[Gap(len(jobs))] = None
+            jobs[jid] = job
 
     doc: dict[object, object] = {
         "name": f"cannery images ({cat.catalog.name})",

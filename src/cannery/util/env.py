@@ -16,6 +16,9 @@ The rule, by variable *name* (a value is never inspected):
   ``_KEY`` — ``GITHUB_TOKEN``, ``ACTIONS_ID_TOKEN_REQUEST_TOKEN`` (mints OIDC tokens),
   ``AWS_SECRET_ACCESS_KEY``, ``TWINE_PASSWORD``, ``UV_INDEX_<NAME>_PASSWORD``.
 
+Dropped too, though no secret: ``GIT_SSL_NO_VERIFY``, which turns git's certificate checks
+off (cannery never disables TLS verification, nor lets its environment do it).
+
 Kept, because tools need them to do their job and they hold no secret themselves: paths and
 sockets (``DOCKER_CONFIG``, ``REGISTRY_AUTH_FILE``, ``SSH_AUTH_SOCK``, ``GIT_ASKPASS``,
 ``NETRC``): a child running as the same user can read the user's files anyway, so hiding a path
@@ -39,6 +42,8 @@ __all__ = ["child_env", "credential_helper_env", "is_credential_name"]
 
 CANNERY_PREFIX = "CANNERY_REGISTRY_"
 _EXACT = frozenset({"DOCKER_AUTH_CONFIG"})
+# Variables that turn a child's certificate checks off: cannery never lets them through.
+_NO_TLS = frozenset({"GIT_SSL_NO_VERIFY"})
 _SECRET_WORD = re.compile(
     r"(?:^|_)(?:PASSWORD|PASSWD|SECRET|TOKEN|APIKEY|CREDENTIALS?)(?:_|$)|_KEY$", re.I
 )
@@ -59,7 +64,7 @@ def child_env(
     """``base`` (default: this process's environment) plus ``extra``, without any credential
     variable. ``extra`` is filtered too: nothing can put a secret back into a child's env."""
     merged = {**(os.environ if base is None else base), **(extra or {})}
-    return {k: v for k, v in merged.items() if not is_credential_name(k)}
+    return {k: v for k, v in merged.items() if not is_credential_name(k) and k not in _NO_TLS}
 
 
 def credential_helper_env(base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -4,7 +4,9 @@ referrers, read through the referrers API or the tag-schema fallback.
 - provenance: every one attached must be about this manifest (artifact ``subject`` and the
   statement's subject), name this image and platform, and list exactly the pinned inputs the
   catalog and lock give this platform (``resolvedDependencies``); with ``--key``, be signed by it;
-- SBOM: about this manifest, signed (with ``--key``), and listing every locked Python pin;
+- SBOM: about this manifest, signed (with ``--key``), listing every locked Python pin at its
+  version, and no Python distribution the lock does not name installed from the lock's step on
+  (``attest.sbom``: SPDX holds no wheel hashes, so names and versions are compared);
 - signature (with ``--key``): at least one, by that key, of this manifest; and of the index.
 
 With ``require`` (``--require-attestations``), a platform with no provenance or no SBOM fails;
@@ -27,7 +29,7 @@ from cannery.attest.attach import (
     SPDX_PREDICATE,
 )
 from cannery.attest.provenance import SLSA_PROVENANCE, resolved_dependencies
-from cannery.attest.sbom import lock_mismatches
+from cannery.attest.sbom import lock_mismatches, unlocked_distributions
 from cannery.attest.sign import (
     PAYLOAD_TYPE,
     BadSignature,
@@ -94,14 +96,19 @@ def _read(
         raise _Bad(f"{where}: payload is not JSON") from None
     if not isinstance(stmt, dict):
         raise _Bad(f"{where}: payload is not an in-toto statement")
-    algo, _, hexd = subject.partition(":")
-    subjects = stmt.get("subject") or []
-    if not isinstance(subjects, list) or not any(
-        isinstance(s, dict) and isinstance(s.get("digest"), dict) and s["digest"].get(algo) == hexd
-        for s in subjects
-    ):
+    if not statement_is_about(stmt, subject):
         raise _Bad(f"{where}: the statement's subject is not {subject}")
     return stmt, bad_sig
+
+
+def statement_is_about(stmt: dict[str, object], digest: str) -> bool:
+    """Whether an in-toto statement names ``digest`` among its subjects."""
+    algo, _, hexd = digest.partition(":")
+    subjects = stmt.get("subject") or []
+    return isinstance(subjects, list) and any(
+        isinstance(s, dict) and isinstance(s.get("digest"), dict) and s["digest"].get(algo) == hexd
+        for s in subjects
+    )
 
 
 def _deps_diff(have: object, want: list[dict[str, object]]) -> str:
@@ -141,19 +148,35 @@ def _provenance(
         out.append(Check("provenance subject", True, r.descriptor.digest[:19], p))
         if keys:
             out.append(Check("provenance signature", bad_sig is None, bad_sig or "", p))
-        pred = stmt.get("predicate")
-        bd = pred.get("buildDefinition") if isinstance(pred, dict) else None
-        if stmt.get("predicateType") != SLSA_PROVENANCE or not isinstance(bd, dict):
-            why = f"predicateType {stmt.get('predicateType')!r}, not SLSA v1 provenance"
-            out.append(Check("provenance dependencies", False, why, p))
-            continue
-        ext = bd.get("externalParameters") or {}
-        named = (ext.get("image"), ext.get("platform")) if isinstance(ext, dict) else None
-        ok = named == (spec.name, p)
-        out.append(Check("provenance parameters", ok, "" if ok else f"names {named}", p))
-        diff = _deps_diff(bd.get("resolvedDependencies"), want)
-        out.append(Check("provenance dependencies", not diff, diff or f"{len(want)} entries", p))
+        out += provenance_predicate_checks(stmt, spec, p, want)
     return out
+
+
+def provenance_predicate_checks(
+    stmt: dict[str, object],
+    spec: ImageSpec,
+    platform: str,
+    want: list[dict[str, object]] | None = None,
+    prefix: str = "provenance",
+) -> list[Check]:
+    """A SLSA v1 provenance statement names this image and platform and resolves exactly the
+    lock's inputs for it (``want``: ``resolved_dependencies``, computed when not given)."""
+    p = platform
+    if want is None:
+        want = resolved_dependencies(spec, p)
+    pred = stmt.get("predicate")
+    bd = pred.get("buildDefinition") if isinstance(pred, dict) else None
+    if stmt.get("predicateType") != SLSA_PROVENANCE or not isinstance(bd, dict):
+        why = f"predicateType {stmt.get('predicateType')!r}, not SLSA v1 provenance"
+        return [Check(f"{prefix} dependencies", False, why, p)]
+    ext = bd.get("externalParameters") or {}
+    named = (ext.get("image"), ext.get("platform")) if isinstance(ext, dict) else None
+    ok = named == (spec.name, p)
+    diff = _deps_diff(bd.get("resolvedDependencies"), want)
+    return [
+        Check(f"{prefix} parameters", ok, "" if ok else f"names {named}", p),
+        Check(f"{prefix} dependencies", not diff, diff or f"{len(want)} entries", p),
+    ]
 
 
 def _sboms(
@@ -179,9 +202,17 @@ def _sboms(
             out.append(Check("sbom python pins", False, "not an SPDX 2.3 statement", p))
             continue
         missing = lock_mismatches(spec, p, doc)
-        detail = "; ".join(missing[:3]) + (f" (+{len(missing) - 3})" if len(missing) > 3 else "")
-        out.append(Check("sbom python pins", not missing, detail, p))
+        out.append(Check("sbom python pins", not missing, _some(missing), p))
+        rootfs = img.config.get("rootfs")
+        diff_ids = rootfs.get("diff_ids") if isinstance(rootfs, dict) else None
+        extra, compared = unlocked_distributions(
+            spec, p, doc, [str(d) for d in diff_ids] if isinstance(diff_ids, list) else [])
+        out.append(Check("sbom unlocked python", not extra, _some(extra) or compared, p))
     return out
+
+
+def _some(problems: list[str]) -> str:
+    return "; ".join(problems[:3]) + (f" (+{len(problems) - 3})" if len(problems) > 3 else "")
 
 
 def _signed(

@@ -9,6 +9,8 @@ the same checks."""
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,22 +36,34 @@ from cannery.oci.reference import valid_digest
 REF_NAME = "org.opencontainers.image.ref.name"
 # A name for the layout where registry_checks wants a repository (it appears in messages only).
 LAYOUT_REF = Reference("localhost", "oci-layout")
-MANIFEST_CAP = 4 << 20  # as for a registry's manifests
+MANIFEST_CAP = 4 << 20  # as for a registry's manifests (index.json too)
+CONFIG_CAP = 8 << 20  # as for a registry's image config
+
+
+def _read(path: Path, cap: int) -> bytes:
+    """A regular file's bytes, at most ``cap`` of them (a symlink to /dev/zero or a huge file
+    is refused, not read into memory; a FIFO does not block the open); OSError when it
+    cannot be opened."""
+    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise InputError(f"{path}: not a regular file")
+        data = f.read(cap + 1)
+    if len(data) > cap:
+        raise InputError(f"{path}: larger than {cap} bytes")
+    return data
 
 
 class Layout:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def _blob(self, digest: str, cap: int | None = None) -> bytes:
+    def _blob(self, digest: str, cap: int) -> bytes:
         if not valid_digest(digest):
             raise InputError(f"{self.root}: {digest!r} is not a digest")
         algo, _, hexd = digest.partition(":")
         path = self.root / "blobs" / algo / hexd
         try:
-            if cap is not None and path.stat().st_size > cap:
-                raise InputError(f"{path}: larger than {cap} bytes for a manifest")
-            data = path.read_bytes()
+            data = _read(path, cap)
         except OSError as exc:
             raise InputError(f"{self.root}: blob {digest} cannot be read ({exc.strerror})") \
                 from None
@@ -73,7 +87,7 @@ class Layout:
         try:
             config, _ = parse_manifest(body, f"{self.root} {ref.digest}")
             cfg, platform = parse_config(
-                self._blob(config.digest), f"{self.root} {config.digest} (config)"
+                self._blob(config.digest, CONFIG_CAP), f"{self.root} {config.digest} (config)"
             )
         except MalformedManifest as exc:
             raise InputError(str(exc)) from None
@@ -86,7 +100,7 @@ class Layout:
         `--platform`), in an index made here, so the same checks read both."""
         top_path = self.root / "index.json"
         try:
-            entries, _ = parse_index(top_path.read_bytes(), str(top_path))
+            entries, _ = parse_index(_read(top_path, MANIFEST_CAP), str(top_path))
         except OSError as exc:
             raise InputError(f"{top_path}: cannot be read ({exc.strerror}); build into it "
                              "with `cannery build --output oci:DIR`") from None

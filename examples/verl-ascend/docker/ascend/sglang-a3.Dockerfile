@@ -101,7 +101,7 @@ RUN set -eu; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e '/opt/src/sglang/python[all_npu]'; \
     rm -rf /opt/src/sglang/.git
 
-# sgl-kernel-npu-a3: a zip of wheels, checked against its sha256 from cannery.lock
+# sgl-kernel-npu-a3: a zip of wheels, checked against its sha256 from cannery.lock; its wheels for this platform installed
 RUN set -eu; \
     case "${TARGETARCH}" in \
       amd64) sgl_kernel_npu_a3_url=https://github.com/sgl-project/sgl-kernel-npu/releases/download/2026.02.01/sgl-kernel-npu-2026.02.01-torch2.8.0-py311-cann8.5.0-a3-x86_64.zip; sgl_kernel_npu_a3_sha256=UNLOCKED ;; \
@@ -112,7 +112,7 @@ RUN set -eu; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/sgl_kernel_npu_a3.run "${sgl_kernel_npu_a3_url}"; \
     echo "${sgl_kernel_npu_a3_sha256}  /tmp/sgl_kernel_npu_a3.run" | sha256sum -c -; \
     python3 -m zipfile -e /tmp/sgl_kernel_npu_a3.run /tmp/sgl_kernel_npu_a3/; \
-    find /tmp/sgl_kernel_npu_a3 -name '*.whl' -print0 | xargs -0 python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt; \
+    find /tmp/sgl_kernel_npu_a3 \( -name "*_${CANN_ARCH}.whl" -o -name "*-any.whl" \) -print0 | xargs -0 python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt; \
     rm -rf /tmp/sgl_kernel_npu_a3 /tmp/sgl_kernel_npu_a3.run
 
 # mindspeed at ref core_r0.16.0 (editable)

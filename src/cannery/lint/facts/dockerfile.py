@@ -6,7 +6,6 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from cannery.lint.facts import ParseFailure
 from cannery.lint.facts.shell import Command, Script, line_offsets, parse_script, unquote
@@ -18,37 +17,66 @@ INSTRUCTIONS = {
 POSIX_SHELL = ("/bin/sh", "-c")
 
 
-@dataclass(repr=False, eq=False)
+# Plain classes, not dataclasses: see lint/facts/shell.py.
+
+
 class Pair:
     """One KEY=VALUE of an ENV, ARG or LABEL, with where it stands in the file."""
 
-    key: str
-    value: str | None  # quotes removed; None for `ARG NAME` with no default
-    raw: str  # value as written
-    line: int
-    column: int
-    start: int  # file offset of the key
-    end: int  # file offset just past the value
+    __slots__ = ("column", "end", "key", "line", "raw", "start", "value")
+
+    def __init__(self, key: str, value: str | None, raw: str, line: int, column: int,
+                 start: int, end: int) -> None:
+        self.key = key
+        self.value = value  # quotes removed; None for `ARG NAME` with no default
+        self.raw = raw  # value as written
+        self.line = line
+        self.column = column
+        self.start = start  # file offset of the key
+        self.end = end  # file offset just past the value
 
 
-@dataclass(repr=False, eq=False)
 class Instruction:
-    index: int
-    keyword: str
-    flags: tuple[str, ...]
-    value: tuple[str, ...]
-    original: str
-    line: int
-    end_line: int
-    start: int  # file offset of the first character of the instruction
-    end: int  # file offset just past its last line (newline excluded)
-    json: bool
-    stage: Stage | None
-    shell: tuple[str, ...] = POSIX_SHELL
-    script: Script | None = None
-    pairs: list[Pair] = field(default_factory=list)
-    heredoc: bool = False
-    workdir: str = "/"  # effective WORKDIR when this instruction runs
+    __slots__ = (
+        "end",
+        "end_line",
+        "flags",
+        "heredoc",
+        "index",
+        "json",
+        "keyword",
+        "line",
+        "original",
+        "pairs",
+        "script",
+        "shell",
+        "stage",
+        "start",
+        "value",
+        "workdir",
+    )
+
+    def __init__(self, index: int, keyword: str, flags: tuple[str, ...], value: tuple[str, ...],
+                 original: str, line: int, end_line: int, start: int, end: int, json: bool,
+                 stage: Stage | None, shell: tuple[str, ...] = POSIX_SHELL,
+                 script: Script | None = None, pairs: list[Pair] | None = None,
+                 heredoc: bool = False, workdir: str = "/") -> None:
+        self.index = index
+        self.keyword = keyword
+        self.flags = flags
+        self.value = value
+        self.original = original
+        self.line = line
+        self.end_line = end_line
+        self.start = start  # file offset of the first character of the instruction
+        self.end = end  # file offset just past its last line (newline excluded)
+        self.json = json
+        self.stage = stage
+        self.shell = shell
+        self.script = script
+        self.pairs: list[Pair] = [] if pairs is None else pairs
+        self.heredoc = heredoc
+        self.workdir = workdir  # effective WORKDIR when this instruction runs
 
     @property
     def shell_is_bash(self) -> bool:
@@ -56,15 +84,19 @@ class Instruction:
         return exe in ("bash", "zsh", "ksh", "mksh")
 
 
-@dataclass(repr=False, eq=False)
 class Stage:
-    index: int
-    base: str
-    alias: str | None
-    line: int
-    instructions: list[Instruction] = field(default_factory=list)
-    parent: Stage | None = None  # a FROM that names an earlier stage
-    image: str = ""  # ``base`` with global ARG defaults substituted
+    __slots__ = ("alias", "base", "image", "index", "instructions", "line", "parent")
+
+    def __init__(self, index: int, base: str, alias: str | None, line: int,
+                 instructions: list[Instruction] | None = None, parent: Stage | None = None,
+                 image: str = "") -> None:
+        self.index = index
+        self.base = base
+        self.alias = alias
+        self.line = line
+        self.instructions: list[Instruction] = [] if instructions is None else instructions
+        self.parent = parent  # a FROM that names an earlier stage
+        self.image = image  # ``base`` with global ARG defaults substituted
 
     @property
     def root(self) -> Stage:
@@ -75,16 +107,29 @@ class Stage:
         return stage
 
 
-@dataclass(repr=False, eq=False)
 class DockerfileFacts:
-    path: str
-    text: str
-    lines: list[str]
-    line_offsets: list[int]
-    instructions: list[Instruction]
-    stages: list[Stage]
-    global_args: list[Instruction]
-    comments: dict[int, str]  # line → comment text (whole-line comments only)
+    __slots__ = (
+        "comments",
+        "global_args",
+        "instructions",
+        "line_offsets",
+        "lines",
+        "path",
+        "stages",
+        "text",
+    )
+
+    def __init__(self, path: str, text: str, lines: list[str], line_offsets: list[int],
+                 instructions: list[Instruction], stages: list[Stage],
+                 global_args: list[Instruction], comments: dict[int, str]) -> None:
+        self.path = path
+        self.text = text
+        self.lines = lines
+        self.line_offsets = line_offsets
+        self.instructions = instructions
+        self.stages = stages
+        self.global_args = global_args
+        self.comments = comments  # line → comment text (whole-line comments only)
 
     def commands(self) -> Iterator[tuple[Instruction, Command]]:
         """Every simple command of every shell-form RUN, in file order."""
@@ -157,10 +202,9 @@ def _pairs(inst: Instruction, facts_lines: list[str], offsets: list[int]) -> lis
     elif len(values) >= 2 and inst.keyword in ("ENV", "LABEL"):
         items = [(values[i], values[i + 1]) for i in range(0, len(values) - 1, 2)]
     for key, raw in items:
-        m = re.compile(rf"(?<![\w$]){re.escape(key)}(?=[=\s]|$)").search(span_text, cursor)
-        if m is None:
+        start = _find_key(span_text, key, cursor)
+        if start < 0:
             continue
-        start = m.start()
         end = start + len(key)
         if raw is not None:
             rest = span_text[end:]
@@ -177,6 +221,22 @@ def _pairs(inst: Instruction, facts_lines: list[str], offsets: list[int]) -> lis
         out.append(Pair(key, value, raw or "", line, start - line_start + 1, base + start,
                         base + end))
     return out
+
+
+def _find_key(text: str, key: str, pos: int) -> int:
+    r"""Where ``key`` first stands as a whole name at or after ``pos`` (not preceded by a word
+    character or `$`, followed by `=`, white space or the end), or -1. What the regular
+    expression ``(?<![\w$])KEY(?=[=\s]|$)`` finds, without compiling one per key."""
+    end = len(text)
+    i = text.find(key, pos)
+    while i >= 0:
+        before = text[i - 1] if i > 0 else ""
+        j = i + len(key)
+        if (not before or not (before.isalnum() or before in "_$")) and (
+                j == end or text[j] == "=" or text[j].isspace()):
+            return i
+        i = text.find(key, i + 1)
+    return -1
 
 
 def _script_text(inst: Instruction, lines: list[str]) -> str:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # Global options that take a separate value, per tool (so `git -C dir clone` is a clone).
 GLOBAL_OPTS = {"git": ("-C", "-c", "--git-dir", "--work-tree", "--namespace"),
@@ -22,75 +24,109 @@ SHORT_VALUE = {"curl": "oudHXeEKrTwxAbcmyYzCFUQP", "wget": "OoaPtTweiUQBlDARIX",
                "sha256sum": "", "gpg": "uor"}
 
 
-def _bash_language() -> Any:
-    """tree-sitter-bash's grammar. Its compiled binding is loaded directly: the package's
-    `__init__` imports importlib.resources (for query files lint never reads), and with it
-    tempfile, shutil, random and lzma, a large part of a one-file lint's start-up."""
+def _binding(package: str) -> Any:
+    """``package._binding``, the compiled module, loaded without running ``package``'s
+    ``__init__``: tree-sitter's imports ``typing`` to declare a Protocol, and
+    tree-sitter-bash's imports importlib.resources (for query files lint never reads) and with
+    it tempfile, shutil, random and lzma, a large part of a one-file lint's start-up."""
     import importlib.machinery
-    import importlib.util
-    from pathlib import Path
+    import os
+    import sys
 
+    name = f"{package}._binding"
+    if name in sys.modules:
+        return sys.modules[name]
     try:
-        spec = importlib.util.find_spec("tree_sitter_bash")  # does not run the package
+        spec = importlib.machinery.PathFinder.find_spec(package)  # does not run the package
         folders = list(spec.submodule_search_locations or []) if spec else []
-        path = next(str(p) for d in folders for p in Path(d).iterdir()
-                    if p.name.startswith("_binding.")
-                    and p.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)))
-        loader = importlib.machinery.ExtensionFileLoader("tree_sitter_bash._binding", path)
-        module_spec = importlib.util.spec_from_loader(loader.name, loader)
-        assert module_spec is not None
-        module = importlib.util.module_from_spec(module_spec)
+        path = next(os.path.join(d, f) for d in folders for f in sorted(os.listdir(d))
+                    if f.startswith("_binding.")
+                    and f.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)))
+        loader = importlib.machinery.ExtensionFileLoader(name, path)
+        module = loader.create_module(importlib.machinery.ModuleSpec(name, loader, origin=path))
         loader.exec_module(module)
-        return module.language()
     except Exception:  # another layout: the package's own way
-        import tree_sitter_bash
+        import importlib
 
-        return tree_sitter_bash.language()
+        return importlib.import_module(name)
+    sys.modules[name] = module  # a later `import package` uses this one, not a second copy
+    return module
 
 
 @lru_cache(maxsize=1)
 def _parser() -> Any:
-    from tree_sitter import Language, Parser
+    ts = _binding("tree_sitter")
+    return ts.Parser(ts.Language(_binding("tree_sitter_bash").language()))
 
-    return Parser(Language(_bash_language()))
+
+# The fact classes are plain classes with __slots__ rather than dataclasses: a lint run makes
+# thousands of them, and importing `dataclasses` and generating the methods of lint's classes
+# cost every `cannery lint` about 14 ms of CPU at start-up (see lint/model.py).
 
 
-@dataclass(repr=False, eq=False)
 class Pos:
-    line: int  # 1-based, in the file
-    column: int  # 1-based, in characters
-    end_line: int
-    end_column: int
+    __slots__ = ("column", "end_column", "end_line", "line")
+
+    def __init__(self, line: int, column: int, end_line: int, end_column: int) -> None:
+        self.line = line  # 1-based, in the file
+        self.column = column  # 1-based, in characters
+        self.end_line = end_line
+        self.end_column = end_column
 
 
-@dataclass(repr=False, eq=False)
 class Word:
-    text: str  # as written
-    value: str  # quotes removed (expansions left as written)
-    pos: Pos
-    start: int  # character offset in the file
-    end: int
+    __slots__ = ("end", "pos", "start", "text", "value")
+
+    def __init__(self, text: str, value: str, pos: Pos, start: int, end: int) -> None:
+        self.text = text  # as written
+        self.value = value  # quotes removed (expansions left as written)
+        self.pos = pos
+        self.start = start  # character offset in the file
+        self.end = end
 
 
-@dataclass(repr=False, eq=False)
 class Command:
     """A simple command, normalised: ``python3 -m pip install`` has name ``pip``."""
 
-    name: str
-    args: list[Word]
-    prefix_env: dict[str, Word]
-    pos: Pos
-    start: int
-    end: int
-    node: Any = field(repr=False)
-    index: int = 0
-    in_substitution: bool = False
-    pipeline: list[Command] | None = field(default=None, repr=False)
-    pipe_index: int = 0
-    redirects: list[tuple[str, Word]] = field(default_factory=list)  # (operator, target)
-    raw_name: str = ""
-    depth: int = 0  # how many $( … ) enclose it
-    stdin: Word | None = None  # a heredoc body or here-string fed to it
+    __slots__ = (
+        "args",
+        "depth",
+        "end",
+        "in_substitution",
+        "index",
+        "name",
+        "node",
+        "pipe_index",
+        "pipeline",
+        "pos",
+        "prefix_env",
+        "raw_name",
+        "redirects",
+        "start",
+        "stdin",
+    )
+
+    def __init__(self, name: str, args: list[Word], prefix_env: dict[str, Word], pos: Pos,
+                 start: int, end: int, node: Any, index: int = 0, in_substitution: bool = False,
+                 pipeline: list[Command] | None = None, pipe_index: int = 0,
+                 redirects: list[tuple[str, Word]] | None = None, raw_name: str = "",
+                 depth: int = 0, stdin: Word | None = None) -> None:
+        self.name = name
+        self.args = args
+        self.prefix_env = prefix_env
+        self.pos = pos
+        self.start = start
+        self.end = end
+        self.node = node
+        self.index = index
+        self.in_substitution = in_substitution
+        self.pipeline = pipeline
+        self.pipe_index = pipe_index
+        # (operator, target)
+        self.redirects: list[tuple[str, Word]] = [] if redirects is None else redirects
+        self.raw_name = raw_name
+        self.depth = depth  # how many $( … ) enclose it
+        self.stdin = stdin  # a heredoc body or here-string fed to it
 
     @property
     def argv(self) -> list[str]:
@@ -177,38 +213,56 @@ class Command:
         return out
 
 
-@dataclass(repr=False, eq=False)
 class Assignment:
-    name: str
-    value: Word | None
-    pos: Pos
-    start: int
-    end: int
-    exported: bool
-    node: Any = field(repr=False)
-    index: int = 0
+    __slots__ = ("end", "exported", "index", "name", "node", "pos", "start", "value")
+
+    def __init__(self, name: str, value: Word | None, pos: Pos, start: int, end: int,
+                 exported: bool, node: Any, index: int = 0) -> None:
+        self.name = name
+        self.value = value
+        self.pos = pos
+        self.start = start
+        self.end = end
+        self.exported = exported
+        self.node = node
+        self.index = index
 
 
-@dataclass(repr=False, eq=False)
 class Branching:
     """An if/elif chain or a case statement, for arch-dispatch checks."""
 
-    kind: str  # if | case
-    subject: str  # the tested text
-    has_default: bool
-    pos: Pos
-    labels: list[str]
+    __slots__ = ("has_default", "kind", "labels", "pos", "subject")
+
+    def __init__(self, kind: str, subject: str, has_default: bool, pos: Pos,
+                 labels: list[str]) -> None:
+        self.kind = kind  # if | case
+        self.subject = subject  # the tested text
+        self.has_default = has_default
+        self.pos = pos
+        self.labels = labels
 
 
-@dataclass(repr=False, eq=False)
 class Script:
-    text: str
-    commands: list[Command]
-    assignments: list[Assignment]
-    branches: list[Branching]
-    expansions: list[tuple[str, Pos]]  # variables read: $X, ${X}, ${X:-…}
-    has_error: bool
-    root: Any = field(repr=False, default=None)
+    __slots__ = (
+        "assignments",
+        "branches",
+        "commands",
+        "expansions",
+        "has_error",
+        "root",
+        "text",
+    )
+
+    def __init__(self, text: str, commands: list[Command], assignments: list[Assignment],
+                 branches: list[Branching], expansions: list[tuple[str, Pos]], has_error: bool,
+                 root: Any = None) -> None:
+        self.text = text
+        self.commands = commands
+        self.assignments = assignments
+        self.branches = branches
+        self.expansions = expansions  # variables read: $X, ${X}, ${X:-…}
+        self.has_error = has_error
+        self.root = root
 
 
 class _Mapper:
@@ -218,6 +272,8 @@ class _Mapper:
                  original: str | None = None):
         self.lines = text.split("\n")
         self.raw = [ln.encode() for ln in self.lines]
+        # lines in ASCII, where a byte column is a character column (most of them)
+        self.ascii = [len(b) == len(ln) for b, ln in zip(self.raw, self.lines, strict=True)]
         # text as written when ``text`` has masked parts (same character positions)
         self.original: list[str] | None = (
             None if original is None or original == text else original.split("\n"))
@@ -225,15 +281,26 @@ class _Mapper:
         self.line_offsets = line_offsets  # file char offset of each script line's start
         self.col_shift = col_shift  # characters of indentation stripped per script line
 
+    def _chars(self, row: int, byte_col: int) -> int:
+        """How many characters the first ``byte_col`` bytes of script line ``row`` hold."""
+        raw = self.raw[row]
+        if self.ascii[row]:
+            return min(byte_col, len(raw))
+        return len(raw[:byte_col].decode(errors="replace"))
+
     def col(self, row: int, byte_col: int) -> int:
         if row >= len(self.raw):
             return 1
-        return len(self.raw[row][:byte_col].decode(errors="replace")) + 1 + self.col_shift[row]
+        return self._chars(row, byte_col) + 1 + self.col_shift[row]
 
-    def offset(self, row: int, byte_col: int) -> int:
+    def _offset_at(self, row: int, col: int) -> int:
+        """The file offset of ``col`` (as ``col`` returns it) on script line ``row``."""
         if row >= len(self.line_offsets):
             return self.line_offsets[-1] if self.line_offsets else 0
-        return self.line_offsets[row] + self.col(row, byte_col) - 1
+        return self.line_offsets[row] + col - 1
+
+    def offset(self, row: int, byte_col: int) -> int:
+        return self._offset_at(row, self.col(row, byte_col))
 
     def pos(self, node: Any) -> Pos:
         (r0, c0), (r1, c1) = node.start_point, node.end_point
@@ -243,21 +310,27 @@ class _Mapper:
         if self.original is None:
             return str(node.text.decode(errors="replace"))
         (r0, c0), (r1, c1) = node.start_point, node.end_point
-        a = len(self.raw[r0][:c0].decode(errors="replace"))
-        b = len(self.raw[r1][:c1].decode(errors="replace"))
+        a = self._chars(r0, c0)
+        b = self._chars(r1, c1)
         if r0 == r1:
             return str(self.original[r0][a:b])
         return "\n".join([self.original[r0][a:], *self.original[r0 + 1 : r1],
                           self.original[r1][:b]])
 
     def word(self, node: Any) -> Word:
+        # pos() and offset() in one: the columns are computed once (a lint makes thousands)
         text = self.text(node)
-        return Word(text, unquote(text), self.pos(node),
-                    self.offset(*node.start_point), self.offset(*node.end_point))
+        (r0, c0), (r1, c1) = node.start_point, node.end_point
+        k0, k1 = self.col(r0, c0), self.col(r1, c1)
+        return Word(text, unquote(text),
+                    Pos(self.first_line + r0, k0, self.first_line + r1, k1),
+                    self._offset_at(r0, k0), self._offset_at(r1, k1))
 
 
 def unquote(text: str) -> str:
     """Remove shell quoting for matching purposes (not a full shell evaluation)."""
+    if "'" not in text and '"' not in text and "\\" not in text:
+        return text  # nothing to remove (most words)
     out = []
     i = 0
     while i < len(text):
@@ -411,7 +484,8 @@ class _Builder:
                     self.script.expansions.append((name, self.m.pos(node)))
             nested = t in ("command_substitution", "process_substitution")
             self.depth += nested
-            for child in node.children:
+            # anonymous children are tokens (`&&`, `then`, quotes): leaves nothing here reads
+            for child in node.named_children:
                 self.walk(child)
             self.depth -= nested
 
@@ -581,7 +655,8 @@ def _condition(node: Any) -> str:
 def line_offsets(text: str) -> list[int]:
     """Character offset of the start of each line of ``text``."""
     out = [0]
-    for i, ch in enumerate(text):
-        if ch == "\n":
-            out.append(i + 1)
+    i = text.find("\n")
+    while i >= 0:
+        out.append(i + 1)
+        i = text.find("\n", i + 1)
     return out

@@ -3,47 +3,77 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
 
 from cannery.lint.facts import ParseFailure
 from cannery.lint.facts.shell import Command, Script, line_offsets, parse_script
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
-@dataclass(repr=False, eq=False)
+
+# Plain classes, not dataclasses: see lint/facts/shell.py.
+
+
 class Value:
-    text: str
-    line: int
-    column: int
+    __slots__ = ("column", "line", "text")
+
+    def __init__(self, text: str, line: int, column: int) -> None:
+        self.text = text
+        self.line = line
+        self.column = column
 
 
-@dataclass(repr=False, eq=False)
 class Step:
-    index: int
-    line: int
-    name: str
-    uses: str
-    with_: dict[str, Value]
-    env: dict[str, Value]
-    run: Script | None
-    run_value: Value | None
-    if_: Value | None = None
+    __slots__ = ("env", "if_", "index", "line", "name", "run", "run_value", "uses", "with_")
+
+    def __init__(self, index: int, line: int, name: str, uses: str, with_: dict[str, Value],
+                 env: dict[str, Value], run: Script | None, run_value: Value | None,
+                 if_: Value | None = None) -> None:
+        self.index = index
+        self.line = line
+        self.name = name
+        self.uses = uses
+        self.with_ = with_
+        self.env = env
+        self.run = run
+        self.run_value = run_value
+        self.if_ = if_
 
 
-@dataclass(repr=False, eq=False)
 class Job:
-    id: str
-    line: int
-    runs_on: str
-    matrix: dict[str, list[str]]
-    matrix_line: int
-    steps: list[Step] = field(default_factory=list)
-    legs: list[dict[str, str]] = field(default_factory=list)  # the expanded matrix
-    if_: Value | None = None
-    needs: list[str] = field(default_factory=list)
-    end_line: int = 0  # last line of the job's block
-    uses: str = ""  # a reusable workflow the job calls
-    secrets_inherit: bool = False  # `secrets: inherit` (hands every secret to `uses:`)
+    __slots__ = (
+        "end_line",
+        "id",
+        "if_",
+        "legs",
+        "line",
+        "matrix",
+        "matrix_line",
+        "needs",
+        "runs_on",
+        "secrets_inherit",
+        "steps",
+        "uses",
+    )
+
+    def __init__(self, id: str, line: int, runs_on: str, matrix: dict[str, list[str]],
+                 matrix_line: int, steps: list[Step] | None = None,
+                 legs: list[dict[str, str]] | None = None, if_: Value | None = None,
+                 needs: list[str] | None = None, end_line: int = 0, uses: str = "",
+                 secrets_inherit: bool = False) -> None:
+        self.id = id
+        self.line = line
+        self.runs_on = runs_on
+        self.matrix = matrix
+        self.matrix_line = matrix_line
+        self.steps: list[Step] = [] if steps is None else steps
+        self.legs: list[dict[str, str]] = [] if legs is None else legs  # the expanded matrix
+        self.if_ = if_
+        self.needs: list[str] = [] if needs is None else needs
+        self.end_line = end_line  # last line of the job's block
+        self.uses = uses  # a reusable workflow the job calls
+        self.secrets_inherit = secrets_inherit  # `secrets: inherit` (every secret to `uses:`)
 
 
 MAX_LEGS = 256  # GitHub's own limit per workflow run
@@ -86,14 +116,17 @@ def expand_matrix(node: Any) -> list[dict[str, str]]:
     return legs
 
 
-@dataclass(repr=False, eq=False)
 class WorkflowFacts:
-    path: str
-    text: str
-    lines: list[str]
-    jobs: list[Job]
-    env: dict[str, Value]
-    events: dict[str, int] = field(default_factory=dict)  # `on:` event → line
+    __slots__ = ("env", "events", "jobs", "lines", "path", "text")
+
+    def __init__(self, path: str, text: str, lines: list[str], jobs: list[Job],
+                 env: dict[str, Value], events: dict[str, int] | None = None) -> None:
+        self.path = path
+        self.text = text
+        self.lines = lines
+        self.jobs = jobs
+        self.env = env
+        self.events: dict[str, int] = {} if events is None else events  # `on:` event → line
 
     def commands(self) -> Iterator[tuple[Job, Step, Command]]:
         """Every simple command of every `run:` step, in file order."""

@@ -4,9 +4,12 @@ only when a field is removed or changes meaning."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from cannery.lint.model import Finding
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 VERSION = 1
 

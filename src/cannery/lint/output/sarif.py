@@ -6,10 +6,13 @@ import inspect
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 from cannery import __version__
 from cannery.lint.model import Finding, Severity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 LEVEL = {Severity.INFO: "note", Severity.WARNING: "warning", Severity.ERROR: "error",
          Severity.CRITICAL: "error"}

@@ -10,50 +10,52 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.facts.shell import Command
+from cannery.lint.rule import lazy_re
 
 # (tool, file pattern)
 FILES = (
-    ("pip", re.compile(r"(^|/)pip\.(conf|ini)$")),
-    ("git", re.compile(r"(^|/)(\.gitconfig|gitconfig|\.git/config)$")),
-    ("npm", re.compile(r"(^|/)\.?npmrc$")),
-    ("conda", re.compile(r"(^|/)\.?condarc$")),
-    ("apt", re.compile(r"^/etc/apt/(sources\.list(\.d/.*)?|apt\.conf(\.d/.*)?)$")),
-    ("yum", re.compile(r"^/etc/(yum\.repos\.d/.*|yum\.conf|yum/.*\.conf|dnf/dnf\.conf|"
-                       r"dnf/.*\.conf|distro\.repos\.d/.*)$")),
+    ("pip", lazy_re(r"(^|/)pip\.(conf|ini)$")),
+    ("git", lazy_re(r"(^|/)(\.gitconfig|gitconfig|\.git/config)$")),
+    ("npm", lazy_re(r"(^|/)\.?npmrc$")),
+    ("conda", lazy_re(r"(^|/)\.?condarc$")),
+    ("apt", lazy_re(r"^/etc/apt/(sources\.list(\.d/.*)?|apt\.conf(\.d/.*)?)$")),
+    ("yum", lazy_re(r"^/etc/(yum\.repos\.d/.*|yum\.conf|yum/.*\.conf|dnf/dnf\.conf|"
+                    r"dnf/.*\.conf|distro\.repos\.d/.*)$")),
 )
 
 # tool → settings that turn certificate or signature checks off
 INSECURE = {
-    "pip": re.compile(r"^\s*trusted[-_]host\s*[=:]", re.I),
-    "git": re.compile(r"^\s*sslverify\s*=\s*(false|no|off|0)\b", re.I),
-    "npm": re.compile(r"^\s*strict-ssl\s*=\s*false\b", re.I),
-    "conda": re.compile(r"^\s*ssl_verify\s*:\s*(false|no|off)\b", re.I),
+    "pip": lazy_re(r"^\s*trusted[-_]host\s*[=:]", re.I),
+    "git": lazy_re(r"^\s*sslverify\s*=\s*(false|no|off|0)\b", re.I),
+    "npm": lazy_re(r"^\s*strict-ssl\s*=\s*false\b", re.I),
+    "conda": lazy_re(r"^\s*ssl_verify\s*:\s*(false|no|off)\b", re.I),
     # quotes as typed, typographic ones too (“true”, seen in MindSpeed-RL's Dockerfile)
-    "apt": re.compile(r"\[[^\]]*trusted=yes|allow-?(unauthenticated|insecure-?repositories|"
-                      r"downgrade-?to-?insecure-?repositories)\s*[\"'“”‘’]?\s*(true|yes|1)|"
-                      r"verify-?(peer|host)\s*[\"'“”‘’]?\s*(false|no|0)", re.I),
-    "yum": re.compile(r"(?<![\w.])(sslverify|gpgcheck|localpkg_gpgcheck)\s*=\s*(0|false|no|off)"
-                      r"\b", re.I),
+    "apt": lazy_re(r"\[[^\]]*trusted=yes|allow-?(unauthenticated|insecure-?repositories|"
+                   r"downgrade-?to-?insecure-?repositories)\s*[\"'“”‘’]?\s*(true|yes|1)|"
+                   r"verify-?(peer|host)\s*[\"'“”‘’]?\s*(false|no|0)", re.I),
+    "yum": lazy_re(r"(?<![\w.])(sslverify|gpgcheck|localpkg_gpgcheck)\s*=\s*(0|false|no|off)"
+                   r"\b", re.I),
 }
 # tool → settings that keep a package index in the image
 INDEX = {
-    "pip": re.compile(r"^\s*(extra-)?index[-_]url\s*[=:]|^\s*find[-_]links\s*[=:]", re.I),
-    "npm": re.compile(r"^\s*(@[\w-]+:)?registry\s*=", re.I),
-    "conda": re.compile(r"^\s*channel_alias\s*:|^\s*default_channels\s*:", re.I),
+    "pip": lazy_re(r"^\s*(extra-)?index[-_]url\s*[=:]|^\s*find[-_]links\s*[=:]", re.I),
+    "npm": lazy_re(r"^\s*(@[\w-]+:)?registry\s*=", re.I),
+    "conda": lazy_re(r"^\s*channel_alias\s*:|^\s*default_channels\s*:", re.I),
 }
 
 
-@dataclass(repr=False, eq=False)
 class Setting:
-    tool: str
-    file: str
-    text: str  # the line as written
-    line: int
-    column: int
+    __slots__ = ("column", "file", "line", "text", "tool")
+
+    def __init__(self, tool: str, file: str, text: str, line: int, column: int) -> None:
+        self.tool = tool
+        self.file = file
+        self.text = text  # the line as written
+        self.line = line
+        self.column = column
 
 
 def tool_of(path: str) -> str | None:

@@ -10,22 +10,27 @@ aliases (gh) cannot be known, so an unknown top-level word of those two is not r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Union
-
 from cannery.lint.facts.shell import Command, Word
+from cannery.lint.model import Frozen
 
 REF = "ref"  # a leaf whose operands are image references
 ANY = "any"  # a leaf whose operands are something else (paths, names, files)
-Tree = dict[str, Union["Tree", str]]
+Tree = dict[str, "Tree | str"]
 
 
-@dataclass(frozen=True)
-class Tool:
+class Tool(Frozen):
+    __slots__ = ("aliases", "open_top", "tree", "value_options")
     value_options: frozenset[str]  # options that take the next word as their value
     tree: Tree
-    open_top: bool = False  # plugins/extensions may add top-level commands
-    aliases: tuple[tuple[str, str], ...] = ()  # (alias, command) at any level
+    open_top: bool  # plugins/extensions may add top-level commands
+    aliases: tuple[tuple[str, str], ...]  # (alias, command) at any level
+
+    def __init__(self, value_options: frozenset[str], tree: Tree, open_top: bool = False,
+                 aliases: tuple[tuple[str, str], ...] = ()) -> None:
+        object.__setattr__(self, "value_options", value_options)
+        object.__setattr__(self, "tree", tree)
+        object.__setattr__(self, "open_top", open_top)
+        object.__setattr__(self, "aliases", aliases)
 
 
 def _leaves(kind: str, *names: str) -> Tree:
@@ -201,14 +206,17 @@ VERBS = {"delete", "rm", "remove", "del", "ls", "list", "create", "add", "get", 
          "show", "update", "prune", "untag", "inspect", "copy", "cp", "push", "pull"}
 
 
-@dataclass(repr=False, eq=False)
 class ToolCall:
-    tool: str
-    path: list[Word]  # the subcommand words, in order
-    operands: list[Word]  # the leaf's operands (option values skipped)
-    kind: str  # REF, ANY, or "" when the path stops at a command group
-    unknown: Word | None = None  # the word that is not a subcommand where one is expected
-    parent: str = ""  # the command the unknown word was given to
+    __slots__ = ("kind", "operands", "parent", "path", "tool", "unknown")
+
+    def __init__(self, tool: str, path: list[Word], operands: list[Word], kind: str,
+                 unknown: Word | None = None, parent: str = "") -> None:
+        self.tool = tool
+        self.path = path  # the subcommand words, in order
+        self.operands = operands  # the leaf's operands (option values skipped)
+        self.kind = kind  # REF, ANY, or "" when the path stops at a command group
+        self.unknown = unknown  # the word that is not a subcommand where one is expected
+        self.parent = parent  # the command the unknown word was given to
 
     @property
     def sub(self) -> str:

@@ -6,10 +6,12 @@ import fnmatch
 import posixpath
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 from cannery.lint.facts.shell import Command, Script, Word
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 CHECKSUM_TOOLS = {"sha256sum", "sha512sum", "sha384sum", "sha224sum", "sha1sum", "shasum",
                   "b2sum", "cksum"}
@@ -229,15 +231,18 @@ GIT_VALUE = {
 }
 
 
-@dataclass(repr=False, eq=False)
 class GitCommand:
     """A git command with the directory it acts in (a clone: the directory it creates)."""
 
-    cmd: Command
-    sub: str
-    operands: list[Word]  # after the subcommand, option values skipped
-    where: str
-    owner: object  # what the command belongs to (an Instruction, a workflow Step)
+    __slots__ = ("cmd", "operands", "owner", "sub", "where")
+
+    def __init__(self, cmd: Command, sub: str, operands: list[Word], where: str,
+                 owner: object) -> None:
+        self.cmd = cmd
+        self.sub = sub
+        self.operands = operands  # after the subcommand, option values skipped
+        self.where = where
+        self.owner = owner  # what the command belongs to (an Instruction, a workflow Step)
 
 
 def git_operands(cmd: Command) -> tuple[str, list[Word], list[str]]:

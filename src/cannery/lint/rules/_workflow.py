@@ -4,21 +4,33 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from cannery.lint.facts.workflow import Job, Step, Value, WorkflowFacts
 
 
-@dataclass(repr=False, eq=False)
 class Build:
-    job: Job
-    step: Step
-    file: Value | None
-    platforms: Value | None
-    tags: Value | None
-    outputs: Value | None
-    cache_from: Value | None
-    cache_to: Value | None
+    __slots__ = (
+        "cache_from",
+        "cache_to",
+        "file",
+        "job",
+        "outputs",
+        "platforms",
+        "step",
+        "tags",
+    )
+
+    def __init__(self, job: Job, step: Step, file: Value | None, platforms: Value | None,
+                 tags: Value | None, outputs: Value | None, cache_from: Value | None,
+                 cache_to: Value | None) -> None:
+        self.job = job
+        self.step = step
+        self.file = file
+        self.platforms = platforms
+        self.tags = tags
+        self.outputs = outputs
+        self.cache_from = cache_from
+        self.cache_to = cache_to
 
 
 def builds(wf: WorkflowFacts) -> list[Build]:

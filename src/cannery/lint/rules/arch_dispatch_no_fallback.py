@@ -5,11 +5,11 @@ from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 
-ARCH_SUBJECT = re.compile(r"ARCH|uname\s+-m|TARGETPLATFORM|dpkg\s+--print-architecture|arch\b",
-                          re.I)
-ARCH_NAMES = re.compile(r"x86_64|aarch64|amd64|arm64")
+ARCH_SUBJECT = lazy_re(r"ARCH|uname\s+-m|TARGETPLATFORM|dpkg\s+--print-architecture|arch\b",
+                       re.I)
+ARCH_NAMES = lazy_re(r"x86_64|aarch64|amd64|arm64")
 
 
 class ArchDispatchNoFallback(Rule):

@@ -2,39 +2,49 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction
 from cannery.lint.facts.shell import Command
-from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.model import Finding, Frozen, Severity
+from cannery.lint.rule import LintContext, Rule, lazy_re
 from cannery.lint.rules._shell import DOWNLOADERS, basename, downloaded_file
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
-@dataclass(frozen=True)
-class Cache:
+
+class Cache(Frozen):
     """A package manager's cache: the tools that fill it, the paths it lives in, and the
     commands that clean it."""
 
+    __slots__ = ("clean", "fill", "paths", "tools", "what")
     what: str
     tools: tuple[str, ...]
     fill: tuple[str, ...]  # subcommands that fill it
     paths: re.Pattern[str]
     clean: tuple[str, ...]  # subcommands (of ``tools``) that clean it
 
+    def __init__(self, what: str, tools: tuple[str, ...], fill: tuple[str, ...],
+                 paths: re.Pattern[str], clean: tuple[str, ...]) -> None:
+        object.__setattr__(self, "what", what)
+        object.__setattr__(self, "tools", tools)
+        object.__setattr__(self, "fill", fill)
+        object.__setattr__(self, "paths", paths)
+        object.__setattr__(self, "clean", clean)
+
 
 CACHES = (
     Cache("the apt lists and cache", ("apt-get", "apt", "apt-cache"), ("update", "install",
           "upgrade", "dist-upgrade", "build-dep"),
-          re.compile(r"^/var/lib/apt/lists|^/var/cache/apt"), ("clean", "autoclean")),
+          lazy_re(r"^/var/lib/apt/lists|^/var/cache/apt"), ("clean", "autoclean")),
     Cache("the yum/dnf metadata and cache", ("yum", "dnf", "microdnf", "tdnf"),
           ("install", "update", "upgrade", "makecache", "groupinstall", "reinstall",
            "localinstall", "builddep", "distro-sync"),
-          re.compile(r"^/var/cache/(yum|dnf)"), ("clean",)),
+          lazy_re(r"^/var/cache/(yum|dnf)"), ("clean",)),
     Cache("the pip cache", ("pip",), ("install", "wheel", "download"),
-          re.compile(r"^/root/\.cache/pip|^~/\.cache/pip|^\$HOME/\.cache/pip|"
-                     r"^\$\{HOME\}/\.cache/pip"), ("cache",)),
+          lazy_re(r"^/root/\.cache/pip|^~/\.cache/pip|^\$HOME/\.cache/pip|"
+                  r"^\$\{HOME\}/\.cache/pip"), ("cache",)),
 )
 
 

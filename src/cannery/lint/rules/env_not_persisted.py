@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from cannery.knowledge import env_script_vars
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 
-INSTALLER = re.compile(r"Ascend-cann-(toolkit|nnal)_", re.I)
+INSTALLER = lazy_re(r"Ascend-cann-(toolkit|nnal)_", re.I)
 
 
 class EnvNotPersisted(Rule):

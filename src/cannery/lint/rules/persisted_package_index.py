@@ -2,40 +2,45 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction
-from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
-from cannery.lint.rules._config_files import index, settings
+from cannery.lint.facts.shell import Command
+from cannery.lint.model import Finding, Frozen, Severity
+from cannery.lint.rule import LintContext, Rule, lazy_re
+from cannery.lint.rules._config_files import index, settings, tool_of
 from cannery.lint.rules._shell import host_of
 
 INDEX_ENV = {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "UV_INDEX_URL",
              "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "NPM_CONFIG_REGISTRY",
              "CONDA_CHANNELS", "GOPROXY"}
-URL = re.compile(r"(?<![a-z])[a-z]{1,15}://[^\s'\"]+")  # bounded scheme: linear on long words
-HOSTISH = re.compile(r"://|\w\.\w")  # a sed expression that rewrites a host
-CONFIG_FILES = re.compile(
+URL = lazy_re(r"(?<![a-z])[a-z]{1,15}://[^\s'\"]+")  # bounded scheme: linear on long words
+HOSTISH = lazy_re(r"://|\w\.\w")  # a sed expression that rewrites a host
+CONFIG_FILES = lazy_re(
     r"(pip\.conf|pip\.ini|\.npmrc|\.condarc|sources\.list|\.pypirc|\.repo|yum\.conf|dnf\.conf)$"
 )
 # The file `pip config set` writes, by scope option (default: the user's file)
-PIP_SCOPE_FILES = {"--global": re.compile(r"^/etc/(xdg/pip/)?pip\.conf$"),
-                   "--user": re.compile(r"^/root/\.config/pip/pip\.conf$"),
-                   "--site": re.compile(r"pip\.conf$")}
+PIP_SCOPE_FILES = {"--global": lazy_re(r"^/etc/(xdg/pip/)?pip\.conf$"),
+                   "--user": lazy_re(r"^/root/\.config/pip/pip\.conf$"),
+                   "--site": lazy_re(r"pip\.conf$")}
 
 
 def _path(text: str) -> str:
     return re.sub(r"^(~|\$HOME|\$\{HOME\})/", "/root/", text)
 
 
-@dataclass(frozen=True)
-class _Undo:
+class _Undo(Frozen):
     """A later step that takes a setting back out of the image: a file removed or replaced,
     a `pip config unset KEY`, an `npm config delete KEY`."""
 
+    __slots__ = ("file", "key", "where")
     where: tuple[int, int]  # (line, column), to order it after the setting
-    file: str = ""
-    key: str = ""
+    file: str
+    key: str
+
+    def __init__(self, where: tuple[int, int], file: str = "", key: str = "") -> None:
+        object.__setattr__(self, "where", where)
+        object.__setattr__(self, "file", file)
+        object.__setattr__(self, "key", key)
 
 
 def _undos(facts: DockerfileFacts) -> dict[int, list[_Undo]]:
@@ -64,6 +69,18 @@ def _undos(facts: DockerfileFacts) -> dict[int, list[_Undo]]:
     return out
 
 
+def _sed_edits(cmd: Command) -> list[str]:
+    """The package source files ``sed`` writes: those it edits in place (`-i`), and the one its
+    output is redirected over where apt or dnf reads it. sed that only reads a source file into
+    a copy elsewhere (a build-only mirror list in /tmp, handed to apt or dnf for one command)
+    changes nothing in the image."""
+    edited = [a for a in cmd.argv if CONFIG_FILES.search(a)] if cmd.has_flag(
+        "-i", "--in-place") else []
+    edited += [w.value for op, w in cmd.redirects
+               if op in (">", ">>", ">|") and tool_of(w.value) in ("apt", "yum")]
+    return edited
+
+
 def _key(text: str) -> str:
     return text.lower().replace("_", "-")
 
@@ -79,7 +96,9 @@ class PersistedPackageIndex(Rule):
     PIP_INDEX_URL`/`PIP_EXTRA_INDEX_URL`, `pip config set …index-url`, `npm config set
     registry`, index settings written into `pip.conf`, `.npmrc` or `.condarc` (by `echo`,
     `printf`, `tee`, a heredoc or `COPY <<EOF`), and `sed` edits that put a host into a
-    package source file (`sources.list`, a yum/dnf `.repo` file, `yum.conf`, `dnf.conf`).
+    package source file (`sources.list`, a yum/dnf `.repo` file, `yum.conf`, `dnf.conf`) in
+    place (`-i`) or by redirecting over it; `sed` that reads one into a copy elsewhere (a
+    build-only mirror list handed to apt or dnf, removed in the same step) is not reported.
     Hosts in `trusted-registries` are allowed. A setting that a later
     step of the same stage takes back out is not reported: `pip config unset` of the same
     key, `npm config delete registry`, or the file removed (`rm`) or replaced (`> FILE`,
@@ -149,11 +168,10 @@ class PersistedPackageIndex(Rule):
                             [re.compile(r"^/root/\.npmrc$")], "npm:registry"):
                     yield self.at(facts.path, cmd.pos, "npm registry config is saved into the "
                                   "image", hint="use --registry on the command")
-                elif cmd.name == "sed" and any(CONFIG_FILES.search(a) for a in argv) and any(
+                elif cmd.name == "sed" and (edited := _sed_edits(cmd)) and any(
                         HOSTISH.search(a) for a in argv if not CONFIG_FILES.search(a)) and (
                         not undone(inst, cmd.pos.line, cmd.pos.column,
-                                   [re.compile(re.escape(_path(a)) + "$") for a in argv
-                                    if CONFIG_FILES.search(a)])):
+                                   [re.compile(re.escape(_path(a)) + "$") for a in edited])):
                     yield self.at(facts.path, cmd.pos, "mirror rewritten in a package source "
                                   "file that stays in the image",
                                   hint="use a build-only mount or restore it in the same RUN")

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.facts.shell import Command
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 
-RC = re.compile(r"(^|/)(\.bashrc|\.profile|\.bash_profile|\.bash_login|\.zshrc|\.zprofile|"
-                r"\.zshenv|bash\.bashrc|bashrc|profile|environment|zprofile|zshrc|zshenv)$|"
-                r"/etc/profile\.d/")
+RC = lazy_re(r"(^|/)(\.bashrc|\.profile|\.bash_profile|\.bash_login|\.zshrc|\.zprofile|"
+             r"\.zshenv|bash\.bashrc|bashrc|profile|environment|zprofile|zshrc|zshenv)$|"
+             r"/etc/profile\.d/")
 ENV_WORDS = ("export", "source", "set_env", "PATH", ". /")
 
 

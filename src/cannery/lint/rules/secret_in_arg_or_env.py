@@ -5,14 +5,14 @@ from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 
-SECRET_NAME = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|"
-                         r"CREDENTIAL|AUTH)", re.I)
-NOT_SECRET = re.compile(r"(_FILE|_PATH|_URL|_DIR|_ENDPOINT|_HOST|_NAME|_USER|_ID|_TYPE)$|"
-                        r"TOKENIZER", re.I)  # TOKENIZERS_PARALLELISM is a setting
+SECRET_NAME = lazy_re(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|"
+                      r"CREDENTIAL|AUTH)", re.I)
+NOT_SECRET = lazy_re(r"(_FILE|_PATH|_URL|_DIR|_ENDPOINT|_HOST|_NAME|_USER|_ID|_TYPE)$|"
+                     r"TOKENIZER", re.I)  # TOKENIZERS_PARALLELISM is a setting
 # The scheme is bounded so a long run of letters cannot make the search quadratic.
-URL_CRED = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,15}://[^/\s:@]+:[^/\s@]+@", re.I)
+URL_CRED = lazy_re(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,15}://[^/\s:@]+:[^/\s@]+@", re.I)
 
 
 class SecretInArgOrEnv(Rule):

@@ -1,19 +1,18 @@
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from cannery.lint.facts.shell import Command
 from cannery.lint.facts.workflow import Step, WorkflowFacts
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 
-SECRET = re.compile(r"\$\{\{\s*secrets\.")
+SECRET = lazy_re(r"\$\{\{\s*secrets\.")
 LOGIN = {"docker", "podman", "buildah", "skopeo", "helm", "oras", "crane", "regctl", "nerdctl"}
 # builtins: their arguments are not visible to other processes
 BUILTINS = {"echo", "printf", "test", "[", "[[", "read", "export", "local", "declare", ":"}
 USER_FLAGS = ("-u", "--username", "--user")
-VAR_REF = re.compile(r"\$\{?([A-Za-z_]\w*)")
+VAR_REF = lazy_re(r"\$\{?([A-Za-z_]\w*)")
 
 
 def _tainted(step: Step, wf: WorkflowFacts) -> set[str]:

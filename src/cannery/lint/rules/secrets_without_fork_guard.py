@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 from cannery.lint.facts.workflow import Job, WorkflowFacts
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 
 # Events that also run in a fork (its own pushes, schedules, releases) or for a fork's pull
 # request; a manual dispatch, a call from another workflow and a repository dispatch (which
@@ -14,10 +14,10 @@ FORK_EVENTS = ("push", "pull_request", "pull_request_target", "pull_request_revi
                "pull_request_review_comment", "issue_comment", "issues", "workflow_run",
                "schedule", "release", "create", "delete", "merge_group", "discussion",
                "discussion_comment", "registry_package", "page_build", "watch", "fork")
-SECRET = re.compile(r"\$\{\{[^}]*?\bsecrets\.([A-Za-z_][\w-]*)")
+SECRET = lazy_re(r"\$\{\{[^}]*?\bsecrets\.([A-Za-z_][\w-]*)")
 # A condition that keeps the job to the home repository (or off fork pull requests), or
 # that tests that a secret is there at all.
-GUARD = re.compile(
+GUARD = lazy_re(
     r"github\.repository(_owner)?\s*==|==\s*github\.repository(_owner)?\b|"
     r"\bgithub\.repository_owner\b\s*==|head\.repo\.fork\s*==\s*false|!\s*github\.event\."
     r"pull_request\.head\.repo\.fork|head\.repo\.full_name\s*==|==\s*github\.event\."
@@ -28,7 +28,7 @@ GUARD = re.compile(
     # a repository variable: forks do not get the home repository's variables
     r"\bvars\.[\w-]+\s*(==|!=)")
 # A job with one of these in its `if:` runs even when the jobs it needs were skipped.
-RUNS_ANYWAY = re.compile(r"\b(always|failure|cancelled)\s*\(")
+RUNS_ANYWAY = lazy_re(r"\b(always|failure|cancelled)\s*\(")
 
 
 def _secrets(wf: WorkflowFacts, job: Job) -> list[tuple[str, int]]:
@@ -53,8 +53,8 @@ def _secrets(wf: WorkflowFacts, job: Job) -> list[tuple[str, int]]:
     return out
 
 
-_EVENT_TEST = re.compile(r"github\.event_name\s*(==|!=)\s*'([^']*)'|'([^']*)'\s*(==|!=)\s*"
-                         r"github\.event_name")
+_EVENT_TEST = lazy_re(r"github\.event_name\s*(==|!=)\s*'([^']*)'|'([^']*)'\s*(==|!=)\s*"
+                      r"github\.event_name")
 
 
 def may_run_on(cond: str, event: str) -> bool:

@@ -1,13 +1,12 @@
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 
-LINE_ADDRESS = re.compile(r"(^|;|\n)\s*\d+(,\d+)?\s*[sdaic]")
+LINE_ADDRESS = lazy_re(r"(^|;|\n)\s*\d+(,\d+)?\s*[sdaic]")
 
 
 class SedLinePatch(Rule):

@@ -1,15 +1,14 @@
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 from cannery.lint.rules._shell import same_repo_after, stage_git_commands
 from cannery.lint.rules.unpinned_git_ref import val
 
-COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
+COMMIT = lazy_re(r"^[0-9a-f]{7,40}$")
 
 
 class ShallowCloneCheckout(Rule):

@@ -7,13 +7,13 @@ from pathlib import Path
 from cannery.lint.facts.dockerfile import DockerfileFacts, expand
 from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity, Span
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 from cannery.lint.rules._image_tools import is_docker_build
 from cannery.lint.rules._shell import DOWNLOADERS, basename, url_of
 from cannery.lint.rules._workflow import builds, expand_env, split_list
 from cannery.lint.rules.arch_dispatch_no_fallback import ARCH_SUBJECT
 
-ARCH = re.compile(r"(?<![A-Za-z0-9])(x86_64|aarch64|amd64|arm64)(?![A-Za-z0-9])")
+ARCH = lazy_re(r"(?<![A-Za-z0-9])(x86_64|aarch64|amd64|arm64)(?![A-Za-z0-9])")
 
 
 def _leg_value(text: str, leg: dict[str, str]) -> str:

@@ -5,9 +5,9 @@ from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 
-CHIP = re.compile(r":[^/]*?-(910b|a3|310p|950)-", re.I)
+CHIP = lazy_re(r":[^/]*?-(910b|a3|310p|950)-", re.I)
 
 
 class SocChipMismatch(Rule):

@@ -6,13 +6,13 @@ from pathlib import Path
 
 from cannery.lint.facts.workflow import Value, WorkflowFacts
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 from cannery.lint.rules._workflow import dockerfiles, expand_env, split_list
 
-VERSION = re.compile(r"(?<![\d.])(\d+\.\d+\.(?:\d+|rc\d+|RC\d+))(?![\d.])")
-CHIP = re.compile(r"-(910b|a3|310p|950)-", re.I)
-BASE = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)", re.I | re.M)
-INSTALLER = re.compile(r"Ascend-cann-toolkit_(\d+\.\d+\.(?:\d+|rc\d+|RC\d+))_", re.I)
+VERSION = lazy_re(r"(?<![\d.])(\d+\.\d+\.(?:\d+|rc\d+|RC\d+))(?![\d.])")
+CHIP = lazy_re(r"-(910b|a3|310p|950)-", re.I)
+BASE = lazy_re(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)", re.I | re.M)
+INSTALLER = lazy_re(r"Ascend-cann-toolkit_(\d+\.\d+\.(?:\d+|rc\d+|RC\d+))_", re.I)
 
 
 def dockerfile_versions(text: str) -> tuple[str | None, str | None]:
@@ -35,25 +35,25 @@ def dockerfile_versions(text: str) -> tuple[str | None, str | None]:
 NUM = r"(\d+(?:\.\d+)+(?:[.-]?post\d+|rc\d+)?)"
 # what a tag says: name → pattern on the tag's name part (after the last `:`)
 TAG_PARTS = {
-    "CANN": re.compile(r"(?:^|[-_])cann[-_]?v?(\d+\.\d+\.(?:\d+|rc\d+))(?![\d.])", re.I),
-    "Python": re.compile(r"(?:^|[-_])py(?:thon)?(\d+\.\d+)(?![\d])", re.I),
-    "torch_npu": re.compile(r"(?:^|[-_])(?:torch[_-]?npu|pta)[_-]?v?" + NUM, re.I),
-    "torch": re.compile(r"(?:^|[-_])(?:torch|pt)(?![_-]?npu)[_-]?v?" + NUM, re.I),
-    "vllm-ascend": re.compile(r"(?:^|[-_])vllm[-_]ascend[-_]?v?" + NUM, re.I),
-    "vllm": re.compile(r"(?:^|[-_])vllm(?![-_]?ascend)[-_]?v?" + NUM, re.I),
+    "CANN": lazy_re(r"(?:^|[-_])cann[-_]?v?(\d+\.\d+\.(?:\d+|rc\d+))(?![\d.])", re.I),
+    "Python": lazy_re(r"(?:^|[-_])py(?:thon)?(\d+\.\d+)(?![\d])", re.I),
+    "torch_npu": lazy_re(r"(?:^|[-_])(?:torch[_-]?npu|pta)[_-]?v?" + NUM, re.I),
+    "torch": lazy_re(r"(?:^|[-_])(?:torch|pt)(?![_-]?npu)[_-]?v?" + NUM, re.I),
+    "vllm-ascend": lazy_re(r"(?:^|[-_])vllm[-_]ascend[-_]?v?" + NUM, re.I),
+    "vllm": lazy_re(r"(?:^|[-_])vllm(?![-_]?ascend)[-_]?v?" + NUM, re.I),
 }
 # what a Dockerfile installs (after ARG substitution); the last one wins
 FILE_PARTS = {
-    "Python": re.compile(r"(?:\bpython[=:]|[-_]py|PYTHON_VERSION=[\"']?)(\d+\.\d+)(?![\d])",
-                         re.I),
-    "torch_npu": re.compile(r"\btorch[_-]npu==" + NUM, re.I),
-    "torch": re.compile(r"\btorch==" + NUM, re.I),
-    "vllm-ascend": re.compile(r"\bvllm[_-]ascend==" + NUM + r"|--branch[= ]+v?" + NUM
-                              + r"\s+\S*/vllm-ascend(?:\.git)?\b|\bVLLM_ASCEND_(?:VERSION|TAG)"
-                              r"=[\"']?v?" + NUM, re.I),
-    "vllm": re.compile(r"\bvllm==" + NUM + r"|--branch[= ]+v?" + NUM
-                       + r"\s+\S*/vllm(?:\.git)?(?![\w-])|\bVLLM_(?:VERSION|TAG)=[\"']?v?"
-                       + NUM, re.I),
+    "Python": lazy_re(r"(?:\bpython[=:]|[-_]py|PYTHON_VERSION=[\"']?)(\d+\.\d+)(?![\d])",
+                      re.I),
+    "torch_npu": lazy_re(r"\btorch[_-]npu==" + NUM, re.I),
+    "torch": lazy_re(r"\btorch==" + NUM, re.I),
+    "vllm-ascend": lazy_re(r"\bvllm[_-]ascend==" + NUM + r"|--branch[= ]+v?" + NUM
+                           + r"\s+\S*/vllm-ascend(?:\.git)?\b|\bVLLM_ASCEND_(?:VERSION|TAG)"
+                           r"=[\"']?v?" + NUM, re.I),
+    "vllm": lazy_re(r"\bvllm==" + NUM + r"|--branch[= ]+v?" + NUM
+                    + r"\s+\S*/vllm(?:\.git)?(?![\w-])|\bVLLM_(?:VERSION|TAG)=[\"']?v?"
+                    + NUM, re.I),
 }
 
 

@@ -5,10 +5,10 @@ from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, expand
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 
-BASE_VERSION = re.compile(r"cann[^:/]*:(?P<v>\d+\.\d+\.(?:\d+|rc\d+|RC\d+))", re.I)
-INSTALLER = re.compile(r"Ascend-cann-toolkit_(?P<v>[0-9][\w.]*?)_linux", re.I)
+BASE_VERSION = lazy_re(r"cann[^:/]*:(?P<v>\d+\.\d+\.(?:\d+|rc\d+|RC\d+))", re.I)
+INSTALLER = lazy_re(r"Ascend-cann-toolkit_(?P<v>[0-9][\w.]*?)_linux", re.I)
 
 
 class ToolkitOverToolkit(Rule):

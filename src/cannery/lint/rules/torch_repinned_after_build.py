@@ -6,13 +6,13 @@ from collections.abc import Iterator
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction, arg_default
 from cannery.lint.facts.shell import Command, Word, unquote
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 from cannery.lint.rules._shell import pip_packages
 
 TORCH = {"torch", "torch_npu", "torchvision", "torchaudio"}
 # a torch wheel given by file or URL: torch-2.9.0+cpu-cp311-….whl, torch_npu-2.9.0.post1-….whl
-WHEEL = re.compile(r"(?:^|/)(torch|torch_npu|torchvision|torchaudio)-([0-9][^-/]*)-[^/]*\.whl$",
-                   re.I)
+WHEEL = lazy_re(r"(?:^|/)(torch|torch_npu|torchvision|torchaudio)-([0-9][^-/]*)-[^/]*\.whl$",
+                re.I)
 REPLACING = ("-U", "--upgrade", "--force-reinstall", "--ignore-installed", "-I")
 
 

@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
-from typing import Any
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.facts.shell import Command
@@ -10,6 +8,10 @@ from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
 from cannery.lint.rules._image_tools import TOOLS, Tree, leaf_verb, tool_call
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # What to use instead of a subcommand people reach for that the tool does not have
 INSTEAD = {
@@ -101,6 +103,8 @@ class UnknownSubcommand(Rule):
             hint = INSTEAD.get((parent, word.value))
             if hint is None:
                 choices = _choices(TOOLS[cmd.name].tree, parent.split()[1:])
+                import difflib  # only for a finding: its import is not free
+
                 close = difflib.get_close_matches(word.value, choices, n=3)
                 hint = (f"did you mean {', '.join(f'`{parent} {c}`' for c in close)}?" if close
                         else f"{parent} has: {', '.join(choices)}" if choices

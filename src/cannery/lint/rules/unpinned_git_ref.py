@@ -5,30 +5,30 @@ from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction, expand
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 from cannery.lint.rules._shell import GitCommand, same_repo_after, stage_git_commands
 from cannery.util.patterns import COMMIT
 
 FULL = COMMIT
-SHORT = re.compile(r"^[0-9a-f]{7,39}$")
+SHORT = lazy_re(r"^[0-9a-f]{7,39}$")
 # what a checkout of a branch or tag looks like (not a path, HEAD~1, FETCH_HEAD or a variable)
-REF = re.compile(r"^(?!(?:HEAD|FETCH_HEAD|ORIG_HEAD)\b)[\w][\w./-]*$")
-GIT_URL = re.compile(r"^(?:[\w.-]+\s*@\s*)?git\+([^@#\s]+?)(?:@([^#\s]+))?(?:#.*)?$")
+REF = lazy_re(r"^(?!(?:HEAD|FETCH_HEAD|ORIG_HEAD)\b)[\w][\w./-]*$")
+GIT_URL = lazy_re(r"^(?:[\w.-]+\s*@\s*)?git\+([^@#\s]+?)(?:@([^#\s]+))?(?:#.*)?$")
 
 
 # a release tag: v1.2.3, 0.18.0, 8.5.2rc1, v0.11.0-post1 (no slash: `releases/v1` is a branch)
 # (each suffix starts with a keyword, so no two ways to match one string: linear time)
-TAG = re.compile(r"^v?\d+(?:\.\d+)+(?:[.\-_+]?(?:rc|post|dev|alpha|beta|a|b|patch|p)\d*)*$",
-                 re.I)
+TAG = lazy_re(r"^v?\d+(?:\.\d+)+(?:[.\-_+]?(?:rc|post|dev|alpha|beta|a|b|patch|p)\d*)*$",
+              re.I)
 
 
 # what is known to be a branch: the usual long-lived names, `release/…`-style prefixes, and
 # vllm-ascend's `v0.9.1-dev` maintenance branches
-BRANCH = re.compile(r"^(main|master|develop|development|dev|trunk|stable|nightly|next|"
-                    r"gh-pages|HEAD)$|^(release|releases|feature|features|hotfix|bugfix|dev|"
-                    r"devel|branch|users?)/|^v?\d+(\.\d+)*[-_.]dev$", re.I)
+BRANCH = lazy_re(r"^(main|master|develop|development|dev|trunk|stable|nightly|next|"
+                 r"gh-pages|HEAD)$|^(release|releases|feature|features|hotfix|bugfix|dev|"
+                 r"devel|branch|users?)/|^v?\d+(\.\d+)*[-_.]dev$", re.I)
 # a date in the name (20260609, 2026-06-09): a snapshot, most often a tag
-DATED = re.compile(r"(?<!\d)20\d\d-?[01]\d-?[0-3]\d(?!\d)")
+DATED = lazy_re(r"(?<!\d)20\d\d-?[01]\d-?[0-3]\d(?!\d)")
 
 
 def moving(ref: str, what: str, hint: str) -> tuple[str, Severity, str]:

@@ -5,12 +5,12 @@ from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 from cannery.lint.rules._shell import pip_packages
 
-PINNED = re.compile(r"^\s*(===?\s*[^*,;\s]+\s*(;.*)?|@\s*\S+)$")  # ==1.2 / ===x / @ URL
+PINNED = lazy_re(r"^\s*(===?\s*[^*,;\s]+\s*(;.*)?|@\s*\S+)$")  # ==1.2 / ===x / @ URL
 TOOLS = {"pip", "setuptools", "wheel", "packaging"}  # packaging tools: reported as info
-LOCKISH = re.compile(r"lock|constraint|pinned|frozen|hashes", re.I)
+LOCKISH = lazy_re(r"lock|constraint|pinned|frozen|hashes", re.I)
 
 
 class UnpinnedPipRequirement(Rule):

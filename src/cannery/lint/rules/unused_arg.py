@@ -7,17 +7,17 @@ from pathlib import Path
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction
 from cannery.lint.facts.shell import Command
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 
 # tools that read their settings from environment variables with these prefixes
-ENV_CONFIG = re.compile(r"^(PIP|UV|NPM_CONFIG|YARN|CONDA|MAMBA|CARGO|GIT|HF|HUGGINGFACE|"
-                        r"TORCH|CUDA|NVCC|CMAKE|CC|CXX|LD|CFLAGS|CXXFLAGS|LDFLAGS|PYTHON)(_|$)")
+ENV_CONFIG = lazy_re(r"^(PIP|UV|NPM_CONFIG|YARN|CONDA|MAMBA|CARGO|GIT|HF|HUGGINGFACE|"
+                     r"TORCH|CUDA|NVCC|CMAKE|CC|CXX|LD|CFLAGS|CXXFLAGS|LDFLAGS|PYTHON)(_|$)")
 INTERPRETERS = ("bash", "sh", "zsh", "dash", "python", "python3", "perl", "source", ".")
 # What well-known tools read from their environment, when a later RUN runs them.
 _C_BUILD = r"CC|CXX|CPP|FC|AR|LD|CFLAGS|CXXFLAGS|CPPFLAGS|FFLAGS|LDFLAGS|LDLIBS|MAKEFLAGS"
 _PY_BUILD = (rf"{_C_BUILD}|MAX_JOBS|CMAKE_\w+|NVCC_\w+|TORCH_\w+|SETUPTOOLS_\w+|PIP_\w+|"
              r"NINJA_\w+|BUILD_\w+|USE_\w+|_PYTHON_\w+")
-TOOL_ENV: dict[str, re.Pattern[str]] = {name: re.compile(rf"^({pattern})$") for names, pattern in (
+TOOL_ENV: dict[str, re.Pattern[str]] = {name: lazy_re(rf"^({pattern})$") for names, pattern in (
     (("go",), r"GO\w+|CGO_\w+"),
     (("cargo", "rustc", "rustup"), r"CARGO_\w+|RUST\w*"),
     (("pip", "python", "python3", "setup.py"), _PY_BUILD),
@@ -33,9 +33,9 @@ TOOL_ENV: dict[str, re.Pattern[str]] = {name: re.compile(rf"^({pattern})$") for 
 # an ARG named like a build setting may be read by them, and lint cannot tell, so it is quiet.
 OPEN_PROGRAMS = {"make", "gmake", "cmake", "ninja", "meson", "bazel", "go", "cargo", "npm",
                  "yarn", "pnpm", "configure", "setup.py", "scons", "mvn", "gradle"}
-SETTING_LIKE = re.compile(r"(FLAGS|_ARGS|_OPTS|_OPTIONS|_JOBS|_LEVEL|_THREADS|_DEVICE|_TARGET\w*|"
-                          r"_MODE|_BACKEND|_ARCH\w*)$|^(USE|ENABLE|DISABLE|WITH|WITHOUT|BUILD|"
-                          r"NO|SKIP)_")
+SETTING_LIKE = lazy_re(r"(FLAGS|_ARGS|_OPTS|_OPTIONS|_JOBS|_LEVEL|_THREADS|_DEVICE|_TARGET\w*|"
+                       r"_MODE|_BACKEND|_ARCH\w*)$|^(USE|ENABLE|DISABLE|WITH|WITHOUT|BUILD|"
+                       r"NO|SKIP)_")
 
 
 def _refs(text: str, name: str) -> bool:

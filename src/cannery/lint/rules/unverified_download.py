@@ -2,13 +2,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction, expand
 from cannery.lint.facts.shell import Command, Script
 from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rule import LintContext, Rule, lazy_re
 from cannery.lint.rules._shell import (
     CHECKSUM_TOOLS,
     DOWNLOADERS,
@@ -23,18 +22,20 @@ from cannery.lint.rules._shell import (
     use_kind,
 )
 
-VAR = re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
+VAR = lazy_re(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
 EXTRACTORS = ("tar", "bsdtar", "cpio")
 
 
-@dataclass(repr=False, eq=False)
 class _Tracker:
     """Downloaded files of one stage (or job) waiting for a check, in execution order."""
 
-    pending: dict[str, str] = field(default_factory=dict)  # path → URL it came from
-    fetched: dict[str, str] = field(default_factory=dict)  # every download: path → URL
-    written: dict[str, str] = field(default_factory=dict)  # file → text echo/printf wrote
-    reported: set[int] = field(default_factory=set)  # ids of commands already reported
+    __slots__ = ("fetched", "pending", "reported", "written")
+
+    def __init__(self) -> None:
+        self.pending: dict[str, str] = {}  # path → URL it came from
+        self.fetched: dict[str, str] = {}  # every download: path → URL
+        self.written: dict[str, str] = {}  # file → text echo/printf wrote
+        self.reported: set[int] = set()  # ids of commands already reported
 
     def clear(self, names: list[str]) -> None:
         for path in list(self.pending):
