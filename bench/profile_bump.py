@@ -6,8 +6,11 @@ Generates the build benchmark's stand-in stack (bench/buildbench), builds it onc
 writes the lock and the layer cache), then bumps the framework's pin and runs `cannery build
 --push` in this process with each phase timed: Python start-up and imports, resolving the lock,
 rendering, reading the registry (what is already there), the `buildah build`, the export of
-the image for the upload, the upload, and merging and tagging. Prints one table of medians.
-Not a test: nothing here fails on timing.
+the image for the upload, the upload, and merging and tagging; the re-lock split into its git
+and uv commands, the build into its instructions (cached or built, from buildah's STEP lines).
+Beside it, alternating, the seed-style Dockerfile's bump as build_vs_seed.py times it (`buildah
+build --layers`, then `buildah push`), its build split the same way. Prints one table of
+medians. Not a test: nothing here fails on timing.
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from buildbench.measure import cannery_build  # noqa: E402
-from buildbench.recipes import catalog  # noqa: E402
+from buildbench.measure import cannery_build, run, seed_build  # noqa: E402
+from buildbench.recipes import catalog, seed_dockerfile  # noqa: E402
 from buildbench.stack import SIZES, make_stack  # noqa: E402
 from lint_vs_hadolint import machine  # noqa: E402
 
@@ -98,11 +101,16 @@ class BuildSteps:
 
 def instrumented_build(catalog_path: Path, env: dict[str, str], clock: Clock) -> None:
     """`cannery build --push` in this process, each phase on ``clock``."""
+    from cannery import pydeps
     from cannery.builder import execute
     from cannery.commands import build as build_mod
     from cannery.commands.build import BuildRequest, build_cmd
 
     clock.wrap(build_mod, "ensure_locked", "resolve")
+    # inside resolve: the git trees the Python set is read from, and uv's resolution
+    clock.wrap(pydeps, "run", lambda argv, *a, **k: "resolve: " + (
+        "uv pip compile" if argv[1:3] == ["pip", "compile"] else f"{Path(argv[0]).name} "
+        + next(x for x in argv[1:] if not x.startswith("-"))))
     clock.wrap(build_mod, "render_dockerfile", "render")
     for attr in ("current_children", "known_platforms", "unchanged_child"):
         clock.wrap(execute, attr, "registry read")
@@ -153,6 +161,30 @@ def startup(env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
+def seed_bump(world: Any, dockerfile: Path, verl: str, clock: Clock) -> float:
+    """(a)'s bump as build_vs_seed.py times it (`buildah build --layers`, `buildah push`), with
+    the build split by instruction like (b)'s."""
+    certs = ["--cert-dir", str(world.cert_dir)]
+    argv = ["buildah", "build", "--platform", "linux/amd64", "--format", "docker", "--layers",
+            *certs, "--network", "host", "--build-arg", f"VERL_COMMIT={verl}",
+            "-f", str(dockerfile), "-t", "localhost/bench-seed", str(dockerfile.parent)]
+    start = time.perf_counter()
+    steps = BuildSteps(clock)
+    with clock.phase("build"):
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            steps.line(line.rstrip("\n"))
+        steps.close()
+        if proc.wait() != 0:
+            raise SystemExit("the seed-style build failed")
+    with clock.phase("upload"):
+        run(["buildah", "push", "--quiet", *certs, "localhost/bench-seed",
+             f"docker://{world.registry.host}/bench/seed:latest"])
+    return time.perf_counter() - start
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", choices=sorted(SIZES), default="tiny")
@@ -162,6 +194,8 @@ def main() -> int:
     os.environ.setdefault("BUILDAH_ISOLATION", "chroot")
     runs: list[dict[str, float]] = []
     totals: list[float] = []
+    seed_runs: list[dict[str, float]] = []
+    seed_totals: list[float] = []
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="cannery-profile-") as tmp:
         root = Path(tmp)
@@ -170,14 +204,23 @@ def main() -> int:
             stack = make_stack(world, size, root / "stack", bumps=args.bumps)
             cat = root / "rendered" / "catalog.toml"
             cat.parent.mkdir()
+            seed_file = root / "seed" / "Dockerfile"
+            seed_file.parent.mkdir()
+            seed_file.write_text(seed_dockerfile(stack, world.files.url, world.git.url,
+                                                 stack.framework[0]))
 
             def write(verl: str) -> Path:
                 cat.write_text(catalog(world.base, world.push_registry.host, "rendered",
                                        world.files.url, world.git.url, verl))
                 return cat
 
-            cannery_build(world, write(stack.framework[0]), force=False)  # warm, untimed
-            for n in range(args.bumps):
+            # warm, untimed: the lock, the layer caches, the repositories
+            seed_build(world, seed_file, "seed", stack.framework[0], no_cache=False)
+            cannery_build(world, write(stack.framework[0]), force=False)
+            for n in range(args.bumps):  # alternating, as build_vs_seed.py does
+                clock = Clock()
+                seed_totals.append(seed_bump(world, seed_file, stack.framework[n + 1], clock))
+                seed_runs.append(dict(clock.took))
                 clock = Clock()
                 clock.took["start-up"] = startup(world.env())
                 start = time.perf_counter()
@@ -190,19 +233,26 @@ def main() -> int:
     print(f"machine: {machine()}")
     print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; size {args.size}; "
           f"{args.bumps} bumps; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after\n")
-    print("| phase of a framework bump | median s |")
-    print("|---|---|")
+    print("| phase of a framework bump, median s | (b) cannery | (a) seed-style |")
+    print("|---|---|---|")
+
+    def cell(series: list[dict[str, float]], name: str) -> str:
+        if not any(name in r for r in series):
+            return "–"
+        return f"{statistics.median(r.get(name, 0.0) for r in series):.2f}"
+
     named = set(PHASES)
-    for name in [*PHASES, *sorted({k for r in runs for k in r} - named)]:
-        # the build's instructions are part of "build": shown under it, not added again
-        shown = f"&nbsp;&nbsp;{name}" if name.startswith("build: ") else name
-        print(f"| {shown} | {statistics.median(r.get(name, 0.0) for r in runs):.2f} |")
+    keys = {k for r in [*runs, *seed_runs] for k in r}
+    for name in [*PHASES, *sorted(keys - named)]:
+        # "build: …" and "resolve: …" are parts of a phase: shown under it, not added again
+        shown = f"&nbsp;&nbsp;{name}" if ": " in name else name
+        print(f"| {shown} | {cell(runs, name)} | {cell(seed_runs, name)} |")
     rest = statistics.median(
-        t - sum(v for k, v in r.items() if not k.startswith("build: "))
+        t - sum(v for k, v in r.items() if ": " not in k)
         for t, r in zip(totals, runs, strict=True)
     )
-    print(f"| other (plan, checks, summary) | {rest:.2f} |")
-    print(f"| total | {statistics.median(totals):.2f} |")
+    print(f"| other (plan, checks, summary) | {rest:.2f} | – |")
+    print(f"| total | {statistics.median(totals):.2f} | {statistics.median(seed_totals):.2f} |")
     return 0
 
 

@@ -92,7 +92,8 @@ def test_buildah_steps_pin_time_label_and_export_to_a_layout(tmp_path: Path) -> 
     assert build[:4] == ["buildah", "build", "--platform", "linux/arm64"]
     assert build[build.index("--timestamp") + 1] == str(job.epoch)
     assert f"SOURCE_DATE_EPOCH={job.epoch}" in build
-    assert f"io.cannery.inputs={job.platforms[1].input_digest}" in build
+    # the inputs label goes into the config cannery pushes (--label would add a build step)
+    assert "--label" not in build
     assert "--no-cache" not in build and "--layers" in build
     push = engine.export_step(job.platforms[1], opts)
     assert push[-1] == f"oci:{tmp_path / 'w' / 'export'}" and "v2s2" in push
@@ -133,3 +134,29 @@ def test_a_lock_time_without_timezone_is_refused_at_its_line(tmp_path: Path) -> 
     path.write_text(bad)
     with pytest.raises(LockError, match=r"cannery.lock:\d+: .*resolved_at: .*timezone"):
         read_lock(path)
+
+
+def test_inputs_label_is_written_as_buildah_label_writes_it() -> None:
+    """Both config sections, keys in Go's map order, and a last history entry: a config from
+    `buildah build --label` (compared byte for byte on a real build while writing this)."""
+    from cannery.builder.buildah import with_inputs_label
+
+    config = {
+        "created": "2026-01-01T00:00:00Z",
+        "config": {"Env": ["A=1"], "Labels": {"org.z": "9", "a": "1"}},
+        "container_config": {"Cmd": ["/bin/sh"]},
+        "history": [{"created": "2026-01-01T00:00:00Z", "created_by": "RUN x"}],
+    }
+    out = with_inputs_label(config, "sha256:" + "2" * 64)
+    want = {"a": "1", "io.cannery.inputs": "sha256:" + "2" * 64, "org.z": "9"}
+    assert out["config"] == {"Env": ["A=1"], "Labels": want}
+    assert list(out["config"]["Labels"]) == sorted(want)  # type: ignore[index]
+    assert out["container_config"] == {"Cmd": ["/bin/sh"],
+                                       "Labels": {"io.cannery.inputs": "sha256:" + "2" * 64}}
+    assert out["history"] == [
+        {"created": "2026-01-01T00:00:00Z", "created_by": "RUN x"},
+        {"created": "2026-01-01T00:00:00Z",
+         "created_by": f'/bin/sh -c #(nop) LABEL "io.cannery.inputs"="sha256:{"2" * 64}"',
+         "empty_layer": True},
+    ]
+    assert config["config"]["Labels"] == {"org.z": "9", "a": "1"}  # type: ignore[index]

@@ -12,6 +12,7 @@ import pytest
 from cannery.builder.buildah import LayerCache, _assemble
 
 GZIP = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+INPUTS = "sha256:" + "1" * 64
 
 
 def _digest(data: bytes) -> str:
@@ -25,6 +26,7 @@ def _layout(tmp_path: Path, layers: list[dict[str, object]], diff_ids: list[str]
     blobs.mkdir(parents=True, exist_ok=True)
     config = json.dumps({
         "architecture": "amd64", "os": "linux", "container": "abc",
+        "created": "2026-01-01T00:00:00Z",
         "config": {"Hostname": "h", "Env": ["A=1"]},
         "rootfs": {"type": "layers", "diff_ids": diff_ids},
     }).encode()
@@ -59,7 +61,7 @@ def test_a_stand_in_layer_gets_its_recorded_descriptor_and_a_new_one_is_recorded
     export = _layout(tmp_path, [standin, new], [old_diff, new_diff])
     cache = LayerCache(tmp_path / "cache.json")
     out = _assemble(export, tmp_path / "digest", [old_diff, new_diff], {old_diff: recorded},
-                    cache)
+                    cache, INPUTS)
     manifest = json.loads((out / "manifest.json").read_bytes())
     assert manifest["layers"] == [recorded, new]  # as a full export writes it
     assert (out / "manifest.json").read_bytes() == json.dumps(
@@ -67,6 +69,13 @@ def test_a_stand_in_layer_gets_its_recorded_descriptor_and_a_new_one_is_recorded
     config = (out / manifest["config"]["digest"][7:]).read_bytes()
     assert _digest(config) == manifest["config"]["digest"]
     assert "Hostname" not in json.loads(config)["config"]  # normalized
+    # the platform's inputs label, in the config and last in its history, as --label writes it
+    assert json.loads(config)["config"]["Labels"] == {"io.cannery.inputs": INPUTS}
+    assert json.loads(config)["history"][-1] == {
+        "created": "2026-01-01T00:00:00Z",
+        "created_by": f'/bin/sh -c #(nop) LABEL "io.cannery.inputs"="{INPUTS}"',
+        "empty_layer": True,
+    }
     assert (out / new["digest"][7:]).is_file()  # type: ignore[index]
     assert not (out / recorded["digest"][7:]).exists()  # the target has it: not exported
     cache.save()
@@ -78,7 +87,7 @@ def test_a_layer_named_by_its_diff_id_without_a_stand_in_is_refused(tmp_path: Pa
     diff = _digest(b"layer, unpacked")
     export = _layout(tmp_path, [{"mediaType": GZIP, "size": 5, "digest": diff}], [diff])
     with pytest.raises(ValueError, match="uncompressed"):
-        _assemble(export, tmp_path / "digest", [diff], {}, LayerCache(tmp_path / "c.json"))
+        _assemble(export, tmp_path / "digest", [diff], {}, LayerCache(tmp_path / "c.json"), INPUTS)
 
 
 def test_an_export_of_other_layers_than_the_built_image_is_refused(tmp_path: Path) -> None:
@@ -86,7 +95,7 @@ def test_an_export_of_other_layers_than_the_built_image_is_refused(tmp_path: Pat
     export = _layout(tmp_path, [layer], [_digest(b"one")])
     with pytest.raises(ValueError, match="not the built image"):
         _assemble(export, tmp_path / "digest", [_digest(b"another")], {},
-                  LayerCache(tmp_path / "c.json"))
+                  LayerCache(tmp_path / "c.json"), INPUTS)
 
 
 def test_a_manifest_that_is_not_the_reported_one_is_refused(tmp_path: Path) -> None:
@@ -95,7 +104,7 @@ def test_a_manifest_that_is_not_the_reported_one_is_refused(tmp_path: Path) -> N
     (tmp_path / "digest").write_text(_digest(b"something else"))
     with pytest.raises((ValueError, OSError)):
         _assemble(export, tmp_path / "digest", [_digest(b"one")], {},
-                  LayerCache(tmp_path / "c.json"))
+                  LayerCache(tmp_path / "c.json"), INPUTS)
 
 
 def test_an_unreadable_or_malformed_cache_is_an_empty_one(tmp_path: Path) -> None:

@@ -19,9 +19,15 @@ same layer to other bytes) under ``$CANNERY_CACHE_DIR`` (default ``~/.cache/cann
 
 The config is normalized before the push (``normalize_config``): buildah records the build
 container's random hostname and id and intermediate image ids, which would make every build's
-digest differ. ``--format docker`` keeps the SHELL instruction (OCI image configs have no field
-for it) and so the bash the rendered RUN steps need; an OCI layout output (``--output oci:DIR``)
-is converted to OCI manifests at export time. ``--timestamp`` and ``SOURCE_DATE_EPOCH`` come
+digest differ. The platform's ``io.cannery.inputs`` label is written there too
+(``with_inputs_label``), label and history entry as ``buildah build --label`` writes them, but
+without the LABEL step ``--label`` appends to the Dockerfile (buildah 1.28): every build that
+rebuilds a step would rebuild that one too, one more commit and working container. The config
+is byte for byte the one ``--label`` gives.
+
+``--format docker`` keeps the SHELL instruction (OCI image configs have no field for it) and
+so the bash the rendered RUN steps need; an OCI layout output (``--output oci:DIR``) is
+converted to OCI manifests at export time. ``--timestamp`` and ``SOURCE_DATE_EPOCH`` come
 from the lock, so the same lock gives the same layer bytes. The isolation is buildah's own
 choice (``BUILDAH_ISOLATION`` in the environment selects chroot where no OCI runtime can run).
 """
@@ -64,6 +70,29 @@ def normalize_config(config: dict[str, object]) -> dict[str, object]:
             {k: v for k, v in h.items() if k != "comment"} if isinstance(h, dict) else h
             for h in history
         ]
+    return out
+
+
+def with_inputs_label(config: dict[str, object], inputs: str) -> dict[str, object]:
+    """``config`` with the ``io.cannery.inputs`` label set to ``inputs``, in the run config (and
+    the Docker format's container_config), and its history entry last, as ``--label`` adds."""
+    out = dict(config)
+    for key in ("config", "container_config"):
+        section = out.get(key)
+        if key == "config" or isinstance(section, dict):
+            section = dict(section) if isinstance(section, dict) else {}
+            labels = section.get("Labels")
+            merged = {**(labels if isinstance(labels, dict) else {}), INPUTS_LABEL: inputs}
+            section["Labels"] = dict(sorted(merged.items()))  # as buildah (Go) writes a map
+            out[key] = section
+    history = out.get("history")
+    entry: dict[str, object] = {
+        "created_by": f'/bin/sh -c #(nop) LABEL "{INPUTS_LABEL}"="{inputs}"',
+        "empty_layer": True,
+    }
+    if "created" in out:
+        entry = {"created": out["created"], **entry}
+    out["history"] = [*(history if isinstance(history, list) else []), entry]
     return out
 
 
@@ -132,8 +161,7 @@ class BuildahEngine:
             str(image.epoch),
             "--build-arg",
             f"SOURCE_DATE_EPOCH={image.epoch}",
-            "--label",
-            f"{INPUTS_LABEL}={job.input_digest}",
+            # no --label: the inputs label is written with the config (with_inputs_label)
             "--pull",
             # One layer per instruction (least to most often changed, as rendered), so a bumped
             # framework rebuilds, exports and pushes only its own layers; not used when forced.
@@ -190,7 +218,8 @@ class BuildahEngine:
                 standins[diff_id] = layer
         run(self.export_step(job, opts))
         try:
-            layout = _assemble(export, opts.work / "digest", diff_ids, standins, cache)
+            layout = _assemble(export, opts.work / "digest", diff_ids, standins, cache,
+                               job.input_digest)
         except (OSError, ValueError, KeyError, TypeError, MalformedManifest) as exc:
             raise FatalError(f"{job.platform}: cannot read what buildah wrote: {exc}") from None
         cache.save()
@@ -204,9 +233,11 @@ def _assemble(
     diff_ids: list[str],
     standins: dict[str, dict[str, object]],
     cache: LayerCache,
+    inputs: str,
 ) -> Path:
     """The ``dir:`` layout cannery pushes, from buildah's OCI layout: stand-ins put back to
-    their recorded descriptors, new layers recorded, the config normalized."""
+    their recorded descriptors, new layers recorded, the config normalized and labelled with
+    the platform's ``inputs`` digest."""
     blobs = export / "blobs" / "sha256"
     reported = digest_file.read_text().strip()
     if not valid_digest(reported) or not reported.startswith("sha256:"):
@@ -241,7 +272,8 @@ def _assemble(
         os.link(path, out / path.name)
         cache.record(diff_id, layer)
         fixed.append(layer)
-    body = json.dumps(normalize_config(config), separators=(",", ":")).encode()
+    config = with_inputs_label(normalize_config(config), inputs)
+    body = json.dumps(config, separators=(",", ":")).encode()
     new = hashlib.sha256(body).hexdigest()
     (out / new).write_bytes(body)
     manifest["config"] = {**manifest["config"], "digest": f"sha256:{new}", "size": len(body)}
