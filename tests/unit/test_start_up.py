@@ -1,8 +1,9 @@
 """What keeps every command other than lint from paying for the attest stack at start-up (the
 start-up of `cannery build` is measured by bench/startup.py, never here): protobuf, the in-toto
 models, cryptography and sigstore are imported where a statement is built, a key is loaded or a
-bundle is checked; httpx only by commands that talk to a registry. Each test runs the command as
-the console script does, in a fresh interpreter, and reads what it imported from -X importtime."""
+bundle is checked; neither `plan` nor `build --help` loads httpx. Each test runs the command as
+the console script does (or imports a command's modules) in a fresh interpreter, and reads what
+it imported from -X importtime."""
 
 from __future__ import annotations
 
