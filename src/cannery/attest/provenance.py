@@ -15,16 +15,19 @@ import os
 import re
 import uuid
 from dataclasses import dataclass
-
-from google.protobuf import json_format
-from in_toto_attestation.predicates.provenance.v1 import provenance_pb2
-from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
-from in_toto_attestation.v1.statement import Statement
+from typing import TYPE_CHECKING
 
 from cannery import __version__
 from cannery.catalog.platforms import platform_arch
 from cannery.oci.manifest import Descriptor
 from cannery.plan import ImageSpec
+
+if TYPE_CHECKING:
+    from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
+
+# protobuf and the in-toto models are imported where a statement is built, not here: every
+# `cannery build` imports this module, and they cost start-up a build without --attest, or
+# one that fails before its first merge, has no use for.
 
 SLSA_PROVENANCE = "https://slsa.dev/provenance/v1"
 # Not a resolvable URL: cannery has no web site; the URN names the build type all the same.
@@ -72,6 +75,9 @@ def build_context(
 
 
 def _rd(name: str, uri: str, digest: dict[str, str]) -> Dependency:
+    from google.protobuf import json_format
+    from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
+
     out: Dependency = json_format.MessageToDict(ResourceDescriptor(name, uri, digest).pb)
     return out
 
@@ -110,6 +116,8 @@ def resolved_dependencies(spec: ImageSpec, platform: str) -> list[Dependency]:
 
 
 def subject(repository: str, manifest: Descriptor) -> ResourceDescriptor:
+    from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
+
     algo, _, hexd = manifest.digest.partition(":")
     return ResourceDescriptor(name=repository, digest={algo: hexd}, media_type=manifest.media_type)
 
@@ -123,6 +131,11 @@ def provenance(
     finished: dt.datetime | None = None,
 ) -> bytes:
     """The in-toto statement (JSON bytes) whose subject is ``manifest`` of ``spec.repository``."""
+    from google.protobuf import json_format
+    from in_toto_attestation.predicates.provenance.v1 import provenance_pb2
+    from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
+    from in_toto_attestation.v1.statement import Statement
+
     prov = provenance_pb2.Provenance()
     bd = prov.build_definition
     bd.build_type = BUILD_TYPE

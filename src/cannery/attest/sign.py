@@ -15,20 +15,35 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+from typing import TYPE_CHECKING
 
 from cannery.errors import InputError
 from cannery.oci.manifest import load_json
 
+# cryptography is imported where a key is used: an unsigned envelope (every `cannery build
+# --push`, --attest being the default) needs none of it, and it costs start-up.
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
+    PrivateKey: TypeAlias = ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
+    PublicKey: TypeAlias = ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey
+else:
+
+    def __getattr__(name: str) -> object:
+        """The key type aliases, for importers that use them at run time."""
+        if name in ("PrivateKey", "PublicKey"):
+            from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
+            if name == "PrivateKey":
+                return ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
+            return ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 ENVELOPE_MEDIA_TYPE = "application/vnd.dsse.envelope.v1+json"
 PASSWORD_ENV = "CANNERY_SIGN_KEY_PASSWORD"
-
-PrivateKey = ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
-PublicKey = ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey
 
 
 class BadSignature(Exception):
@@ -42,6 +57,8 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 
 
 def keyid(public: PublicKey) -> str:
+    from cryptography.hazmat.primitives import serialization
+
     der = public.public_bytes(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     )
@@ -50,6 +67,8 @@ def keyid(public: PublicKey) -> str:
 
 def scheme(public: PublicKey) -> str:
     """securesystemslib's name for the key's signing scheme."""
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
     return "ed25519" if isinstance(public, ed25519.Ed25519PublicKey) else "ecdsa-sha2-nistp256"
 
 
@@ -67,12 +86,17 @@ class Signer:
         return keyid(self.public)
 
     def sign(self, data: bytes) -> bytes:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
         if isinstance(self.key, ed25519.Ed25519PrivateKey):
             return self.key.sign(data)
         return self.key.sign(data, ec.ECDSA(hashes.SHA256()))
 
 
 def _check_curve(key: object, where: str) -> None:
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
     if isinstance(key, (ec.EllipticCurvePrivateKey, ec.EllipticCurvePublicKey)):
         if not isinstance(key.curve, ec.SECP256R1):
             raise InputError(f"{where}: an ECDSA key on {key.curve.name}; use P-256 (or Ed25519)")
@@ -100,6 +124,9 @@ def load_signer(source: str) -> Signer:
         except OSError as exc:
             raise InputError(f"{where}: cannot read: {exc.strerror}") from None
     password = os.environ.pop(PASSWORD_ENV, None)
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
     try:
         key = serialization.load_pem_private_key(
             data, password.encode() if password else None
@@ -124,6 +151,9 @@ def load_public_key(path: Path, option: str = "--key") -> PublicKey:
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{where}: cannot read: {exc.strerror}") from None
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
     try:
         key = serialization.load_pem_public_key(data)
     except ValueError:
@@ -165,6 +195,10 @@ def open_envelope(data: bytes) -> tuple[str, bytes, list[tuple[str, bytes]]]:
 
 def verify_envelope(data: bytes, keys: list[PublicKey]) -> bytes:
     """The payload, if a signature in the envelope verifies with one of ``keys``."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
     payload_type, payload, sigs = open_envelope(data)
     if not sigs:
         raise BadSignature("unsigned")

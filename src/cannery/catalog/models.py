@@ -626,6 +626,14 @@ PLATFORMS: list[JsonValue] = [*(f"linux/{a}" for a in ARCHES), "linux/arm64/v8"]
 OS_PACKAGE = r"^[A-Za-z0-9][A-Za-z0-9+._-]*$"
 
 
+def _os_packages(v: list[str] | None) -> list[str] | None:
+    """Distribution package names, each checked: they reach apt/dnf command lines."""
+    for name in v or ():
+        if not _full(OS_PACKAGE, name):
+            raise ValueError(f"bad package name {name!r}")
+    return v
+
+
 # A Python source tarball's URL template: {version} only (one tarball for every platform).
 PY_URL_TEMPLATE = r"^https://[^/@{}]+(/([^{}]|\{version\})*)?$"
 PY_VERSION = r"^3\.[0-9]+\.[0-9]+$"
@@ -678,10 +686,7 @@ class PythonInstall(Strict):
     @field_validator("packages", "build_packages")
     @classmethod
     def _packages(cls, v: list[str] | None) -> list[str] | None:
-        for name in v or ():
-            if not _full(OS_PACKAGE, name):
-                raise ValueError(f"bad package name {name!r}")
-        return v
+        return _os_packages(v)
 
     @field_validator("url")
     @classmethod
@@ -746,10 +751,7 @@ class Stage(Strict):
     @field_validator("packages")
     @classmethod
     def _packages(cls, v: list[str]) -> list[str]:
-        for name in v:
-            if not _full(OS_PACKAGE, name):
-                raise ValueError(f"bad package name {name!r}")
-        return v
+        return _os_packages(v) or []
 
     @field_validator("outputs")
     @classmethod
@@ -840,10 +842,7 @@ class Image(Strict):
     @field_validator("packages")
     @classmethod
     def _packages(cls, v: list[str]) -> list[str]:
-        for name in v:
-            if not _full(OS_PACKAGE, name):
-                raise ValueError(f"bad package name {name!r}")
-        return v
+        return _os_packages(v) or []
 
     @field_validator("platforms")
     @classmethod

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cannery.attest.attach import Attester
-from cannery.attest.sign import Signer, load_signer
 from cannery.builder.buildah import BuildahEngine
 from cannery.builder.buildx import BuildxEngine
 from cannery.builder.engine import Engine
@@ -35,6 +34,12 @@ from cannery.oci.publish import TagMoves
 from cannery.plan import plan
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import extra_ca, ssl_context
+
+if TYPE_CHECKING:
+    # The attest stack (cryptography, protobuf, the in-toto models) is imported where a key is
+    # loaded or an attester made, so a build that attaches nothing never pays its start-up.
+    from cannery.attest.attach import Attester
+    from cannery.attest.sign import Signer
 
 ENGINES: dict[str, type[BuildahEngine] | type[BuildxEngine]] = {
     "buildah": BuildahEngine,
@@ -163,7 +168,11 @@ def build_cmd(req: BuildRequest) -> int:
     request = req
     if not req.push and not req.output:
         request = BuildRequest(**{**req.__dict__, "output": "oci:cannery-images"})
-    signer = load_signer(req.sign_key) if req.sign_key else None  # a bad key: exit 2 first
+    signer = None
+    if req.sign_key:  # a bad key: exit 2 first
+        from cannery.attest.sign import load_signer
+
+        signer = load_signer(req.sign_key)
     if (req.sign_key or req.sbom or req.provenance_dir) and not (req.push and req.attest):
         raise InputError(
             "--sign-key, --sbom and --provenance-dir attest pushed images: add --push (and "
@@ -205,7 +214,9 @@ def build_cmd(req: BuildRequest) -> int:
 
 def attester(req: BuildRequest, client: OCIClient, signer: Signer | None) -> Attester:
     """What attaches provenance, SBOM and signatures after each merge, before the tags move."""
+    from cannery.attest.attach import Attester
     from cannery.attest.provenance import build_context
+
     loaded = load(req.catalog, True)
     ctx = build_context(loaded.path, loaded.digest, req.backend, req.builder)
     scanner = None

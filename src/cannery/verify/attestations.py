@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cannery.attest.attach import (
     KEYID_ANNOTATION,
@@ -33,7 +34,6 @@ from cannery.attest.sbom import lock_mismatches, unlocked_distributions
 from cannery.attest.sign import (
     PAYLOAD_TYPE,
     BadSignature,
-    PublicKey,
     keyid,
     open_envelope,
     verify_envelope,
@@ -46,6 +46,9 @@ from cannery.oci.referrers import Referrer, list_referrers, parse_artifact
 from cannery.plan import ImageSpec
 from cannery.verify.model import Check
 from cannery.verify.registry import PlatformImage
+
+if TYPE_CHECKING:
+    from cannery.attest.sign import PublicKey  # cryptography: imported where a key is used
 
 MAX_ENVELOPE = 256 << 20  # read into memory to verify: an SBOM of a large image fits
 # Artifacts of one type read per subject: a build attaches one (a signature per key); a list
