@@ -370,3 +370,27 @@ def test_a_changed_file_with_an_unusual_name_is_still_inside_its_directory(repo:
     for name in ("src/app/données.txt", 'src/app/a"b.txt', "src/app/tab\there.txt"):
         before = _commit(repo, name)
         assert _choose(repo, "push", before)[1] == ["three"], name
+
+
+@pytest.mark.parametrize("tags", ['release_tags = ["v*"]\n', ""])
+def test_no_branches_means_no_branch_push_builds(tmp_path: Path, tags: str) -> None:
+    """`branches = []`: no push of a branch builds (an empty `branches:` filter is not valid
+    GitHub Actions, so the key is left out); release tags still push, pull requests go to any
+    branch, and actionlint accepts the workflow."""
+    from tests.unit.test_render_workflow import _tool
+
+    text = _render(_catalog(tmp_path, f"branches = []\n{tags}", extra=APP))
+    doc = yaml.safe_load(text)
+    if tags:
+        assert doc["on"]["push"] == {"tags": ["v*"]}
+    else:
+        assert "push" not in doc["on"]
+    assert "branches" not in doc["on"]["pull_request"]
+    assert "src/app/**" in doc["on"]["pull_request"]["paths"]
+    wf = tmp_path / ".github" / "workflows" / "images.yml"
+    wf.parent.mkdir(parents=True)
+    wf.write_text(text, encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    al = subprocess.run([_tool("actionlint"), "-no-color"], cwd=tmp_path, capture_output=True,
+                        text=True, timeout=120)
+    assert al.returncode == 0, al.stdout + al.stderr

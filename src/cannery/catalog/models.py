@@ -926,7 +926,8 @@ class Ci(Strict):
     )
     branches: list[str] = Field(
         ["main"], description="Branches whose pushes build and publish the images they touch, "
-        "and whose pull requests build them without pushing"
+        "and whose pull requests build them without pushing; [] for no branch push builds "
+        "(release tags, the schedule and manual runs only; pull requests into any branch)"
     )
     schedule: str | None = Field(
         None, description="Optional cron for periodic rebuilds", json_schema_extra=_schema(CRON)

@@ -32,7 +32,10 @@ def _pin(comp: ComponentSpec) -> str:
         return f"{comp.name} {comp.version + ' ' if comp.version else ''}@ {where}"
     if comp.pip:
         return f"{comp.name}: {' '.join(comp.pip)}"
-    return f"{comp.name} {comp.version + ' ' if comp.version else ''}(wheel, sha256-checked)"
+    version = comp.version + " " if comp.version else ""
+    if comp.path is not None:
+        return f"{comp.name} {version}(this checkout: {comp.path})"
+    return f"{comp.name} {version}(wheel, sha256-checked)"
 
 
 def render_docs(

@@ -495,18 +495,25 @@ def render_workflow(
             },
         }
     }
-    push: dict[str, object] = {"branches": list(ci.branches)}
+    # branches = []: no branch push builds (releases, the schedule and manual runs only); an
+    # empty `branches:` list is not a valid filter, so the key is left out instead.
+    push: dict[str, object] = {"branches": list(ci.branches)} if ci.branches else {}
     if ci.release_tags:
         push["tags"] = list(ci.release_tags)
-    push.update(filtered)
+    if ci.branches:
+        push.update(filtered)  # GitHub does not check paths for tag pushes
     on: dict[object, object] = {"workflow_dispatch": dispatch}
     if ci.release_tags:
-        on[Note("Branch pushes build what they touch; a release tag (paths are not checked for "
-                "tags)\nbuilds and publishes every image: its tag, then its aliases.")] = None
-    on["push"] = push
+        on[Note(("Branch pushes build what they touch; a" if ci.branches else "A")
+                + " release tag (paths are not checked for tags)\nbuilds and publishes every "
+                "image: its tag, then its aliases.")] = None
+    if push:
+        on["push"] = push
     if ci.pull_requests:
         on[Note("Builds what the pull request touches, pushes nothing, reads no secret.")] = None
-        on["pull_request"] = {"branches": list(ci.branches), **filtered}
+        # with no branches named, pull requests into any branch
+        on["pull_request"] = (
+            {"branches": list(ci.branches)} if ci.branches else {}) | filtered
     if ci.schedule:
         note = "Unchanged inputs are skipped: the build is a no-op when nothing moved."
         if ci.lock_update:
