@@ -304,6 +304,20 @@ def test_a_manual_run_builds_what_it_names_and_refuses_unknown_names(repo: Path)
     assert code == 1 and "::error::no image *" in said
 
 
+def _actionlint_clean(root: Path, text: str) -> Path:
+    """Write ``text`` as a workflow of a fresh repository at ``root``; actionlint finds nothing."""
+    from tests.unit.test_render_workflow import _tool
+
+    wf = root / ".github" / "workflows" / "images.yml"
+    wf.parent.mkdir(parents=True)
+    wf.write_text(text, encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    al = subprocess.run([_tool("actionlint"), "-no-color"], cwd=root, capture_output=True,
+                        text=True, timeout=120)
+    assert al.returncode == 0, al.stdout + al.stderr
+    return wf
+
+
 def test_every_trigger_and_setting_at_once_is_lint_clean(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     """A workflow with every new setting on (release tags, a schedule with the lock update,
     max-parallel, the disk clean-up, an image from the checkout): actionlint, zizmor (offline,
@@ -313,13 +327,7 @@ def test_every_trigger_and_setting_at_once_is_lint_clean(tmp_path: Path, cli) ->
     text = _render(_catalog(
         tmp_path, 'release_tags = ["v*"]\nschedule = "0 3 * * *"\nmax_parallel = 1\n'
         'free_disk = true\nbranches = ["main", "releases/*"]\n', extra=APP))
-    wf = tmp_path / ".github" / "workflows" / "images.yml"
-    wf.parent.mkdir(parents=True)
-    wf.write_text(text, encoding="utf-8")
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    al = subprocess.run([_tool("actionlint"), "-no-color"], cwd=tmp_path, capture_output=True,
-                        text=True, timeout=120)
-    assert al.returncode == 0, al.stdout + al.stderr
+    wf = _actionlint_clean(tmp_path, text)
     zz = subprocess.run([_tool("zizmor"), "--offline", "--no-progress", "--format", "json",
                          "--persona", "auditor", str(wf.parent)],
                         capture_output=True, text=True, timeout=120)
@@ -377,8 +385,6 @@ def test_no_branches_means_no_branch_push_builds(tmp_path: Path, tags: str) -> N
     """`branches = []`: no push of a branch builds (an empty `branches:` filter is not valid
     GitHub Actions, so the key is left out); release tags still push, pull requests go to any
     branch, and actionlint accepts the workflow."""
-    from tests.unit.test_render_workflow import _tool
-
     text = _render(_catalog(tmp_path, f"branches = []\n{tags}", extra=APP))
     doc = yaml.safe_load(text)
     if tags:
@@ -387,10 +393,4 @@ def test_no_branches_means_no_branch_push_builds(tmp_path: Path, tags: str) -> N
         assert "push" not in doc["on"]
     assert "branches" not in doc["on"]["pull_request"]
     assert "src/app/**" in doc["on"]["pull_request"]["paths"]
-    wf = tmp_path / ".github" / "workflows" / "images.yml"
-    wf.parent.mkdir(parents=True)
-    wf.write_text(text, encoding="utf-8")
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    al = subprocess.run([_tool("actionlint"), "-no-color"], cwd=tmp_path, capture_output=True,
-                        text=True, timeout=120)
-    assert al.returncode == 0, al.stdout + al.stderr
+    _actionlint_clean(tmp_path, text)
