@@ -19,12 +19,11 @@ same layer to other bytes) under ``$CANNERY_CACHE_DIR`` (default ``~/.cache/cann
 
 The config is normalized before the push (``normalize_config``): buildah records the build
 container's random hostname and id and intermediate image ids, which would make every build's
-digest differ; a history entry later than the config's ``created`` is clamped to it (buildah
-1.28 stamps some metadata-only steps with the wall clock under ``--layers``). The platform's
-``io.cannery.inputs`` label is written there too (``with_inputs_label``), label and history
-entry as ``buildah build --label`` writes them, but without the LABEL step ``--label`` appends
-to the Dockerfile (buildah 1.28): every build that rebuilds a step would rebuild that one too,
-one more commit and working container. The config is byte for byte the one ``--label`` gives.
+digest differ. The platform's ``io.cannery.inputs`` label is written there too
+(``with_inputs_label``), label and history entry as ``buildah build --label`` writes them, but
+without the LABEL step ``--label`` appends to the Dockerfile (buildah 1.28): every build that
+rebuilds a step would rebuild that one too, one more commit and working container. The config
+is byte for byte the one ``--label`` gives.
 
 ``--format docker`` keeps the SHELL instruction (OCI image configs have no field for it) and
 so the bash the rendered RUN steps need; an OCI layout output (``--output oci:DIR``) is
@@ -36,11 +35,9 @@ choice (``BUILDAH_ISOLATION`` in the environment selects chroot where no OCI run
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
 
 from cannery.builder.engine import BuildOptions, Built, Present, Run
@@ -69,34 +66,11 @@ def normalize_config(config: dict[str, object]) -> dict[str, object]:
             out[key] = {k: v for k, v in section.items() if k not in _VOLATILE_CONFIG}
     history = out.get("history")
     if isinstance(history, list):
-        created = out.get("created")
-        clamp = _instant(created) if isinstance(created, str) else None
-        entries = []
-        for h in history:
-            if isinstance(h, dict):
-                h = {k: v for k, v in h.items() if k != "comment"}
-                # buildah 1.28 with --layers stamps some metadata-only steps with the wall
-                # clock despite --timestamp: clamp to the image's time (SOURCE_DATE_EPOCH's
-                # rule), so a rebuild from the same lock has the same config.
-                when = h.get("created")
-                at = _instant(when) if isinstance(when, str) else None
-                if clamp is not None and at is not None and at > clamp:
-                    h["created"] = created
-            entries.append(h)
-        out["history"] = entries
+        out["history"] = [
+            {k: v for k, v in h.items() if k != "comment"} if isinstance(h, dict) else h
+            for h in history
+        ]
     return out
-
-
-def _instant(text: str) -> dt.datetime | None:
-    """An RFC 3339 time as Go writes it (fractional seconds to nanoseconds), or None."""
-    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)", text)
-    if m is None:
-        return None
-    try:
-        base = dt.datetime.fromisoformat(m[1] + ("+00:00" if m[3] == "Z" else m[3]))
-    except ValueError:
-        return None
-    return base + dt.timedelta(microseconds=int((m[2] or ".0")[1:7].ljust(6, "0")))
 
 
 def with_inputs_label(config: dict[str, object], inputs: str) -> dict[str, object]:
