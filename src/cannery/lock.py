@@ -478,22 +478,10 @@ def resolve_git(url: str, ref: str, ca_file: str | None = None) -> str:
 
     ``ca_file`` is a complete trust bundle for git (see ``cannery.tls.git_ca_bundle``).
     """
+    from cannery.tls import git_env
     from cannery.util.cmd import CommandError, run
 
-    # Only the URL's own protocol: git follows an https → http redirect by default, and a
-    # plain-http hop could then choose the commit that is locked.
-    scheme, sep, _ = url.partition("://")
-    env = {
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_ALLOW_PROTOCOL": scheme if sep else "ssh",
-        # certificates are checked whatever a git config file says (GIT_SSL_NO_VERIFY, which
-        # wins over this, never reaches a child: cannery.util.env)
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": "http.sslVerify",
-        "GIT_CONFIG_VALUE_0": "true",
-    }
-    if ca_file:
-        env["GIT_SSL_CAINFO"] = ca_file
+    env = git_env(url, ca_file)
     if SHORT_COMMIT.match(ref):
         return resolve_prefix(url, ref, env)
     try:

@@ -139,11 +139,15 @@ def _build_requires(tree: Path) -> list[str]:
     return [r for r in requires if isinstance(r, str)]
 
 
-def _checkout(pkg: GitPackage, dest: Path, env: Mapping[str, str]) -> None:
+def _checkout(pkg: GitPackage, dest: Path, ca_file: str | None) -> None:
     """The tree of ``pkg`` at its commit in ``dest``. A commit is immutable, so it is fetched
     once into a local cache repository per URL (``cache_dir()/git``) and checked out from
     there: re-resolving an image whose other components changed does no network work for this
-    one. Any trouble with the cache falls back to fetching straight into ``dest``."""
+    one. Any trouble with the cache falls back to fetching straight into ``dest``. git runs
+    with ``cannery.tls.git_env`` for the package's URL, as `cannery lock` resolves it."""
+    from cannery.tls import git_env
+
+    env = git_env(pkg.url, ca_file)
     bare = cache_dir() / "git" / (hashlib.sha256(pkg.url.encode()).hexdigest()[:24] + ".git")
     git = ["git", f"--git-dir={bare}"]
     try:
@@ -243,6 +247,8 @@ def resolve_python(req: PythonRequest, ca_file: str | None = None) -> list[str]:
         uv = find_uv_bin()
     except (ImportError, FileNotFoundError):
         raise LockError("uv is not installed: `pip install uv` (a cannery dependency)") from None
+    # uv's own git (a git+ requirement inside a component's requirements file) gets the same
+    # trust bundle and no prompt
     env = {"GIT_TERMINAL_PROMPT": "0", "UV_NO_CONFIG": "1"}
     if ca_file:
         env["GIT_SSL_CAINFO"] = ca_file
@@ -264,7 +270,7 @@ def resolve_python(req: PythonRequest, ca_file: str | None = None) -> list[str]:
                 lines += [str(w) for w in fits]
         for pkg in req.git:
             dest = root / "src" / pkg.name
-            _checkout(pkg, dest, env)
+            _checkout(pkg, dest, ca_file)
             lines += [f"-r {dest / r}" for r in pkg.requirements]
             if pkg.with_deps:
                 lines.append(str(dest))

@@ -78,3 +78,23 @@ def git_ca_bundle(ca_cert: Path | None = None) -> Iterator[str | None]:
         yield name
     finally:
         os.unlink(name)
+
+
+def git_env(url: str, ca_file: str | None = None) -> dict[str, str]:
+    """The environment every git command that talks to ``url`` (a catalog's git URL) runs
+    with: no prompt; only the URL's own protocol (git follows an https → http redirect by
+    default, and a plain-http hop could then choose what is fetched); certificates checked
+    whatever a git config file says (GIT_SSL_NO_VERIFY, which would win over this, never
+    reaches a child: ``cannery.util.env``); ``ca_file``, a complete trust bundle
+    (``git_ca_bundle``), when given."""
+    scheme, sep, _ = url.partition("://")
+    env = {
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ALLOW_PROTOCOL": scheme if sep else "ssh",
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "http.sslVerify",
+        "GIT_CONFIG_VALUE_0": "true",
+    }
+    if ca_file:
+        env["GIT_SSL_CAINFO"] = ca_file
+    return env

@@ -990,3 +990,35 @@ def test_git_tls_is_verified_whatever_the_environment_or_git_config_say(  # type
                     assert not (catalog.parent / "cannery.lock").exists()
     finally:
         server.stop()
+
+
+def test_the_python_resolution_checkout_verifies_git_tls_too(  # type: ignore[no-untyped-def]
+    setup, test_ca: LocalCA, tmp_path: Path, monkeypatch
+) -> None:
+    """The tree `cannery lock` checks out to read a git component's Python dependencies comes
+    from the same catalog URL as the commit: with http.sslVerify = false in the user's git
+    config and no trust for the test CA, the fetch is refused (LockError), not done."""
+    from cannery.errors import LockError
+    from cannery.pydeps import GitPackage, _checkout
+    from tests.services.githttp import GitHTTPSServer
+
+    repos = tmp_path / "repos"
+    repos.mkdir()
+    _git(tmp_path, "clone", "-q", "--bare", str(setup["git"]), str(repos / "v.git"))
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[http]\n\tsslVerify = false\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CANNERY_CACHE_DIR", str(tmp_path / "cache"))
+    commit = _git(setup["git"], "rev-parse", "main")
+    server = GitHTTPSServer(repos, test_ca)
+    try:
+        pkg = GitPackage(name="v", url=f"{server.url}/v.git", commit=commit,
+                         requirements=(), with_deps=True)
+        with pytest.raises(LockError, match="cannot fetch"):
+            _checkout(pkg, tmp_path / "tree", None)
+        held = subprocess.run(["git", "-C", str(tmp_path / "tree"), "cat-file", "-e", commit],
+                              capture_output=True)
+        assert held.returncode != 0  # nothing was fetched
+    finally:
+        server.stop()
