@@ -786,10 +786,9 @@ def test_a_tracked_branch_moves_only_with_update(setup, cli, test_ca) -> None:  
                if k.startswith("one/"))
 
 
-def test_requirements_of_a_tree_that_is_not_installed_are_locked(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
-    """MindSpeed-RL's shape: a git tree only fetched (install = "none") whose requirements
-    file must still be installed. `cannery lock` resolves it at the locked commit, and the
-    --locked Dockerfile installs the result (the tree itself is not pip-installed)."""
+def _tree_not_installed_with_requirements(setup: dict[str, Path]) -> Path:
+    """MindSpeed-RL's shape in the test catalog: vllm fetched only (install = "none") at a
+    new tag whose requirements file (numpy-lite<2) must still be installed."""
     catalog: Path = setup["catalog"]
     git: Path = setup["git"]
     (git / "req.txt").write_text("numpy-lite<2\n")
@@ -800,6 +799,14 @@ def test_requirements_of_a_tree_that_is_not_installed_are_locked(setup, cli, tes
         'ref = "v0.18.0"\nversion = "v0.18.0"\ninstall = "editable"',
         'ref = "v-req"\nversion = "v0.18.0"\ninstall = "none"\nrequirements = ["req.txt"]',
     ))
+    return catalog
+
+
+def test_requirements_of_a_tree_that_is_not_installed_are_locked(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
+    """MindSpeed-RL's shape: a git tree only fetched (install = "none") whose requirements
+    file must still be installed. `cannery lock` resolves it at the locked commit, and the
+    --locked Dockerfile installs the result (the tree itself is not pip-installed)."""
+    catalog = _tree_not_installed_with_requirements(setup)
     res = cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert))
     assert res.code == 0, res.err
     reqs = read_lock(catalog.parent / "cannery.lock").python["one/amd64"].requirements
@@ -823,16 +830,7 @@ def test_rendered_step_installs_the_requirements_of_a_tree_it_does_not_install( 
 
     from cannery.lock import dump_lock
 
-    catalog: Path = setup["catalog"]
-    git: Path = setup["git"]
-    (git / "req.txt").write_text("numpy-lite<2\n")
-    _git(git, "add", "req.txt")
-    _git(git, "commit", "-qm", "requirements")
-    _git(git, "tag", "v-req")
-    catalog.write_text(catalog.read_text().replace(
-        'ref = "v0.18.0"\nversion = "v0.18.0"\ninstall = "editable"',
-        'ref = "v-req"\nversion = "v0.18.0"\ninstall = "none"\nrequirements = ["req.txt"]',
-    ))
+    catalog = _tree_not_installed_with_requirements(setup)
     assert cli("lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)).code == 0
     lockfile = catalog.parent / "cannery.lock"
     lockfile.write_text(dump_lock(read_lock(lockfile).model_copy(update={"python": {}})))
