@@ -17,6 +17,7 @@ from pathlib import Path
 from cannery.builder.registries import platform_tag
 from cannery.errors import InputError
 from cannery.oci import Reference
+from cannery.oci.client import CONFIG_CAP, MANIFEST_CAP  # a layout is read as a registry is
 from cannery.oci.manifest import (
     IMAGE_TYPES,
     INDEX_TYPES,
@@ -36,8 +37,6 @@ from cannery.oci.reference import valid_digest
 REF_NAME = "org.opencontainers.image.ref.name"
 # A name for the layout where registry_checks wants a repository (it appears in messages only).
 LAYOUT_REF = Reference("localhost", "oci-layout")
-MANIFEST_CAP = 4 << 20  # as for a registry's manifests (index.json too)
-CONFIG_CAP = 8 << 20  # as for a registry's image config
 
 
 def _read(path: Path, cap: int) -> bytes:
