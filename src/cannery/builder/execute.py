@@ -44,6 +44,7 @@ from cannery.oci.manifest import (
     INDEX_TYPES,
     OCI_INDEX,
     OCI_MANIFEST,
+    REF_NAME,
     Descriptor,
     MalformedManifest,
     digest_of,
@@ -553,20 +554,8 @@ def _write_layout_index(
     digest = digest_of(body)
     atomic_write(oci_dir / "blobs" / digest.replace(":", "/", 1), body)
     index = Descriptor(media_type=OCI_INDEX, digest=digest, size=len(body))
-    top_path = oci_dir / "index.json"
-    top = _layout_top(top_path)
-    entries = [
-        m
-        for m in top["manifests"]
-        if not isinstance(m, dict)
-        or (m.get("annotations") or {}).get("org.opencontainers.image.ref.name") not in tags
-    ]
-    for tag in tags:
-        entry = index.to_json()
-        entry["annotations"] = {"org.opencontainers.image.ref.name": tag}
-        entries.append(entry)
-    top["manifests"] = entries
-    atomic_write(top_path, json.dumps(top, indent=2) + "\n")
+    _name_in_layout(oci_dir, {tag: {**index.to_json(), "annotations": {REF_NAME: tag}}
+                              for tag in tags})
     return index
 
 
@@ -575,19 +564,23 @@ def _write_layout_platforms(oci_dir: Path, children: list[Descriptor], tag: str)
     tag (which never names a partial image), but each platform's manifest is named in
     ``index.json`` by its per-platform tag (``TAG-amd64``, as in a registry), so `cannery
     verify oci:DIR --platform P` and containers/image (``oci:DIR:TAG-amd64``) find it."""
+    entries: dict[str, dict[str, object]] = {}
+    for child in children:  # the input digest annotation stays, as in an index
+        name = platform_tag(tag, platform_string(child.platform) or "")
+        entries[name] = {**child.to_json(),
+                         "annotations": {**(child.annotations or {}), REF_NAME: name}}
+    _name_in_layout(oci_dir, entries)
+
+
+def _name_in_layout(oci_dir: Path, entries: dict[str, dict[str, object]]) -> None:
+    """``index.json`` of the layout with each name of ``entries`` pointing at its entry (an
+    earlier entry of that name dropped), written atomically."""
     top_path = oci_dir / "index.json"
     top = _layout_top(top_path)
-    names = {platform_tag(tag, platform_string(c.platform) or ""): c for c in children}
     top["manifests"] = [
         m for m in top["manifests"]
-        if not isinstance(m, dict)
-        or (m.get("annotations") or {}).get("org.opencontainers.image.ref.name") not in names
-    ]
-    for name, child in names.items():  # the input digest annotation stays, as in an index
-        entry = child.to_json()
-        entry["annotations"] = {
-            **(child.annotations or {}), "org.opencontainers.image.ref.name": name}
-        top["manifests"].append(entry)
+        if not isinstance(m, dict) or (m.get("annotations") or {}).get(REF_NAME) not in entries
+    ] + list(entries.values())
     atomic_write(top_path, json.dumps(top, indent=2) + "\n")
 
 

@@ -22,6 +22,8 @@ DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
 IMAGE_TYPES = (OCI_MANIFEST, DOCKER_MANIFEST)
+# The annotation an OCI image layout's index.json names an entry by (its tag).
+REF_NAME = "org.opencontainers.image.ref.name"
 # What a manifest GET or HEAD accepts, indexes first (a tag of a multi-arch image).
 MANIFEST_TYPES = ", ".join([OCI_INDEX, DOCKER_LIST, OCI_MANIFEST, DOCKER_MANIFEST])
 

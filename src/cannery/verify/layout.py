@@ -22,6 +22,7 @@ from cannery.oci.manifest import (
     IMAGE_TYPES,
     INDEX_TYPES,
     OCI_INDEX,
+    REF_NAME,
     Descriptor,
     MalformedManifest,
     digest_of,
@@ -34,7 +35,6 @@ from cannery.oci.manifest import (
 )
 from cannery.oci.reference import valid_digest
 
-REF_NAME = "org.opencontainers.image.ref.name"
 # A name for the layout where registry_checks wants a repository (it appears in messages only).
 LAYOUT_REF = Reference("localhost", "oci-layout")
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from cannery.builder.buildah import BuildahEngine
 from cannery.builder.engine import BuildOptions
 from cannery.builder.plan import ImageJob, PlatformJob
-from cannery.errors import FatalError, NetworkError
-from cannery.oci.client import OCIClient
+from cannery.errors import FatalError
+from cannery.oci.client import OCIClient, malformed
 from cannery.oci.manifest import MalformedManifest, digest_of, load_object, parse_manifest
 from cannery.oci.reference import Reference
 from cannery.util.cmd import run, stream
@@ -135,7 +135,7 @@ def compare(
             client.get_manifest(repo.with_digest(digest))[0], f"{repo.host}: {digest}"
         )
     except MalformedManifest as exc:
-        raise NetworkError(f"{repo.host}: malformed answer: {exc}") from None
+        raise malformed(repo, exc) from None
     o_config, ours = parse_manifest(mine, str(layout / "manifest.json"))
     t_layers = [x.digest for x in theirs]
     o_layers = [x.digest for x in ours]
@@ -161,7 +161,7 @@ def compare(
     try:
         t_cfg = load_object(client.get_blob(repo, t_config.digest), f"{repo.host}: config")
     except MalformedManifest as exc:
-        raise NetworkError(f"{repo.host}: malformed answer: {exc}") from None
+        raise malformed(repo, exc) from None
     o_cfg = load_object((layout / o_config.digest.partition(":")[2]).read_bytes(), "rebuilt config")
     keys = sorted(k for k in set(t_cfg) | set(o_cfg) if t_cfg.get(k) != o_cfg.get(k))
     cfg, ocfg = (c if isinstance(c := d.get("config"), dict) else {} for d in (t_cfg, o_cfg))
