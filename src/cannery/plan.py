@@ -13,7 +13,6 @@ from cannery.catalog.inputs import (
     fill_url,
     python_source_url,
     render_tag,
-    stage_bases,
     tag_values,
     template_fields,
     toolkit_downloads,
@@ -440,7 +439,7 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         steps=tuple(_step(s) for s in img.steps),
         package_mirrors=_longest_first(cat.build_mirrors.packages),
         python_mirrors=_longest_first(cat.build_mirrors.python),
-        registries=_registries(cat, target, img.mirrors),
+        registries=_registries(cat, image),
         python_install=_python(cat, image, arches, lock),
         stages=_stages(cat, image, lock),
     )
@@ -511,7 +510,7 @@ def _stages(cat: Catalog, image: str, lock: Lock) -> tuple[StageSpec, ...]:
             packages=tuple(st.packages),
             steps=tuple(_step(s) for s in st.steps),
             outputs=tuple(st.outputs),
-            own_base=bname in stage_bases(cat, image),
+            own_base=bname != img.base,
         ))
     return tuple(out)
 
@@ -544,12 +543,11 @@ def _toolkit(cat: Catalog, image: str, lock: Lock) -> ToolkitSpec | None:
 
 
 def _registries(
-    cat: Catalog, primary: str, mirrors: list[str] | None
+    cat: Catalog, image: str
 ) -> tuple[RegistryTarget, ...]:
-    names = [primary, *(cat.catalog.mirrors if mirrors is None else mirrors)]
     return tuple(
         RegistryTarget(n, cat.registries[n].repository, cat.registries[n].media_types)
-        for n in dict.fromkeys(names)
+        for n in cat.published_to(image)
     )
 
 

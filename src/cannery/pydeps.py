@@ -247,11 +247,12 @@ def resolve_python(req: PythonRequest, ca_file: str | None = None) -> list[str]:
         uv = find_uv_bin()
     except (ImportError, FileNotFoundError):
         raise LockError("uv is not installed: `pip install uv` (a cannery dependency)") from None
-    # uv's own git (a git+ requirement inside a component's requirements file) gets the same
-    # trust bundle and no prompt
-    env = {"GIT_TERMINAL_PROMPT": "0", "UV_NO_CONFIG": "1"}
+    from cannery.tls import git_trust_env
+
+    # uv's own git (a git+ requirement inside a component's requirements file) verifies TLS
+    # as cannery's does
+    env = {**git_trust_env(ca_file), "UV_NO_CONFIG": "1"}
     if ca_file:
-        env["GIT_SSL_CAINFO"] = ca_file
         env["SSL_CERT_FILE"] = ca_file
     with tempfile.TemporaryDirectory(prefix="cannery-py-") as tmp:
         root = Path(tmp)

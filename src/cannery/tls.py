@@ -88,9 +88,15 @@ def git_env(url: str, ca_file: str | None = None) -> dict[str, str]:
     reaches a child: ``cannery.util.env``); ``ca_file``, a complete trust bundle
     (``git_ca_bundle``), when given."""
     scheme, sep, _ = url.partition("://")
+    return {**git_trust_env(ca_file), "GIT_ALLOW_PROTOCOL": scheme if sep else "ssh"}
+
+
+def git_trust_env(ca_file: str | None = None) -> dict[str, str]:
+    """What of ``git_env`` holds for any URL (uv's git, for a git+ requirement, reads URLs
+    cannery does not choose): no prompt, certificates checked whatever a git config file
+    says, ``ca_file`` when given."""
     env = {
         "GIT_TERMINAL_PROMPT": "0",
-        "GIT_ALLOW_PROTOCOL": scheme if sep else "ssh",
         "GIT_CONFIG_COUNT": "1",
         "GIT_CONFIG_KEY_0": "http.sslVerify",
         "GIT_CONFIG_VALUE_0": "true",

@@ -615,7 +615,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         # Every repository the image is published to (its registry, then its mirrors, as the
         # plan lists them): a tag is owned per repository, so two images that share any one of
         # them cannot both claim it.
-        published = [registry, *(cat.catalog.mirrors if img.mirrors is None else img.mirrors)]
+        published = cat.published_to(iname)
         repositories = list(dict.fromkeys(
             cat.registries[n].repository for n in published if n in cat.registries
         )) or [""]

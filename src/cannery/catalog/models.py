@@ -1135,6 +1135,14 @@ class Catalog(Strict):
         img = self.images[image]
         return img.python.minor if img.python else self.bases[img.base].python
 
+    def published_to(self, image: str) -> list[str]:
+        """The registries keys the image is published to: its own registry, then its mirrors
+        (its list, else the catalog's), each once."""
+        img = self.images[image]
+        registry = img.registry or self.catalog.registry or ""
+        return list(dict.fromkeys(
+            [registry, *(self.catalog.mirrors if img.mirrors is None else img.mirrors)]))
+
     def toolkit_of(self, image: str) -> Toolkit | None:
         """The image's toolkit (installed, shipped by the base, or the host's), or None."""
         img = self.images[image]

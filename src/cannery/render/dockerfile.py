@@ -30,7 +30,7 @@ import re
 import shlex
 
 from cannery import __version__
-from cannery.catalog.inputs import BUNDLE_WHEEL_ENDINGS, BUNDLES
+from cannery.catalog.inputs import BUNDLE_WHEEL_ENDINGS, bundle_kind
 from cannery.plan import (
     CHECKOUT_ARG,
     UNAME_ARCH,
@@ -236,17 +236,16 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
         out.append(Comment(f"{comp.name}: wheel, checked against its sha256 from cannery.lock"))
         lines = ["set -eu;", *index, *_downloads_run(spec, comp.wheels, f"{comp.name} wheel")]
         v = _var(comp.name)
-        bundle = next(
-            (k for k in BUNDLES if all(w.url.endswith(k) for w in comp.wheels)), None
-        )
+        kinds = {bundle_kind(w.url) for w in comp.wheels}  # the lock's rule (one per arch)
+        bundle = kinds.pop() if len(kinds) == 1 else None
         if bundle is not None:
             # A release bundle of wheels: every wheel in it for this platform (torch_npu's
             # daily bundle holds x86_64 and aarch64 ones) and every pure-Python one is
             # installed, in one pip call.
-            out[-1] = Comment(f"{comp.name}: a {BUNDLES[bundle]} of wheels, checked against its "
+            out[-1] = Comment(f"{comp.name}: a {bundle} of wheels, checked against its "
                               "sha256 from cannery.lock; its wheels for this platform installed")
             lines.append(
-                f"python3 -m zipfile -e /tmp/{v}.run /tmp/{v}/;" if bundle == ".zip"
+                f"python3 -m zipfile -e /tmp/{v}.run /tmp/{v}/;" if bundle == "zip"
                 else f"mkdir -p /tmp/{v}; tar -xzf /tmp/{v}.run -C /tmp/{v};"
             )
             # bundle_wheel_fits, as find patterns ({uname_arch}: this platform's CANN_ARCH)
