@@ -108,31 +108,20 @@ def _norm(name: str) -> str:
 def python_packages(sbom: dict[str, object]) -> dict[str, set[str]]:
     """name → versions of the Python packages an SPDX document lists (by their pypi purl)."""
     out: dict[str, set[str]] = {}
-    packages = sbom.get("packages")
-    for pkg in packages if isinstance(packages, list) else []:
-        refs = pkg.get("externalRefs") if isinstance(pkg, dict) else None
-        for ref in refs if isinstance(refs, list) else []:
-            locator = str(ref.get("referenceLocator", "")) if isinstance(ref, dict) else ""
-            if locator.startswith("pkg:pypi/"):
-                name, _, version = locator[len("pkg:pypi/"):].partition("@")
-                out.setdefault(_norm(name), set()).add(version.split("?")[0])
+    for dist in python_distributions(sbom):
+        out.setdefault(dist.name, set()).add(dist.version)
     return out
 
 
 def lock_mismatches(spec: ImageSpec, platform: str, sbom: dict[str, object]) -> list[str]:
     """Locked ``name==version`` pins of ``platform`` that the SBOM does not find installed
     (wheel hashes are not in an SBOM of installed files: name and version are compared)."""
-    arch = platform_arch(platform)
     found = python_packages(sbom)
     missing = []
-    for a, lines in spec.python_locked:
-        if a != arch:
-            continue
-        for line in lines:
-            m = _REQ.match(line)
-            if m and m.group(2) not in found.get(_norm(m.group(1)), set()):
-                have = ", ".join(sorted(found.get(_norm(m.group(1)), set()))) or "absent"
-                missing.append(f"{m.group(1)}=={m.group(2)} (SBOM: {have})")
+    for name, version in _pins(spec, platform):
+        if version not in found.get(_norm(name), set()):
+            have = ", ".join(sorted(found.get(_norm(name), set()))) or "absent"
+            missing.append(f"{name}=={version} (SBOM: {have})")
     return missing
 
 
@@ -183,15 +172,15 @@ def python_distributions(sbom: dict[str, object]) -> list[PythonDist]:
     return out
 
 
-def _locked(spec: ImageSpec, platform: str) -> set[tuple[str, str]]:
+def _pins(spec: ImageSpec, platform: str) -> list[tuple[str, str]]:
+    """(name as written, version) of each locked pin of ``platform``."""
     arch = platform_arch(platform)
-    out = set()
-    for a, lines in spec.python_locked:
-        for line in lines if a == arch else ():
-            m = _REQ.match(line)
-            if m:
-                out.add((_norm(m.group(1)), m.group(2)))
-    return out
+    return [(m.group(1), m.group(2)) for a, lines in spec.python_locked if a == arch
+            for line in lines if (m := _REQ.match(line))]
+
+
+def _locked(spec: ImageSpec, platform: str) -> set[tuple[str, str]]:
+    return {(_norm(name), version) for name, version in _pins(spec, platform)}
 
 
 def _component_names(spec: ImageSpec) -> set[str]:

@@ -60,25 +60,36 @@ class _Bad(Exception):
     """An attestation that cannot be read; the message says why."""
 
 
+def artifact_blob(
+    client: OCIClient, repo: Reference, r: Referrer, subject: str, cap: int
+) -> bytes:
+    """The one layer of the artifact ``r`` (an envelope or a bundle), read whole: the artifact
+    must be about ``subject`` and its layer at most ``cap`` bytes (ValueError otherwise). An
+    SBOM can be larger than a config, so the blob is streamed to disk, digest-checked, then
+    read."""
+    where = f"{r.descriptor.digest[:19]}"
+    body, _ = client.get_manifest(repo.with_digest(r.descriptor.digest))
+    _, about, layers, _ = parse_artifact(body, where)
+    if about.digest != subject:
+        raise ValueError(f"{where}: artifact subject is {about.digest}")
+    if len(layers) != 1:
+        raise ValueError(f"{where}: {len(layers)} layers, expected one")
+    if layers[0].size > cap:
+        raise ValueError(f"{where}: a {layers[0].size}-byte layer (the limit is {cap})")
+    with tempfile.TemporaryDirectory() as tmp:
+        client.fetch_blob(repo, layers[0].digest, Path(tmp) / "blob", layers[0].size)
+        return (Path(tmp) / "blob").read_bytes()
+
+
 def _read(
     client: OCIClient, repo: Reference, r: Referrer, subject: str, keys: list[PublicKey]
 ) -> tuple[dict[str, object], str | None]:
     """(statement, why its signature failed or None) of one DSSE artifact about ``subject``."""
     where = f"{r.descriptor.digest[:19]}"
-    body, _ = client.get_manifest(repo.with_digest(r.descriptor.digest))
     try:
-        _, artifact_subject, layers, _ = parse_artifact(body, where)
-    except MalformedManifest as exc:
+        data = artifact_blob(client, repo, r, subject, MAX_ENVELOPE)
+    except ValueError as exc:  # MalformedManifest is one
         raise _Bad(str(exc)) from None
-    if artifact_subject.digest != subject:
-        raise _Bad(f"{where}: artifact subject is {artifact_subject.digest}")
-    if len(layers) != 1:
-        raise _Bad(f"{where}: {len(layers)} layers, expected one envelope")
-    if layers[0].size > MAX_ENVELOPE:
-        raise _Bad(f"{where}: a {layers[0].size}-byte envelope (the limit is {MAX_ENVELOPE})")
-    with tempfile.TemporaryDirectory() as tmp:  # an SBOM can be larger than a config
-        client.fetch_blob(repo, layers[0].digest, Path(tmp) / "blob", layers[0].size)
-        data = (Path(tmp) / "blob").read_bytes()
     try:
         payload_type, payload, _ = open_envelope(data)
     except BadSignature as exc:

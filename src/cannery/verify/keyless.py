@@ -16,7 +16,6 @@ checked like a keyed one ("keyless provenance dependencies": exactly the lock's 
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,13 @@ from cannery.errors import InputError, NetworkError
 from cannery.oci.client import OCIClient
 from cannery.oci.manifest import MalformedManifest, load_json
 from cannery.oci.reference import Reference
-from cannery.oci.referrers import Referrer, list_referrers, parse_artifact
+from cannery.oci.referrers import Referrer, list_referrers
 from cannery.plan import ImageSpec
-from cannery.verify.attestations import provenance_predicate_checks, statement_is_about
+from cannery.verify.attestations import (
+    artifact_blob,
+    provenance_predicate_checks,
+    statement_is_about,
+)
 from cannery.verify.model import Check
 from cannery.verify.registry import PlatformImage
 
@@ -67,19 +70,6 @@ def load_verifier(policy: KeylessPolicy) -> tuple[Any, Any]:
                              f"{str(exc).splitlines()[0][:200]}") from None
         verifier = Verifier(trusted_root=root)
     return verifier, Identity(identity=policy.identity, issuer=policy.issuer)
-
-
-def _fetch(client: OCIClient, repo: Reference, r: Referrer, subject: str) -> bytes:
-    where = r.descriptor.digest[:19]
-    body, _ = client.get_manifest(repo.with_digest(r.descriptor.digest))
-    _, about, layers, _ = parse_artifact(body, where)
-    if about.digest != subject:
-        raise ValueError(f"{where}: artifact subject is {about.digest}")
-    if len(layers) != 1 or layers[0].size > MAX_BUNDLE:
-        raise ValueError(f"{where}: expected one bundle layer of at most {MAX_BUNDLE} bytes")
-    with tempfile.TemporaryDirectory() as tmp:
-        client.fetch_blob(repo, layers[0].digest, Path(tmp) / "blob", layers[0].size)
-        return (Path(tmp) / "blob").read_bytes()
 
 
 def _statement(
@@ -127,7 +117,7 @@ def keyless_checks(
         for r in bundles:
             where = r.descriptor.digest[:19]
             try:
-                data = _fetch(client, repo, r, digest)
+                data = artifact_blob(client, repo, r, digest, MAX_BUNDLE)
                 stmt = _statement(verifier, identity, data, digest, where)
             except (ValueError, NetworkError, MalformedManifest) as exc:
                 problems.append(str(exc).splitlines()[0])
