@@ -424,9 +424,12 @@ def _tag_fields_ok(
                   f"({hint}known: {', '.join(f'{{{k}}}' for k in known)}; a component's field "
                   "is its name with '-' and '.' as '_')")
     values = tag_values(cat, image)
-    # An empty version is no value either: it would vanish from the tag. (A built-in fact
-    # the image lacks renders "" and is reported where that fact is checked.)
-    missing = [f for f in fields if f not in unknown and (
+    # A fact the image lacks (no Python, toolkit, soc or family) renders "": named as such.
+    lacking = [f for f in fields if f in TAG_FACTS and values.get(f) == ""]
+    for f in lacking:
+        col.error(at, f"tag field {{{f}}}: the image has no {TAG_FACTS[f]}")
+    # An empty version is no value either: it would vanish from the tag.
+    missing = [f for f in fields if f not in unknown and f not in lacking and (
         values.get(f) is None or (values.get(f) == "" and (f == "version" or f not in TAG_FIELDS))
     )]
     for f in missing:
@@ -437,7 +440,7 @@ def _tag_fields_ok(
         else:
             why = f"component {comps[f]!r} has no version"
         col.error(at, f"image {image}: tag field {{{f}}} has no value ({why})")
-    return not unknown and not missing
+    return not unknown and not lacking and not missing
 
 
 def _check_stages(cat: Catalog, iname: str, col: _Collector) -> None:
@@ -468,7 +471,8 @@ TAG_FACTS = {"python": "python", "cann": "toolkit", "soc": "soc", "family": "fam
 
 def _check_facts(cat: Catalog, iname: str, col: _Collector) -> None:
     """Python, the toolkit and the SoC are facts of the image, not assumptions: whatever uses
-    one that the image does not have is an error where it is written."""
+    one that the image does not have is an error where it is written (a tag field naming one:
+    _tag_fields_ok)."""
     img = cat.images[iname]
     where = ("images", iname)
     python = cat.python_of(iname)
@@ -493,15 +497,6 @@ def _check_facts(cat: Catalog, iname: str, col: _Collector) -> None:
             col.error((*where, "components", i),
                       f"component {cname!r} has toolkit_build = true, but the image {what}: "
                       "nothing to build against")
-    have = {"python": python is not None, "toolkit": tk is not None, "soc": img.soc is not None,
-            "family": cat.family_for(iname) is not None}
-    for fieldname, template in [("tag", img.tag), *(("aliases", a) for a in img.aliases)]:
-        for name in dict.fromkeys(re.findall(r"\{([a-z_]+)\}", template)):
-            fact = TAG_FACTS.get(name)
-            if fact is not None and not have[fact]:
-                at = (*where, "tag") if fieldname == "tag" else (
-                    *where, "aliases", img.aliases.index(template))
-                col.error(at, f"tag field {{{name}}}: the image has no {fact}")
 
 
 def _cross_check(cat: Catalog, col: _Collector) -> None:
