@@ -17,13 +17,10 @@ from cannery.commands.common import err, load_with_lock, out, require_locked, se
 from cannery.errors import CheckFailed, InputError
 from cannery.lock import Lock
 from cannery.plan import ImageSpec, plan
+from cannery.render import dockerfile_name
 from cannery.util.fs import atomic_write_many
 
 KINDS = ("dockerfile", "workflow", "bake", "docs")
-
-
-def dockerfile_name(image: str) -> str:
-    return f"{image}.Dockerfile"
 
 
 @dataclass(frozen=True)

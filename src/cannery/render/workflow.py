@@ -183,7 +183,7 @@ def image_inputs(cat: Catalog, spec: ImageSpec) -> list[str]:
     pins), the workflow itself, and for an image that copies the checkout, the rendered
     `.dockerignore` and the directories it copies. A catalog or lock change reaches an image
     through its Dockerfile, which `render --check` keeps in step with them."""
-    from cannery.commands.render import dockerfile_name
+    from cannery.render import dockerfile_name
 
     paths = [f"{cat.ci.dockerfiles}/{dockerfile_name(spec.name)}", cat.ci.workflow]
     dirs = _checkout_dirs(spec)
