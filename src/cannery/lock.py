@@ -15,7 +15,7 @@ import hashlib
 import ssl
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -246,10 +246,36 @@ def update_lock(
     """Resolve what is missing (and what ``update`` names); keep the rest; drop stale entries.
 
     With ``images``, only their inputs are resolved; other images' entries are kept as they are.
+    Every entry resolved in one call carries the same time (the call's start).
     """
+    stamp = now()
+    refs = _update_refs(cat, old, resolvers, update or set(), progress, images, stamp)
+    pythons = _update_python(
+        cat, old, refs.git, resolvers, update or set(), images, progress, refs.moved, stamp
+    )
+    return Lock(bases=refs.bases, git=refs.git, urls=refs.urls, python=pythons)
+
+
+@dataclass(frozen=True)
+class _Refs:
+    bases: dict[str, BaseEntry]
+    git: dict[str, GitEntry]
+    urls: dict[str, UrlEntry]
+    moved: set[str]  # wheel URLs whose sha256 changed
+
+
+def _update_refs(
+    cat: Catalog,
+    old: Lock,
+    resolvers: Resolvers,
+    update: set[str],
+    progress: Callable[[Input], None] | None,
+    images: list[str] | None,
+    stamp: str,
+) -> _Refs:
+    """The base, git and URL entries of :func:`update_lock` (everything but Python pins)."""
     inputs = required_inputs(cat)
     selected = {(i.kind, i.key) for i in required_inputs(cat, images)} if images else None
-    update = update or set()
     # Every catalog name an input belongs to: components sharing one git ref or wheel URL
     # each name it (required_inputs keeps one owner per input).
     names: dict[tuple[str, str], set[str]] = {(i.kind, i.key): {i.owner} for i in inputs}
@@ -282,7 +308,7 @@ def update_lock(
                     progress(inp)
                 bases[inp.key] = _kept_time(
                     old.bases.get(inp.key),
-                    BaseEntry(digest=resolvers.base(inp.key), resolved_at=now()),
+                    BaseEntry(digest=resolvers.base(inp.key), resolved_at=stamp),
                 )
         elif inp.kind == "git":
             # A commit prefix names one commit for good: --update never re-resolves it (more
@@ -299,7 +325,7 @@ def update_lock(
                     raise RefError(inp.owner, exc.message) from None
                 gits[inp.key] = _kept_time(
                     old.git.get(inp.key),
-                    GitEntry(url=inp.url, ref=inp.ref, commit=commit, resolved_at=now()),
+                    GitEntry(url=inp.url, ref=inp.ref, commit=commit, resolved_at=stamp),
                 )
         elif not fresh and inp.key in old.urls:
             urls[inp.key] = old.urls[inp.key]
@@ -308,13 +334,12 @@ def update_lock(
                 progress(inp)
             digest, size = resolvers.url(inp.url)
             urls[inp.key] = _kept_time(
-                old.urls.get(inp.key), UrlEntry(sha256=digest, size=size, resolved_at=now())
+                old.urls.get(inp.key), UrlEntry(sha256=digest, size=size, resolved_at=stamp)
             )
     # A wheel's bytes at the same URL are not in a Python request's digest: the images that
     # install a wheel whose sha256 moved resolve again (a nightly wheel's new dependencies).
     moved = {u for u, e in urls.items() if u in old.urls and old.urls[u].sha256 != e.sha256}
-    pythons = _update_python(cat, old, gits, resolvers, update, images, progress, moved)
-    return Lock(bases=bases, git=gits, urls=urls, python=pythons)
+    return _Refs(bases, gits, urls, moved)
 
 
 def _update_python(
@@ -325,7 +350,8 @@ def _update_python(
     update: set[str],
     images: list[str] | None,
     progress: Callable[[Input], None] | None,
-    moved_wheels: set[str] | frozenset[str] = frozenset(),
+    moved_wheels: set[str] | frozenset[str],
+    stamp: str,
 ) -> dict[str, PythonEntry]:
     """Python dependencies per image and platform, after the git commits they read are known.
 
@@ -356,7 +382,7 @@ def _update_python(
                 out[req.key] = _kept_time(
                     kept,
                     PythonEntry(
-                        inputs=req.digest(), requirements=resolvers.python(req), resolved_at=now()
+                        inputs=req.digest(), requirements=resolvers.python(req), resolved_at=stamp
                     ),
                 )
     return out
@@ -433,6 +459,62 @@ def network_resolvers(
         )
 
 
+class _NoGuess(Exception):
+    """A Python entry to resolve has no earlier pins to guess from."""
+
+
+class PendingLock:
+    """A build's lock while uv re-resolves Python pins in a thread (``ensure_locked(...,
+    speculate=True)``).
+
+    ``guess`` is the new lock with each re-resolved entry's earlier pins kept: a framework bump
+    usually leaves its dependencies where they were, so the build starts from the guess at once
+    instead of after uv. :meth:`settle` waits for uv, writes the real lock, and says whether it
+    is the guess, entry for entry (both carry one resolution time, so equal pins give equal
+    entries); the build publishes nothing before it has said so. ``wrong`` is set as soon as
+    the real lock is known to differ, or its resolution failed, so a running build can stop."""
+
+    def __init__(
+        self, guess: Lock, path: Path, resolve: Callable[[], Lock], cleanup: contextlib.ExitStack
+    ) -> None:
+        import threading
+
+        self.guess = guess
+        self.path = path
+        self.wrong = threading.Event()
+        self._cleanup = cleanup
+        self._real: Lock | None = None
+        self._error: BaseException | None = None
+        self._held: bool | None = None
+        self._thread = threading.Thread(
+            target=self._resolve, args=(resolve,), name="cannery-lock", daemon=True
+        )
+        self._thread.start()
+
+    def _resolve(self, resolve: Callable[[], Lock]) -> None:
+        try:
+            self._real = resolve()
+        except BaseException as exc:  # re-raised by settle(), in the build's thread
+            self._error = exc
+        if self._real != self.guess:
+            self.wrong.set()
+
+    def settle(self) -> bool:
+        """Wait for the resolution; write the real lock (atomically, once); True when it is
+        the guess. Raises what the resolution raised, every time it is asked."""
+        if self._held is None:
+            self._thread.join()
+            self._cleanup.close()
+            if self._error is not None:
+                raise self._error
+            assert self._real is not None
+            from cannery.util.fs import atomic_write
+
+            atomic_write(self.path, dump_lock(self._real))
+            self._held = self._real == self.guess
+        return self._held
+
+
 def ensure_locked(
     cat: Catalog,
     lock: Lock,
@@ -442,19 +524,26 @@ def ensure_locked(
     locked: bool = False,
     frozen: bool = False,
     ca_cert: Path | None = None,
-) -> tuple[Lock, list[str]]:
+    speculate: bool = False,
+) -> tuple[Lock, list[str], PendingLock | None]:
     """What a build does with the lock, uv/cargo semantics: by default resolve what ``images``
     lack, drop what no image needs, and write the lock (atomically); ``locked`` refuses a lock
     that would change (LockError listing the changes); ``frozen`` never resolves (unlocked
-    inputs fail when the build is planned). Returns the lock and one line per change."""
+    inputs fail when the build is planned). Returns the lock, one line per change, and no
+    pending lock.
+
+    With ``speculate``, when Python pins are to be re-resolved and each such entry had pins
+    before, the bases, commits and downloads are resolved here, and the Python pins in a
+    thread: the lock returned is the guess of a :class:`PendingLock` (returned too), written
+    by its ``settle()``."""
     if frozen:
-        return lock, []
+        return lock, [], None
     from cannery.util.fs import atomic_write
 
     missing, stale = lock_changes(cat, lock, images)
     unpinned = [n for n in images if _python_unpinned(cat, lock, n)]
     if not missing and not stale and not unpinned:
-        return lock, []
+        return lock, [], None
     changes = [f"added {i.kind} {i.key}" for i in missing]
     changes += [f"added python dependencies of {name}" for name in unpinned]
     changes += [f"removed {s}" for s in stale]
@@ -463,10 +552,43 @@ def ensure_locked(
         lines += [f"  {c.replace('added', 'add', 1).replace('removed', 'remove', 1)}"
                   for c in changes]
         raise LockError("\n".join(lines))
-    with network_resolvers(cat, lock, ca_cert, images) as resolvers:
-        new = update_lock(cat, lock, resolvers, images=images)
+    resolving = contextlib.ExitStack()
+    stack: contextlib.ExitStack | None = resolving
+    try:
+        resolvers = resolving.enter_context(network_resolvers(cat, lock, ca_cert, images))
+        stamp = now()
+        refs = _update_refs(cat, lock, resolvers, set(), None, images, stamp)
+
+        def with_pins(python: Resolvers) -> Lock:
+            pins = _update_python(
+                cat, lock, refs.git, python, set(), images, None, refs.moved, stamp
+            )
+            return Lock(bases=refs.bases, git=refs.git, urls=refs.urls, python=pins)
+
+        if speculate:
+            guessed: list[str] = []
+
+            def earlier_pins(req: PythonRequest) -> list[str]:
+                entry = lock.python.get(req.key)
+                if entry is None:
+                    raise _NoGuess
+                guessed.append(req.key)
+                return list(entry.requirements)
+
+            try:
+                guess = with_pins(replace(resolvers, python=earlier_pins))
+            except _NoGuess:
+                guessed.clear()
+            if guessed:
+                pending = PendingLock(guess, path, lambda: with_pins(resolvers), resolving)
+                stack = None  # the pending lock closes the resolvers once it has settled
+                return guess, changes, pending
+        new = with_pins(resolvers)
+    finally:
+        if stack is not None:
+            stack.close()
     atomic_write(path, dump_lock(new))
-    return new, changes
+    return new, changes, None
 
 
 # ------------------------------------------------------------------ the real resolvers

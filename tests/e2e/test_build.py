@@ -492,3 +492,82 @@ def test_pull_request_leg_builds_one_platform_and_verifies_it_from_the_layout(
     assert bad.returncode == 2, bad.stdout + bad.stderr
     assert f"do not hash to {manifest['config']['digest']}" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def _fastops_commit(world: BuildWorld, deps: str, branch: str) -> str:
+    """A new commit of the fastops stand-in whose pyproject lists ``deps``, on ``branch``."""
+    work = world.root / "git" / "fastops.git.work"
+    pyproject = work / "pyproject.toml"
+    pyproject.write_text(re.sub(r"dependencies = \[.*\]", f"dependencies = [{deps}]",
+                                pyproject.read_text()))
+    (work / "NEWS").write_text(f"{branch}\n")
+    ident = ["-c", "user.name=e2e", "-c", "user.email=e2e@example.com"]
+    for args in (["add", "-A"], [*ident, "commit", "-q", "-m", branch],
+                 ["push", "-q", str(world.root / "git" / "fastops.git"), f"HEAD:{branch}"]):
+        subprocess.run(["git", *args], cwd=work, check=True, capture_output=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_a_bump_builds_from_the_earlier_pins_while_uv_resolves_and_checks_them_first(
+    world: BuildWorld, tmp_path: Path
+) -> None:
+    """A component bump re-resolves the image's Python pins; the build starts at once from the
+    earlier pins (a guess) while uv runs, and nothing is pushed before the guess is checked.
+    Held: one build, and the pushed image is the lock's (a `--locked` build after it is a
+    no-op). Moved (the new commit needs a new package): built again from the new pins, nothing
+    pushed in between. Without the check, the image from the old pins would be pushed and
+    tagged, and that `--locked` build would not be a no-op. Unresolvable: exit 2 naming the
+    resolution, the tag and the lock as they were."""
+    from tests.services.standin import make_wheelhouse
+
+    cat = world.catalog(world.root / "guess", repo="guess")
+    text = cat.read_text().replace('platforms = ["linux/amd64", "linux/arm64"]',
+                                   'platforms = ["linux/amd64"]')
+    cat.write_text(text.replace('ref = "v1.0"', f'ref = "{world.fastops_commit}"'))
+    lock = cat.parent / "cannery.lock"
+    rc, _, err = build(world, cat)
+    assert rc == 0, err[-3000:]
+
+    def bump(commit: str) -> tuple[int, dict, str]:  # type: ignore[type-arg]
+        cat.write_text(re.sub(r'ref = "[0-9a-f]{40}"', f'ref = "{commit}"', cat.read_text()))
+        return build(world, cat)
+
+    def manifests() -> set[str]:  # every manifest the repository ever received
+        revisions = world.push_registry.root / "data" / "docker" / "registry" / "v2"
+        revisions = revisions / "repositories" / "e2e" / "guess" / "_manifests" / "revisions"
+        return {p.parent.name for p in revisions.rglob("link")}
+
+    def no_op() -> None:
+        rc, summary, err = build(world, cat, "--locked")
+        assert rc == 0, err[-3000:]
+        assert all(p["skipped"] for p in summary["images"][0]["platforms"]), summary
+
+    before = manifests()
+    rc, summary, err = bump(_fastops_commit(world, "", "guess-held"))
+    assert rc == 0, err[-3000:]
+    held = manifests() - before  # one platform, its index, their attestations
+    assert "building again" not in err
+    assert not summary["images"][0]["platforms"][0]["skipped"]
+    no_op()
+
+    # a package the earlier pins lack, in the world's index
+    make_wheelhouse(tmp_path / "wheels", name="guess_extra")
+    made, wheels = tmp_path / "wheels", world.files_root / "wheels"
+    shutil.copy(next((made / "files").glob("guess_extra-*.whl")), wheels / "files")
+    shutil.copytree(made / "simple" / "guess-extra", wheels / "simple" / "guess-extra")
+    before = manifests()
+    rc, summary, err = bump(_fastops_commit(world, '"guess-extra"', "guess-moved"))
+    assert rc == 0, err[-3000:]
+    assert len(manifests() - before) == len(held)  # and not the guess's platform besides
+    assert "the new Python pins differ from the earlier ones: building again" in err
+    assert "guess-extra==1.0" in lock.read_text()
+    no_op()
+
+    before_tag = registry_get(world, "guess", TAG).headers["docker-content-digest"]
+    before_lock = lock.read_text()
+    rc, _, err = bump(_fastops_commit(world, '"no-such-standin"', "guess-unresolvable"))
+    assert rc == 2, err[-3000:]
+    assert "Python dependencies of standin/amd64" in err and "Traceback" not in err
+    assert registry_get(world, "guess", TAG).headers["docker-content-digest"] == before_tag
+    assert lock.read_text() == before_lock

@@ -148,6 +148,7 @@ def _lines(output: list[str]) -> list[str]:
 
 class BuildahEngine:
     name = "buildah"
+    pushes_while_building = False
 
     def steps(self, image: ImageJob, job: PlatformJob, opts: BuildOptions) -> list[list[str]]:
         build = [

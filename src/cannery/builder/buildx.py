@@ -17,6 +17,7 @@ from cannery.oci import Descriptor
 
 class BuildxEngine:
     name = "buildx"
+    pushes_while_building = True
 
     def steps(self, image: ImageJob, job: PlatformJob, opts: BuildOptions) -> list[list[str]]:
         if opts.oci_output or not opts.push_repository:

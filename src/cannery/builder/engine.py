@@ -56,6 +56,9 @@ Present = Callable[[Descriptor], bool]
 
 class Engine(Protocol):
     name: str
+    # True when the build commands push to the registry themselves (so nothing may run
+    # before the inputs they build from are settled).
+    pushes_while_building: bool
 
     def steps(self, image: ImageJob, job: PlatformJob, opts: BuildOptions) -> list[list[str]]:
         """The commands that build (and, for engines that push, push) one platform. Pure."""

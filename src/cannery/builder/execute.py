@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -147,6 +148,32 @@ class Settings:
     network: str | None = None
     builder: str | None = None
     registry_cache: bool = False
+    # The jobs were planned from a guessed lock (cannery.lock.PendingLock): ``settle`` says
+    # whether it held, asked before anything is exported, pushed or merged; ``wrong`` is set
+    # once it is known not to, and stops a build that is running.
+    settle: Callable[[], bool] | None = None
+    wrong: threading.Event | None = None
+
+
+class GuessFailed(Exception):
+    """The jobs were planned from a guessed lock that did not hold (``error`` None: plan and
+    build again from the real lock) or could not be resolved (``error``). Nothing was pushed
+    or written. Not a FatalError: it ends the whole run, not one image."""
+
+    def __init__(self, error: FatalError | None) -> None:
+        super().__init__(error.message if error else "the guessed lock did not hold")
+        self.error = error
+
+
+def _check_guess(settings: Settings) -> None:
+    if settings.settle is None:
+        return
+    try:
+        held = settings.settle()
+    except FatalError as exc:
+        raise GuessFailed(exc) from None
+    if not held:
+        raise GuessFailed(None)
 
 
 def current_children(client: OCIClient, repo: Reference, tag: str) -> dict[str, Descriptor]:
@@ -224,13 +251,15 @@ def _build_platform(
             reporter.line(image.name, job, line)
 
         # stream() gives the engine child_env(): no credential of cannery's reaches it.
-        rc, tail = stream(argv, log_path, on_line)
+        rc, tail = stream(argv, log_path, on_line, stop=settings.wrong)
         if rc != 0:
+            _check_guess(settings)  # a wrong guess explains a failure (or stopped the build)
             raise _PlatformFailed(job, f"{argv[0]} {argv[1]} exited {rc}", tail, log_path)
         return lines
 
     for argv in steps:
         run(argv)
+    _check_guess(settings)
     built = settings.engine.collect(image, job, opts, run, _present(target, repo))
     if built.layers:  # in the log, as stream notes each command's exit
         with log_path.open("a", encoding="utf-8") as fh:
@@ -276,6 +305,7 @@ def build_image(
     result = ImageResult(image.name, image.repository, list(image.tags))
     try:
         children = _build_platforms(image, settings, target, reporter, result)
+        _check_guess(settings)
         if target.merge:
             _publish(image, children, target, result, reporter)
         elif target.oci_dir and target.client is None:  # a subset of platforms, in a layout

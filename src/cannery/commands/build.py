@@ -15,6 +15,7 @@ from cannery.builder.buildah import BuildahEngine
 from cannery.builder.buildx import BuildxEngine
 from cannery.builder.engine import Engine
 from cannery.builder.execute import (
+    GuessFailed,
     ImageResult,
     Settings,
     Target,
@@ -28,7 +29,7 @@ from cannery.builder.registries import publish_credentials
 from cannery.catalog.models import IMAGE_TAG
 from cannery.commands.common import checkout_for, err, load, load_with_lock, out, select
 from cannery.errors import InputError
-from cannery.lock import Lock, ensure_locked
+from cannery.lock import PendingLock, ensure_locked
 from cannery.oci import OCIClient
 from cannery.oci.publish import TagMoves
 from cannery.plan import plan
@@ -90,7 +91,9 @@ def _cert_dir(ca_cert: Path | None) -> Iterator[Path | None]:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def _jobs(req: BuildRequest) -> tuple[list[ImageJob], Lock]:
+def _jobs(req: BuildRequest, speculate: bool = False) -> tuple[list[ImageJob], PendingLock | None]:
+    """The planned jobs; with ``speculate``, maybe planned from a guessed lock whose Python
+    pins are still resolving (the PendingLock returned; see ``ensure_locked``)."""
     loaded, lk, path = load_with_lock(req.catalog, req.lock)
     names = select(loaded, req.images)
     # Options that cannot work are refused before anything is resolved or written.
@@ -108,8 +111,9 @@ def _jobs(req: BuildRequest) -> tuple[list[ImageJob], Lock]:
                              "not a valid image tag")
     if usage:
         raise InputError("\n".join(dict.fromkeys(usage)))
-    lk, changes = ensure_locked(
-        loaded.catalog, lk, path, names, locked=req.locked, frozen=req.frozen, ca_cert=req.ca_cert
+    lk, changes, pending = ensure_locked(
+        loaded.catalog, lk, path, names, locked=req.locked, frozen=req.frozen,
+        ca_cert=req.ca_cert, speculate=speculate,
     )
     for line in changes:
         err.print(f"lock: {line}", markup=False)
@@ -129,7 +133,7 @@ def _jobs(req: BuildRequest) -> tuple[list[ImageJob], Lock]:
     if problems:
         hint = "" if not req.frozen else " (--frozen never resolves: run `cannery lock`)"
         raise InputError("\n".join(problems) + hint)
-    return jobs, lk
+    return jobs, pending
 
 
 def _target(req: BuildRequest, client: OCIClient | None) -> Target:
@@ -178,8 +182,12 @@ def build_cmd(req: BuildRequest) -> int:
             "--sign-key, --sbom and --provenance-dir attest pushed images: add --push (and "
             "--attest)"
         )
-    jobs, _ = _jobs(request)
     engine: Engine = ENGINES[request.backend]()
+    # Build while uv re-resolves Python pins, from the earlier pins (a framework bump seldom
+    # moves them): only where nothing is pushed before the build ends (not buildx, which
+    # pushes from its build) and there is a build (not --merge-only).
+    speculate = not engine.pushes_while_building and not request.merge_only
+    jobs, pending = _jobs(request, speculate)
     results: list[ImageResult] = []
     creds = publish_credentials(jobs)
     client = OCIClient(ssl_context(request.ca_cert), credentials=creds) if request.push else None
@@ -197,12 +205,26 @@ def build_cmd(req: BuildRequest) -> int:
                 network=request.network,
                 builder=request.builder,
                 registry_cache=request.registry_cache,
+                settle=pending.settle if pending else None,
+                wrong=pending.wrong if pending else None,
             )
-            for job in jobs:
+
+            def run(jobs: list[ImageJob], settings: Settings) -> list[ImageResult]:
                 if request.merge_only:
-                    results.append(merge_from_digest_dir(job, target, reporter))
-                else:
-                    results.append(build_image(job, settings, target, reporter))
+                    return [merge_from_digest_dir(job, target, reporter) for job in jobs]
+                return [build_image(job, settings, target, reporter) for job in jobs]
+
+            try:
+                results = run(jobs, settings)
+            except GuessFailed as exc:
+                if exc.error is not None:
+                    raise exc.error from None
+                err.print("lock: the new Python pins differ from the earlier ones: building "
+                          "again from them (nothing was pushed)", markup=False)
+                jobs, _ = _jobs(request)  # the lock is written: nothing left to resolve
+                results = run(jobs, replace(settings, settle=None, wrong=None))
+            if pending is not None:
+                pending.settle()  # written even when no build got as far as asking
     finally:
         reporter.close()
         if client:

@@ -9,6 +9,7 @@ import logging
 import re
 import shutil
 import subprocess
+import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -67,10 +68,12 @@ def stream(
     *,
     extra_env: Mapping[str, str] | None = None,
     keep: int = 30,
+    stop: threading.Event | None = None,
 ) -> tuple[int, list[str]]:
     """Run ``argv`` with stdout and stderr appended to ``log_path`` (masked, line by line) and
     each line handed to ``on_line``; return the exit status and the last ``keep`` lines.
-    The child's environment is ``child_env(extra_env)``."""
+    The child's environment is ``child_env(extra_env)``. When ``stop`` is set while the child
+    runs, it is terminated (SIGTERM) and its exit status returned."""
     if shutil.which(argv[0]) is None:
         raise CommandError(f"{argv[0]}: not found on PATH; install it first")
     shown = mask(" ".join(argv))
@@ -89,6 +92,8 @@ def stream(
             errors="replace",
         )
         assert proc.stdout is not None
+        if stop is not None:
+            threading.Thread(target=_stop_on, args=(proc, stop), daemon=True).start()
         for raw in proc.stdout:
             line = mask(raw.rstrip("\n"))
             fh.write(line + "\n")
@@ -98,3 +103,10 @@ def stream(
         rc = proc.wait()
         fh.write(f"# exit {rc}\n")
     return rc, list(tail)
+
+
+def _stop_on(proc: subprocess.Popen[str], stop: threading.Event) -> None:
+    while proc.poll() is None:
+        if stop.wait(0.1):
+            proc.terminate()
+            return
