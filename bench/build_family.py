@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from buildbench.family import add_toolkits, catalog, members, write_seed_family  # noqa: E402
-from buildbench.measure import MANIFEST, run, timed  # noqa: E402
+from buildbench.measure import MANIFEST, cache_bytecode, run, timed  # noqa: E402
 from buildbench.stack import SIZES, make_stack  # noqa: E402
 from lint_vs_hadolint import machine  # noqa: E402
 
@@ -303,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("BUILDAH_ISOLATION", "chroot")
     with tempfile.TemporaryDirectory(prefix="cannery-family-") as tmp:
         root = Path(tmp)
+        cache_bytecode()
         world = make_world(root / "world", make_ca(root / "ca"))
         try:
             results = measure(world, root, args.size)

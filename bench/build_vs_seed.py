@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from buildbench.measure import (  # noqa: E402
     ImageSize,
+    cache_bytecode,
     cannery_build,
     compile_alone,
     image_size,
@@ -62,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("BUILDAH_ISOLATION", "chroot")
     with tempfile.TemporaryDirectory(prefix="cannery-bench-") as tmp:
         root = Path(tmp)
+        cache_bytecode()
         world = make_world(root / "world", make_ca(root / "ca"))
         try:
             results = measure(world, root, size, args.size, runs)

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from buildbench.measure import cannery_build, run, seed_build  # noqa: E402
+from buildbench.measure import cache_bytecode, cannery_build, run, seed_build  # noqa: E402
 from buildbench.recipes import catalog, seed_dockerfile  # noqa: E402
 from buildbench.stack import SIZES, make_stack  # noqa: E402
 from lint_vs_hadolint import machine  # noqa: E402
@@ -199,6 +199,7 @@ def main() -> int:
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="cannery-profile-") as tmp:
         root = Path(tmp)
+        cache_bytecode()
         world = make_world(root / "world", make_ca(root / "ca"))
         try:
             stack = make_stack(world, size, root / "stack", bumps=args.bumps)

@@ -70,7 +70,7 @@ def main() -> int:
                   if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
         if args.no_bytecode_cache:
             common["PYTHONDONTWRITEBYTECODE"] = "1"
-            caches = {args.base: {}, "this tree": {}}
+            caches: dict[str, dict[str, str]] = {args.base: {}, "this tree": {}}
         else:
             caches = {args.base: {"PYTHONPYCACHEPREFIX": f"{tmp}/pyc-base"},
                       "this tree": {"PYTHONPYCACHEPREFIX": f"{tmp}/pyc-this"}}

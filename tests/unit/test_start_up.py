@@ -74,3 +74,12 @@ def test_the_key_types_still_import_for_callers_that_use_them() -> None:
     assert sign.PublicKey == ec.EllipticCurvePublicKey | ed25519.Ed25519PublicKey
     with pytest.raises(AttributeError):
         sign.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_build_imports_httpx_without_its_command_line_client(tmp_path: Path) -> None:
+    """httpx's CLI (click, pygments, rich's syntax and progress) is not loaded with httpx, and
+    httpx still works (every e2e test talks to registries through it)."""
+    loaded, out = _imported("import cannery.commands.build, httpx; print(httpx.Client.__name__)",
+                            cwd=tmp_path)
+    assert "httpx" in loaded and out.strip() == "Client"
+    assert _of(loaded, ("pygments", "click", "rich.syntax", "rich.progress")) == []
