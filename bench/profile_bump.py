@@ -5,9 +5,11 @@
 Generates the build benchmark's stand-in stack (bench/buildbench), builds it once (untimed,
 writes the lock and the layer cache), then bumps the framework's pin and runs `cannery build
 --push` in this process with each phase timed: Python start-up and imports, resolving the lock,
-rendering, reading the registry (what is already there), the `buildah build`, the export of
-the image for the upload, the upload, and merging and tagging; the re-lock split into its git
-and uv commands, the build into its instructions (cached or built, from buildah's STEP lines).
+rendering, reading the registry (what is already there), the `buildah build`, waiting for the
+re-lock (its Python pins resolve beside the build when it starts from the earlier ones), the
+export of the image for the upload, the upload, and merging and tagging; the re-lock split
+into its git and uv commands (beside the build, so not part of the total's sum), the build into
+its instructions (cached or built, from buildah's STEP lines).
 Beside it, alternating, the seed-style Dockerfile's bump as build_vs_seed.py times it (`buildah
 build --layers`, then `buildah push`), its build split the same way. Prints one table of
 medians. Not a test: nothing here fails on timing.
@@ -41,8 +43,8 @@ from lint_vs_hadolint import machine  # noqa: E402
 from tests.e2e.buildenv import cleanup_local_images, make_world  # noqa: E402
 from tests.services.tlsca import make_ca  # noqa: E402
 
-PHASES = ("start-up", "resolve", "render", "registry read", "build", "inspect", "export",
-          "upload", "protect (per-platform tag)", "merge + tag")
+PHASES = ("start-up", "resolve", "render", "registry read", "build", "wait for the re-lock",
+          "inspect", "export", "upload", "protect (per-platform tag)", "merge + tag")
 
 
 class Clock:
@@ -105,21 +107,24 @@ def instrumented_build(catalog_path: Path, env: dict[str, str], clock: Clock) ->
     from cannery.builder import execute
     from cannery.commands import build as build_mod
     from cannery.commands.build import BuildRequest, build_cmd
+    from cannery.lock import PendingLock
 
     clock.wrap(build_mod, "ensure_locked", "resolve")
-    # inside resolve: the git trees the Python set is read from, and uv's resolution
-    clock.wrap(pydeps, "run", lambda argv, *a, **k: "resolve: " + (
+    # the git trees the Python set is read from, and uv's resolution: in resolve, or beside
+    # the build when it starts from the earlier pins (cannery.lock.PendingLock)
+    clock.wrap(pydeps, "run", lambda argv, *a, **k: "re-lock: " + (
         "uv pip compile" if argv[1:3] == ["pip", "compile"] else f"{Path(argv[0]).name} "
         + next(x for x in argv[1:] if not x.startswith("-"))))
+    clock.wrap(PendingLock, "settle", "wait for the re-lock")
     clock.wrap(build_mod, "render_dockerfile", "render")
     for attr in ("current_children", "known_platforms", "unchanged_child"):
         clock.wrap(execute, attr, "registry read")
     inner_stream = getattr(execute, "stream")  # noqa: B009 (wrapped below, timed)
 
-    def stream(argv: list[str], log_path: Path, on_line: Callable[[str], None]) -> Any:
+    def stream(argv: list[str], log_path: Path, on_line: Callable[[str], None], **kw: Any) -> Any:
         if argv[1] != "build":
             with clock.phase("export" if argv[1] == "push" else "inspect"):
-                return inner_stream(argv, log_path, on_line)
+                return inner_stream(argv, log_path, on_line, **kw)
         steps = BuildSteps(clock)
 
         def each(line: str) -> None:
@@ -128,7 +133,7 @@ def instrumented_build(catalog_path: Path, env: dict[str, str], clock: Clock) ->
 
         with clock.phase("build"):
             try:
-                return inner_stream(argv, log_path, each)
+                return inner_stream(argv, log_path, each, **kw)
             finally:
                 steps.close()
 
@@ -245,7 +250,7 @@ def main() -> int:
     named = set(PHASES)
     keys = {k for r in [*runs, *seed_runs] for k in r}
     for name in [*PHASES, *sorted(keys - named)]:
-        # "build: …" and "resolve: …" are parts of a phase: shown under it, not added again
+        # "build: …" and "re-lock: …" are parts of a phase or beside one: not added again
         shown = f"&nbsp;&nbsp;{name}" if ": " in name else name
         print(f"| {shown} | {cell(runs, name)} | {cell(seed_runs, name)} |")
     rest = statistics.median(
