@@ -13,6 +13,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import ssl
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -477,8 +478,6 @@ class PendingLock:
     def __init__(
         self, guess: Lock, path: Path, resolve: Callable[[], Lock], cleanup: contextlib.ExitStack
     ) -> None:
-        import threading
-
         self.guess = guess
         self.path = path
         self.wrong = threading.Event()

@@ -955,12 +955,9 @@ def test_git_over_https_never_follows_a_redirect_to_plain_http(  # type: ignore[
         plain.server_close()
 
 
-def test_git_tls_is_verified_whatever_the_environment_or_git_config_say(  # type: ignore[no-untyped-def]
-    setup, cli, test_ca: LocalCA, tmp_path: Path, monkeypatch
-) -> None:
-    """GIT_SSL_NO_VERIFY in cannery's environment, or http.sslVerify = false in the user's git
-    config, would make git skip certificate checks: without --ca-cert the test CA's server is
-    still refused (exit 2, no lock), for a branch and a commit prefix alike."""
+def _served_with_ssl_verify_off(setup: dict, test_ca: LocalCA, tmp_path: Path):  # type: ignore[no-untyped-def,type-arg]
+    """The component's repository served over HTTPS by the test CA's server, and a HOME whose
+    git config says http.sslVerify = false (what cannery must not obey)."""
     from tests.services.githttp import GitHTTPSServer
 
     repos = tmp_path / "repos"
@@ -969,7 +966,16 @@ def test_git_tls_is_verified_whatever_the_environment_or_git_config_say(  # type
     home = tmp_path / "home"
     home.mkdir()
     (home / ".gitconfig").write_text("[http]\n\tsslVerify = false\n")
-    server = GitHTTPSServer(repos, test_ca)
+    return GitHTTPSServer(repos, test_ca), home
+
+
+def test_git_tls_is_verified_whatever_the_environment_or_git_config_say(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca: LocalCA, tmp_path: Path, monkeypatch
+) -> None:
+    """GIT_SSL_NO_VERIFY in cannery's environment, or http.sslVerify = false in the user's git
+    config, would make git skip certificate checks: without --ca-cert the test CA's server is
+    still refused (exit 2, no lock), for a branch and a commit prefix alike."""
+    server, home = _served_with_ssl_verify_off(setup, test_ca, tmp_path)
     try:
         catalog: Path = setup["catalog"]
         original = catalog.read_text()
@@ -998,18 +1004,11 @@ def test_the_python_resolution_checkout_verifies_git_tls_too(  # type: ignore[no
     config and no trust for the test CA, the fetch is refused (LockError), not done."""
     from cannery.errors import LockError
     from cannery.pydeps import GitPackage, _checkout
-    from tests.services.githttp import GitHTTPSServer
 
-    repos = tmp_path / "repos"
-    repos.mkdir()
-    _git(tmp_path, "clone", "-q", "--bare", str(setup["git"]), str(repos / "v.git"))
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / ".gitconfig").write_text("[http]\n\tsslVerify = false\n")
+    server, home = _served_with_ssl_verify_off(setup, test_ca, tmp_path)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CANNERY_CACHE_DIR", str(tmp_path / "cache"))
     commit = _git(setup["git"], "rev-parse", "main")
-    server = GitHTTPSServer(repos, test_ca)
     try:
         pkg = GitPackage(name="v", url=f"{server.url}/v.git", commit=commit,
                          requirements=(), with_deps=True)
