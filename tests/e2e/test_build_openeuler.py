@@ -34,7 +34,7 @@ import pytest
 from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world
 from tests.e2e.imagediff import ACCEPT, describe_across
 from tests.e2e.test_build import CANNERY, _ssl, build, cannery
-from tests.services.bases import push_base
+from tests.services.bases import BASE_LAYERS, push_base
 from tests.services.rpmrepo import KEY_PATH, UNSIGNED, RpmRepo, base_rpmdb, make_rpm_repo
 from tests.services.tlsca import HTTPSFileServer, LocalCA
 
@@ -270,7 +270,7 @@ def test_build_mirrors_are_used_and_nothing_of_them_is_in_any_layer(
         for trace in traces:
             assert trace not in layer, f"layer {n} holds {trace!r}"
     names: list[str] = []
-    for layer in layers[1:]:  # the build's layers (the stand-in base is one)
+    for layer in layers[BASE_LAYERS:]:  # the build's layers, after the stand-in base's
         with tarfile.open(fileobj=io.BytesIO(layer)) as tar:
             names += [m.name.rstrip("/") for m in tar.getmembers()]
     assert "usr/bin/standin-hello" in names  # installed from the mirror
