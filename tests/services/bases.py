@@ -54,6 +54,7 @@ DOCKER_CONFIG = "application/vnd.docker.container.image.v1+json"
 DOCKER_LAYER = "application/vnd.docker.image.rootfs.diff.tar.gzip"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 CHUNK = 1 << 20
+CREATED = "2026-01-01T00:00:00Z"
 BASE_LAYERS = 2  # the root filesystem, then the session's own files
 
 
@@ -212,7 +213,11 @@ def push_base(
                 bundle = member.read()
             (work / f"bundle-{arch}.crt").write_bytes(bundle + b"\n" + ca.ca_cert.read_bytes())
             own = _session_layer([(work / f"bundle-{arch}.crt", f"/{BUNDLE}"), *extra])
+            # Every history entry has a time, as buildah writes them: buildah's layer cache
+            # takes an entry without one and the same entry read back from a Docker-format
+            # image (where it is the zero time) as different, and never hits.
             config = _bytes_blob(json.dumps({
+                "created": CREATED,
                 "architecture": arch,
                 "os": "linux",
                 "config": {
@@ -221,8 +226,11 @@ def push_base(
                     "Cmd": ["/bin/bash"],
                 },
                 "rootfs": {"type": "layers", "diff_ids": [layers[arch].diff_id, own.diff_id]},
-                "history": [{"created_by": f"{family} root filesystem (scripts/test-bases.sh)"},
-                            {"created_by": "the test CA and the test's own files"}],
+                "history": [
+                    {"created": CREATED,
+                     "created_by": f"{family} root filesystem (scripts/test-bases.sh)"},
+                    {"created": CREATED, "created_by": "the test CA and the test's own files"},
+                ],
             }, sort_keys=True).encode())
             for blob in (layers[arch], own, config):
                 _upload(client, base, repo, blob)
