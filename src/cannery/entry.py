@@ -1,5 +1,6 @@
 """The console entry point. `cannery lint` skips typer and rich entirely, so linting one file
-starts about as fast as hadolint; every other command goes through the typer app."""
+starts about as fast as hadolint; every other command goes through the typer app. Every
+command ends in ``_exit``, which skips the interpreter's teardown."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ def main() -> None:
         _exit(_lint(args[1:]))
     from cannery.cli import main as cli_main
 
-    cli_main()
+    try:
+        cli_main()
+    except SystemExit as exc:  # every command ends here, its work done and its files closed
+        if exc.code is not None and not isinstance(exc.code, int):
+            raise
+        _exit(exc.code or 0)
 
 
 def _lint(args: list[str]) -> int:
@@ -40,9 +46,10 @@ def _lint(args: list[str]) -> int:
 def _exit(code: int) -> None:
     """End the process with ``code`` once everything written is flushed, without tearing the
     interpreter down: freeing every object and module one by one costs a one-file lint about
-    7 ms of CPU, for memory the system reclaims at once. Nothing in lint registers exit work
-    (files are written and closed by then). If a flush fails (a closed pipe), the interpreter
-    exits the usual way and reports it as it always has."""
+    7 ms of CPU and a build ~0.1 s, for memory the system reclaims at once. No command
+    registers exit work (files are written and closed, threads joined, by then). If a flush
+    fails (a closed pipe), the interpreter exits the usual way and reports it as it always
+    has."""
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -25,12 +25,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cannery.builder.engine import BuildOptions, Built, Engine
+from cannery.builder.engine import BuildOptions, Built, Engine, Present
 from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.builder.progress import Reporter
 from cannery.builder.registries import (
@@ -137,6 +138,11 @@ class Target:
     # Attach referrers (provenance, SBOM, signatures) after the merge, before any tag moves:
     # (image, index, platform manifests) -> None; see cannery.attest.attach.
     attest: Callable[[ImageJob, Descriptor, list[Descriptor]], None] | None = None
+    # (repository, tag) -> the tag's current index entries, read while the lock was settled
+    # (read_ahead); a build asks the registry itself for any other.
+    read_ahead: dict[tuple[str, str], Future[dict[str, Descriptor]]] = field(
+        default_factory=dict
+    )
 
 
 @dataclass(frozen=True)
@@ -196,6 +202,20 @@ def current_children(client: OCIClient, repo: Reference, tag: str) -> dict[str, 
     return out
 
 
+def read_ahead(
+    client: OCIClient, where: list[tuple[str, str]]
+) -> tuple[ThreadPoolExecutor, dict[tuple[str, str], Future[dict[str, Descriptor]]]]:
+    """Start reading what each ``(repository, tag)`` points at now, in one thread beside the
+    caller (the same reads ``_build_platforms`` makes, in the same order, one at a time); the
+    caller shuts the pool down. Used while the lock settles, before any build needs them."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cannery-read-ahead")
+    futures = {
+        (repo, tag): pool.submit(current_children, client, Reference.parse(repo), tag)
+        for repo, tag in dict.fromkeys(where)
+    }
+    return pool, futures
+
+
 def _child(desc: Descriptor, job: PlatformJob) -> Descriptor:
     return Descriptor(
         media_type=desc.media_type,
@@ -223,6 +243,7 @@ def _build_platform(
     reporter: Reporter,
     context: Path,
     work: Path,
+    present: Present,
 ) -> Built:
     repo = Reference.parse(image.repository) if target.client else None
     opts = BuildOptions(
@@ -260,7 +281,7 @@ def _build_platform(
     for argv in steps:
         run(argv)
     _check_guess(settings)
-    built = settings.engine.collect(image, job, opts, run, _present(target, repo))
+    built = settings.engine.collect(image, job, opts, run, present)
     if built.layers:  # in the log, as stream notes each command's exit
         with log_path.open("a", encoding="utf-8") as fh:
             fh.write(f"# exported {built.exported} of {built.layers} layers (the target has "
@@ -268,18 +289,24 @@ def _build_platform(
     return built
 
 
-def _present(target: Target, repo: Reference | None) -> Callable[[Descriptor], bool]:
-    """Whether the target already holds a blob, so the engine need not export it again."""
+class _Present:
+    """Whether the target already holds a blob, so the engine need not export it again; the
+    registry's yes answers are kept (``seen``) so the upload does not ask again."""
 
-    def present(desc: Descriptor) -> bool:
-        if target.client and repo:
-            return target.client.blob_exists(repo, desc.digest)
-        if target.oci_dir:
-            path = target.oci_dir / "blobs" / desc.digest.replace(":", "/", 1)
+    def __init__(self, target: Target, repo: Reference | None) -> None:
+        self.target, self.repo = target, repo
+        self.seen: set[str] = set()
+
+    def __call__(self, desc: Descriptor) -> bool:
+        if self.target.client and self.repo:
+            found = self.target.client.blob_exists(self.repo, desc.digest)
+            if found:
+                self.seen.add(desc.digest)
+            return found
+        if self.target.oci_dir:
+            path = self.target.oci_dir / "blobs" / desc.digest.replace(":", "/", 1)
             return path.is_file() and path.stat().st_size == desc.size
         return False
-
-    return present
 
 
 class _PlatformFailed(FatalError):
@@ -345,7 +372,8 @@ def _build_platforms(
     repo = Reference.parse(image.repository) if client else None
     current: dict[str, Descriptor] = {}
     if client and repo and not settings.force:
-        current = current_children(client, repo, image.tags[0])
+        early = target.read_ahead.get((image.repository, image.tags[0]))
+        current = early.result() if early else current_children(client, repo, image.tags[0])
         # and what a publish that did not finish left under its per-platform tags
         current = known_platforms(client, repo, image, current)
     children: list[Descriptor] = []
@@ -388,20 +416,24 @@ def _one_platform(
     t0 = time.monotonic()
     work = scratch / job.slug
     work.mkdir()
+    repo = Reference.parse(image.repository)
+    present = _Present(target, repo if target.client else None)
     try:
-        built = _build_platform(image, job, settings, target, reporter, scratch / "context", work)
+        built = _build_platform(
+            image, job, settings, target, reporter, scratch / "context", work, present
+        )
         pres.log = str(settings.log_dir / image.name / f"{job.slug}.log")
         if built.descriptor is not None:
             desc = built.descriptor
         elif target.client:
             assert built.layout is not None
             reporter.note(image.name, job, "pushing by digest")
-            desc = push_image_dir(target.client, Reference.parse(image.repository), built.layout)
+            desc = push_image_dir(target.client, repo, built.layout, frozenset(present.seen))
         else:
             assert built.layout is not None and target.oci_dir is not None
             desc = _copy_into_layout(built.layout, target.oci_dir)
         if target.client:  # kept from "delete untagged" GC until, and after, the merge
-            protect_platform(target.client, Reference.parse(image.repository), image, job, desc)
+            protect_platform(target.client, repo, image, job, desc)
     except FatalError as exc:  # the build, or the push: a refused password, an untrusted CA
         failed = exc if isinstance(exc, _PlatformFailed) else None
         pres.error = failed.reason if failed else exc.message

@@ -28,7 +28,7 @@ config's label), so nothing is rebuilt.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
@@ -43,7 +43,7 @@ from cannery.oci.manifest import (
 )
 from cannery.oci.mirror import Mirror, refused_media_type
 from cannery.oci.publish import TagMoves, merge_index, move_tags
-from cannery.plan import RegistryTarget
+from cannery.plan import ImageSpec, RegistryTarget
 
 
 @dataclass
@@ -77,9 +77,10 @@ class RegistryResult:
         }
 
 
-def targets(image: ImageJob) -> tuple[RegistryTarget, ...]:
+def targets(image: ImageJob | ImageSpec) -> tuple[RegistryTarget, ...]:
     """Where the image goes, the registry it is built into first."""
-    return image.spec.registries or (RegistryTarget("", image.repository, "oci"),)
+    spec = image.spec if isinstance(image, ImageJob) else image
+    return spec.registries or (RegistryTarget("", spec.repository, "oci"),)
 
 
 def platform_tag(tag: str, platform: str) -> str:
@@ -92,24 +93,32 @@ def platform_tag(tag: str, platform: str) -> str:
 def protect_platform(
     client: OCIClient, repo: Reference, image: ImageJob, job: PlatformJob, desc: Descriptor
 ) -> None:
-    """Point ``TAG-<arch>`` at the platform manifest just pushed (nothing written if it does)."""
+    """Point ``TAG-<arch>`` at the platform manifest just pushed (nothing written if it does).
+    Its bytes are read back by digest once (the read checks them against the digest)."""
+    body: bytes | None = None
     for tag in image.tags:
         ref = repo.with_tag(platform_tag(tag, job.platform))
         current = client.head_manifest(ref)
         if current is not None and current.digest == desc.digest:
             continue
-        body, found = client.get_manifest(repo.with_digest(desc.digest))
+        if body is None:
+            body, found = client.get_manifest(repo.with_digest(desc.digest))
         client.put_manifest(ref, body, found.media_type)
 
 
-def platforms_by_tag(client: OCIClient, repo: Reference, image: ImageJob) -> dict[str, Descriptor]:
+def platforms_by_tag(
+    client: OCIClient, repo: Reference, image: ImageJob, other: dict[str, str] | None = None
+) -> dict[str, Descriptor]:
     """platform → its manifest, found by per-platform tag, when that manifest was built from
     this plan's inputs (the ``io.cannery.inputs`` label of its config says so). What a build
-    whose publish did not finish left behind: a re-run takes it instead of rebuilding."""
+    whose publish did not finish left behind: a re-run takes it instead of rebuilding.
+    ``other``: platform → a manifest digest already known to be built from other inputs (the
+    index's entry, whose annotation says so): a tag still on it is not read further."""
     out: dict[str, Descriptor] = {}
     for job in image.platforms:
         ref = repo.with_tag(platform_tag(image.tags[0], job.platform))
-        if client.head_manifest(ref) is None:
+        head = client.head_manifest(ref)
+        if head is None or (other or {}).get(job.platform) == head.digest:
             continue
         body, desc = client.get_manifest(ref)
         try:
@@ -274,7 +283,15 @@ def known_platforms(
 
     if all(matches(current.get(j.platform), j) for j in image.platforms):
         return current
-    legs = platforms_by_tag(client, repo, image)
+    # An entry that names other inputs is the tag's usual state after a publish: one HEAD
+    # per platform then tells that nothing newer was left behind.
+    other = {
+        j.platform: c.digest
+        for j in image.platforms
+        if (c := current.get(j.platform)) is not None
+        and (c.annotations or {}).get(INPUTS_LABEL) not in (None, j.input_digest)
+    }
+    legs = platforms_by_tag(client, repo, image, other)
     out = dict(current)
     for job in image.platforms:
         if not matches(current.get(job.platform), job) and job.platform in legs:
@@ -282,7 +299,7 @@ def known_platforms(
     return out
 
 
-def publish_credentials(images: list[ImageJob]) -> Credentials:
+def publish_credentials(images: Sequence[ImageJob | ImageSpec]) -> Credentials:
     """Credentials for a publish: each catalog registry's own variables go to its host only;
     the plain CANNERY_REGISTRY_USER/_PASSWORD only when every image goes to one host."""
     where = [t for image in images for t in targets(image)]
@@ -291,7 +308,7 @@ def publish_credentials(images: list[ImageJob]) -> Credentials:
     )
 
 
-def registry_hosts(images: list[ImageJob]) -> dict[str, str]:
+def registry_hosts(images: Sequence[ImageJob | ImageSpec]) -> dict[str, str]:
     """Catalog registry name → host, for the per-registry credential variables."""
     where = [t for image in images for t in targets(image)]
     return {t.name: Reference.parse(t.repository).host for t in where if t.name}

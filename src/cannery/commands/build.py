@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,17 +23,18 @@ from cannery.builder.execute import (
     build_image,
     check_target,
     merge_from_digest_dir,
+    read_ahead,
 )
 from cannery.builder.plan import ImageJob, plan_build
 from cannery.builder.progress import reporter_for
 from cannery.builder.registries import publish_credentials
 from cannery.catalog.models import IMAGE_TAG
-from cannery.commands.common import checkout_for, err, load, load_with_lock, out, select
+from cannery.commands.common import checkout_for, err, load_with_lock, out, select
 from cannery.errors import InputError
 from cannery.lock import PendingLock, ensure_locked
-from cannery.oci import OCIClient
+from cannery.oci import Descriptor, OCIClient
 from cannery.oci.publish import TagMoves
-from cannery.plan import plan
+from cannery.plan import ImageSpec, plan
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import extra_ca, ssl_context
 
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
     # loaded or an attester made, so a build that attaches nothing never pays its start-up.
     from cannery.attest.attach import Attester
     from cannery.attest.sign import Signer
+    from cannery.catalog.load import LoadedCatalog
 
 ENGINES: dict[str, type[BuildahEngine] | type[BuildxEngine]] = {
     "buildah": BuildahEngine,
@@ -91,14 +94,22 @@ def _cert_dir(ca_cert: Path | None) -> Iterator[Path | None]:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def _jobs(req: BuildRequest, speculate: bool = False) -> tuple[list[ImageJob], PendingLock | None]:
+def _jobs(
+    req: BuildRequest,
+    speculate: bool = False,
+    planned: Callable[[list[ImageSpec]], None] | None = None,
+) -> tuple[list[ImageJob], PendingLock | None, LoadedCatalog]:
     """The planned jobs; with ``speculate``, maybe planned from a guessed lock whose Python
-    pins are still resolving (the PendingLock returned; see ``ensure_locked``)."""
+    pins are still resolving (the PendingLock returned; see ``ensure_locked``); and the
+    catalog they were planned from. ``planned`` is told the images (as the lock has them
+    before it settles: their repositories and tags are the catalog's) once the options are
+    checked, before the lock is settled."""
     loaded, lk, path = load_with_lock(req.catalog, req.lock)
     names = select(loaded, req.images)
     # Options that cannot work are refused before anything is resolved or written.
     usage = []
-    for spec in plan(loaded.catalog, lk, names):
+    first = plan(loaded.catalog, lk, names)
+    for spec in first:
         unknown = [p for p in req.platforms or [] if p not in spec.platforms]
         if unknown:
             usage.append(
@@ -111,6 +122,8 @@ def _jobs(req: BuildRequest, speculate: bool = False) -> tuple[list[ImageJob], P
                              "not a valid image tag")
     if usage:
         raise InputError("\n".join(dict.fromkeys(usage)))
+    if planned is not None:
+        planned(first)
     lk, changes, pending = ensure_locked(
         loaded.catalog, lk, path, names, locked=req.locked, frozen=req.frozen,
         ca_cert=req.ca_cert, speculate=speculate,
@@ -133,7 +146,7 @@ def _jobs(req: BuildRequest, speculate: bool = False) -> tuple[list[ImageJob], P
     if problems:
         hint = "" if not req.frozen else " (--frozen never resolves: run `cannery lock`)"
         raise InputError("\n".join(problems) + hint)
-    return jobs, pending
+    return jobs, pending, loaded
 
 
 def _target(req: BuildRequest, client: OCIClient | None) -> Target:
@@ -187,15 +200,26 @@ def build_cmd(req: BuildRequest) -> int:
     # moves them): only where nothing is pushed before the build ends (not buildx, which
     # pushes from its build) and there is a build (not --merge-only).
     speculate = not engine.pushes_while_building and not request.merge_only
-    jobs, pending = _jobs(request, speculate)
     results: list[ImageResult] = []
-    creds = publish_credentials(jobs)
-    client = OCIClient(ssl_context(request.ca_cert), credentials=creds) if request.push else None
+    client: OCIClient | None = None
+    reads: ThreadPoolExecutor | None = None
+    ahead: dict[tuple[str, str], Future[dict[str, Descriptor]]] = {}
+
+    def planned(specs: list[ImageSpec]) -> None:
+        # The publish client, made now, reads what each tag points at while the lock
+        # settles (the first thing each build asks the registry).
+        nonlocal client, reads, ahead
+        client = OCIClient(ssl_context(request.ca_cert), credentials=publish_credentials(specs))
+        if not (request.force or request.merge_only):
+            tags = [(s.repository, s.tags[0] + request.tag_suffix) for s in specs]
+            reads, ahead = read_ahead(client, tags)
+
     reporter = reporter_for(err)
     try:
-        target = _target(request, client)
+        jobs, pending, loaded = _jobs(request, speculate, planned if request.push else None)
+        target = replace(_target(request, client), read_ahead=ahead)
         if client is not None and request.attest:
-            target = replace(target, attest=attester(request, client, signer))
+            target = replace(target, attest=attester(request, loaded, client, signer))
         with _cert_dir(request.ca_cert) as cert_dir:
             settings = Settings(
                 engine=engine,
@@ -221,12 +245,14 @@ def build_cmd(req: BuildRequest) -> int:
                     raise exc.error from None
                 err.print("lock: the new Python pins differ from the earlier ones: building "
                           "again from them (nothing was pushed)", markup=False)
-                jobs, _ = _jobs(request)  # the lock is written: nothing left to resolve
+                jobs, _, _ = _jobs(request)  # the lock is written: nothing left to resolve
                 results = run(jobs, replace(settings, settle=None, wrong=None))
             if pending is not None:
                 pending.settle()  # written even when no build got as far as asking
     finally:
         reporter.close()
+        if reads is not None:
+            reads.shutdown(cancel_futures=True)
         if client:
             client.close()
     _report(results, request.as_json)
@@ -234,12 +260,13 @@ def build_cmd(req: BuildRequest) -> int:
     return max((r.exit_code for r in failed), default=0)
 
 
-def attester(req: BuildRequest, client: OCIClient, signer: Signer | None) -> Attester:
+def attester(
+    req: BuildRequest, loaded: LoadedCatalog, client: OCIClient, signer: Signer | None
+) -> Attester:
     """What attaches provenance, SBOM and signatures after each merge, before the tags move."""
     from cannery.attest.attach import Attester
     from cannery.attest.provenance import build_context
 
-    loaded = load(req.catalog, True)
     ctx = build_context(loaded.path, loaded.digest, req.backend, req.builder)
     scanner = None
     if req.sbom:

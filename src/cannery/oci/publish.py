@@ -29,14 +29,17 @@ from cannery.oci.manifest import (
 from cannery.oci.reference import Reference, valid_digest
 
 
-def push_image_dir(client: OCIClient, repo: Reference, layout: Path) -> Descriptor:
+def push_image_dir(
+    client: OCIClient, repo: Reference, layout: Path, known: frozenset[str] = frozenset()
+) -> Descriptor:
     """Upload a single-platform image from ``layout`` and PUT its manifest by digest.
 
     ``layout`` is what ``buildah push IMG dir:LAYOUT`` writes (containers/image's ``dir:``
     transport: ``manifest.json`` and one file per blob named by its hex digest), or an OCI image
     layout (``index.json`` naming exactly one manifest, blobs under ``blobs/<alg>/<hex>``).
     Blobs the repository already has are skipped; a layer the layout lacks must be one of them
-    (checked before anything is uploaded). The descriptor returned carries the platform
+    (checked before anything is uploaded; ``known``: digests this run has just seen the
+    repository answer for, not asked again). The descriptor returned carries the platform
     read from the image config, ready for :func:`merge_index`.
     """
     manifest_bytes, blob_path = _read_layout(layout)
@@ -49,7 +52,9 @@ def push_image_dir(client: OCIClient, repo: Reference, layout: Path) -> Descript
         raise InputError(f"{layout}: manifest is not an image manifest") from None
     paths = [blob_path(digest) for digest, _ in digests]  # every check before any upload
     for (digest, size), path in zip(digests, paths, strict=True):
-        if not path.exists() and digest != config["digest"] and client.blob_exists(repo, digest):
+        if not path.exists() and digest != config["digest"] and (
+            digest in known or client.blob_exists(repo, digest)
+        ):
             continue  # a layer not exported again: the repository has it
         if not path.is_file() or path.stat().st_size != size:
             raise InputError(f"{layout}: blob {digest} missing or not {size} bytes")
@@ -178,10 +183,12 @@ def move_tags(
     from a newer lock) no tag moves (exit 2) unless ``force``. A PUT whose answer is lost is
     settled by reading the tag back; the first tag that did not (or may not have) moved stops
     the rest. Failures are in the returned ``TagMoves`` (``error``), never half-reported."""
+    moves = TagMoves()
+    if not tags:
+        return moves
     # Read back by digest before any tag: get_manifest hashes the bytes, so an index the
     # registry lost (NotFound) or altered (DigestMismatch) stops here, with no tag moved.
     body, _ = client.get_manifest(_at(repo, index.digest))
-    moves = TagMoves()
     todo = []
     for tag in dict.fromkeys(tags):  # each once, in the order given
         current = client.head_manifest(repo.with_tag(tag))
