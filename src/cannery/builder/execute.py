@@ -289,7 +289,7 @@ def _build_platform(
     return built
 
 
-class _Present:
+class Presence:
     """Whether the target already holds a blob, so the engine need not export it again; the
     registry's yes answers are kept (``seen``) so the upload does not ask again."""
 
@@ -417,7 +417,7 @@ def _one_platform(
     work = scratch / job.slug
     work.mkdir()
     repo = Reference.parse(image.repository)
-    present = _Present(target, repo if target.client else None)
+    present = Presence(target, repo if target.client else None)
     try:
         built = _build_platform(
             image, job, settings, target, reporter, scratch / "context", work, present

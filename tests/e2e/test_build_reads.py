@@ -1,0 +1,73 @@
+"""What a build takes from an answer the registry gave earlier in the same run, against Debian's
+real docker-registry on 127.0.0.1: the layers the export left out (``Presence``, then
+``push_image_dir(..., known=...)``) and the tag read while the lock settles (``read_ahead``)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from cannery.builder.execute import Presence, Target, current_children, read_ahead
+from cannery.errors import InputError
+from cannery.oci import Descriptor, OCIClient, Reference, merge_index, push_image_dir
+from cannery.oci.manifest import digest_of
+from cannery.tls import ssl_context
+from tests.services.registry import LocalRegistry, write_dir_layout
+
+pytestmark = pytest.mark.e2e
+
+
+def _layer(layout: Path) -> Descriptor:
+    manifest = json.loads((layout / "manifest.json").read_bytes())
+    return Descriptor.from_json(manifest["layers"][0])
+
+
+def test_a_layer_left_out_must_be_one_the_registry_said_it_has(
+    registry: LocalRegistry, tmp_path: Path
+) -> None:
+    """Only the registry's yes answers are remembered, and the upload trusts nothing else: a
+    layout that leaves out a layer the registry lacks is refused before anything is written,
+    though another left-out layer was answered for."""
+    repo = Reference.parse(f"{registry.host}/reads/{uuid.uuid4().hex[:8]}")
+    with OCIClient(ssl_context()) as client:
+        there = write_dir_layout(tmp_path / "there", "amd64", "there")
+        push_image_dir(client, repo, there)
+        new = write_dir_layout(tmp_path / "new", "amd64", "new")
+        have, lack = _layer(there), _layer(new)
+        presence = Presence(Target(client=client), repo)
+        assert presence(have) is True
+        assert presence(lack) is False
+        assert presence.seen == {have.digest}
+        # An export that wrote neither layer (both taken as present): the manifest names both.
+        manifest = json.loads((new / "manifest.json").read_bytes())
+        manifest["layers"] = [have.to_json(), lack.to_json()]
+        body = json.dumps(manifest).encode()
+        (new / "manifest.json").write_bytes(body)
+        (new / lack.digest.partition(":")[2]).unlink()
+        with pytest.raises(InputError, match=f"blob {lack.digest} missing"):
+            push_image_dir(client, repo, new, frozenset(presence.seen))
+        assert client.head_manifest(repo.with_digest(digest_of(body))) is None
+
+
+def test_the_tag_read_ahead_is_what_the_build_reads(
+    registry: LocalRegistry, tmp_path: Path
+) -> None:
+    """``read_ahead`` gives, for each tag, what ``current_children`` reads itself: the index's
+    entries by platform, or nothing for a tag that is not there."""
+    repo = Reference.parse(f"{registry.host}/reads/{uuid.uuid4().hex[:8]}")
+    with OCIClient(ssl_context()) as client:
+        child = push_image_dir(client, repo, write_dir_layout(tmp_path / "a", "amd64", "a"))
+        index = merge_index(client, repo, [child], {})
+        client.put_manifest(repo.with_tag("v1"), client.get_manifest(
+            repo.with_digest(index.digest))[0], index.media_type)
+        pool, ahead = read_ahead(client, [(repo.name, "v1"), (repo.name, "absent")])
+        try:
+            early = {key: future.result(timeout=30) for key, future in ahead.items()}
+        finally:
+            pool.shutdown()
+        assert early[(repo.name, "v1")] == current_children(client, repo, "v1")
+        assert early[(repo.name, "v1")]["linux/amd64"].digest == child.digest
+        assert early[(repo.name, "absent")] == {}
