@@ -435,17 +435,23 @@ def _python_unpinned(cat: Catalog, lock: Lock, image: str) -> bool:
 
 @contextmanager
 def network_resolvers(
-    cat: Catalog, lock: Lock, ca_cert: Path | None, images: list[str] | None = None
+    cat: Catalog,
+    lock: Lock,
+    ca_cert: Path | None,
+    images: list[str] | None = None,
+    tls: Callable[[], ssl.SSLContext] | None = None,
 ) -> Iterator[Resolvers]:
     """The real resolvers (registry, git, HTTPS, uv), trusting the system roots plus
     ``ca_cert``. CANNERY_REGISTRY_USER/_PASSWORD are for the push registry: they go to a base
-    image's registry only when it is that same host."""
+    image's registry only when it is that same host. ``tls`` gives the caller's TLS context
+    for those roots (a build shares one with its publish client: loading the roots twice
+    costs ~25 ms); else one is made here."""
     from cannery.oci import Credentials, OCIClient
     from cannery.oci.auth import push_host
     from cannery.pydeps import resolve_python
     from cannery.tls import git_ca_bundle, ssl_context
 
-    ctx = ssl_context(ca_cert)
+    ctx = tls() if tls is not None else ssl_context(ca_cert)
     repositories = [
         cat.registries[cat.images[n].registry or cat.catalog.registry or ""].repository
         for n in images or list(cat.images)
@@ -524,6 +530,7 @@ def ensure_locked(
     frozen: bool = False,
     ca_cert: Path | None = None,
     speculate: bool = False,
+    tls: Callable[[], ssl.SSLContext] | None = None,
 ) -> tuple[Lock, list[str], PendingLock | None]:
     """What a build does with the lock, uv/cargo semantics: by default resolve what ``images``
     lack, drop what no image needs, and write the lock (atomically); ``locked`` refuses a lock
@@ -554,7 +561,7 @@ def ensure_locked(
     resolving = contextlib.ExitStack()
     stack: contextlib.ExitStack | None = resolving
     try:
-        resolvers = resolving.enter_context(network_resolvers(cat, lock, ca_cert, images))
+        resolvers = resolving.enter_context(network_resolvers(cat, lock, ca_cert, images, tls))
         stamp = now()
         refs = _update_refs(cat, lock, resolvers, set(), None, images, stamp)
 

@@ -5,8 +5,6 @@ Verification is never turned off; an extra CA (--ca-cert or CANNERY_CA_CERT) onl
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import os
 import ssl
 import tempfile
@@ -20,20 +18,6 @@ CA_ENV = "CANNERY_CA_CERT"
 
 
 def ssl_context(ca_cert: Path | None = None) -> ssl.SSLContext:
-    """The one verifying context for these roots. Made once per process for each extra CA file
-    as it is on disk (loading the roots costs ~25 ms; the lock's resolvers and the publish
-    client share it); a context is never changed after it is made."""
-    extra = extra_ca(ca_cert)
-    stamp = None
-    if extra is not None:
-        with contextlib.suppress(OSError):
-            st = extra.stat()
-            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
-    return _context(str(extra) if extra else None, stamp)
-
-
-@functools.lru_cache(maxsize=8)
-def _context(extra_path: str | None, _stamp: object) -> ssl.SSLContext:
     ctx = ssl.create_default_context()
     try:
         import certifi  # httpx depends on it
@@ -41,7 +25,7 @@ def _context(extra_path: str | None, _stamp: object) -> ssl.SSLContext:
         ctx.load_verify_locations(cafile=certifi.where())
     except (ImportError, OSError):  # pragma: no cover - system roots still apply
         pass
-    extra = Path(extra_path) if extra_path else None
+    extra = extra_ca(ca_cert)
     if extra is not None:
         try:
             ctx.load_verify_locations(cafile=str(extra))

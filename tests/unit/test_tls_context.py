@@ -1,10 +1,9 @@
-"""``cannery.tls.ssl_context`` is made once per extra CA file as it is on disk: the lock's
-resolvers and the publish client share one, and a CA file replaced in between is loaded anew
-(two real CAs made with openssl)."""
+"""``cannery.tls.ssl_context`` hands out a new context on every call: a caller that weakens its
+own (as a test of the client's refusal does) weakens no other. A build shares one context
+between its lock resolvers and its publish client by passing it, never through a cache."""
 
 from __future__ import annotations
 
-import os
 import ssl
 from pathlib import Path
 
@@ -19,19 +18,13 @@ def _subjects(ctx: ssl.SSLContext) -> set[str]:
     }
 
 
-def test_one_context_per_ca_file_and_a_new_one_when_the_file_changes(tmp_path: Path) -> None:
-    first = make_ca(tmp_path / "one", name="cannery first CA")
-    second = make_ca(tmp_path / "two", name="cannery second CA, a longer name")
-    extra = tmp_path / "extra.pem"
-    extra.write_bytes(first.ca_cert.read_bytes())
-    ctx = ssl_context(extra)
-    assert ssl_context(extra) is ctx
-    assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
-    assert "cannery first CA" in _subjects(ctx)
-    extra.write_bytes(second.ca_cert.read_bytes())
-    os.utime(extra, ns=(1, 1))  # a replaced file: other bytes, another time
-    again = ssl_context(extra)
-    assert again is not ctx
-    assert "cannery second CA, a longer name" in _subjects(again)
-    assert "cannery first CA" not in _subjects(again)
-    assert ssl_context(None) is not ctx
+def test_a_weakened_context_is_nobody_elses(tmp_path: Path) -> None:
+    ca = make_ca(tmp_path / "ca", name="cannery context CA")
+    first = ssl_context(ca.ca_cert)
+    assert "cannery context CA" in _subjects(first)
+    first.check_hostname = False
+    first.verify_mode = ssl.CERT_NONE
+    again = ssl_context(ca.ca_cert)
+    assert again is not first
+    assert again.verify_mode == ssl.CERT_REQUIRED and again.check_hostname
+    assert "cannery context CA" in _subjects(again)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
+import ssl
 import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -98,12 +100,13 @@ def _jobs(
     req: BuildRequest,
     speculate: bool = False,
     planned: Callable[[list[ImageSpec]], None] | None = None,
+    tls: Callable[[], ssl.SSLContext] | None = None,
 ) -> tuple[list[ImageJob], PendingLock | None, LoadedCatalog]:
     """The planned jobs; with ``speculate``, maybe planned from a guessed lock whose Python
     pins are still resolving (the PendingLock returned; see ``ensure_locked``); and the
     catalog they were planned from. ``planned`` is told the images (as the lock has them
     before it settles: their repositories and tags are the catalog's) once the options are
-    checked, before the lock is settled."""
+    checked, before the lock is settled. ``tls``: the command's one TLS context."""
     loaded, lk, path = load_with_lock(req.catalog, req.lock)
     names = select(loaded, req.images)
     # Options that cannot work are refused before anything is resolved or written.
@@ -126,7 +129,7 @@ def _jobs(
         planned(first)
     lk, changes, pending = ensure_locked(
         loaded.catalog, lk, path, names, locked=req.locked, frozen=req.frozen,
-        ca_cert=req.ca_cert, speculate=speculate,
+        ca_cert=req.ca_cert, speculate=speculate, tls=tls,
     )
     for line in changes:
         err.print(f"lock: {line}", markup=False)
@@ -201,6 +204,9 @@ def build_cmd(req: BuildRequest) -> int:
     # pushes from its build) and there is a build (not --merge-only).
     speculate = not engine.pushes_while_building and not request.merge_only
     results: list[ImageResult] = []
+    # One TLS context for the command (the lock's resolvers and the publish client), made
+    # when first needed: loading the roots costs ~25 ms a context.
+    tls = functools.cache(lambda: ssl_context(request.ca_cert))
     client: OCIClient | None = None
     reads: ThreadPoolExecutor | None = None
     ahead: dict[tuple[str, str], Future[dict[str, Descriptor]]] = {}
@@ -209,14 +215,16 @@ def build_cmd(req: BuildRequest) -> int:
         # The publish client, made now, reads what each tag points at while the lock
         # settles (the first thing each build asks the registry).
         nonlocal client, reads, ahead
-        client = OCIClient(ssl_context(request.ca_cert), credentials=publish_credentials(specs))
+        client = OCIClient(tls(), credentials=publish_credentials(specs))
         if not (request.force or request.merge_only):
             tags = [(s.repository, s.tags[0] + request.tag_suffix) for s in specs]
             reads, ahead = read_ahead(client, tags)
 
     reporter = reporter_for(err)
     try:
-        jobs, pending, loaded = _jobs(request, speculate, planned if request.push else None)
+        jobs, pending, loaded = _jobs(
+            request, speculate, planned if request.push else None, tls
+        )
         target = replace(_target(request, client), read_ahead=ahead)
         if client is not None and request.attest:
             target = replace(target, attest=attester(request, loaded, client, signer))
