@@ -11,9 +11,9 @@ and builds it for linux/amd64 only (arm64 runs under qemu here, 5-10x slower) tw
 and spread: cold build (no layer cache; each run pushes to a fresh repository, so no blob is
 already there); rebuild after bumping the framework's pin; (b)'s no-op build; the compile step
 alone at 1 job and at every core; and the floor (that compile plus writing (b)'s layers once).
-The bump is also timed for (b)'s rendered Dockerfile built by buildah alone with a fixed
-SOURCE_DATE_EPOCH and pushed directly: the layer cache's part of a bump, without cannery's
-re-lock and export (before d80a6bd cannery's epoch moved with every re-lock).
+(b)'s catalog installs its git components with uv (`installer = "uv"`, uv pinned in its
+pip_tools); the bump is also timed for the same catalog with pip installing them
+(`installer = "pip"`, as before 2026-12-02), side by side.
 Sizes: the pushed layers, compressed and unpacked, and their count. Prints a Markdown table,
 writes OUT/build.md and OUT/build.png. Not a test: nothing here fails on timing.
 """
@@ -39,7 +39,6 @@ from buildbench.measure import (  # noqa: E402
     image_size,
     local_rendered_image,
     pushed_digest,
-    rendered_stable_epoch,
     seed_build,
     write_layers,
 )
@@ -92,12 +91,14 @@ def measure(world, root: Path, size, size_name: str, runs: int) -> Results:  # t
     seed_dir.mkdir()
     seed_file = seed_dir / "Dockerfile"
     seed_file.write_text(seed_dockerfile(stack, files, git, stack.framework[0]))
-    cat_dir = root / "rendered"
 
-    def write_catalog(repo: str, verl: str) -> Path:
+    def write_catalog(repo: str, verl: str, installer: str = "uv") -> Path:
+        cat_dir = root / ("rendered" if installer == "uv" else f"rendered-{installer}")
         cat_dir.mkdir(exist_ok=True)
         path = cat_dir / "catalog.toml"
-        path.write_text(catalog(world.base, world.push_registry.host, repo, files, git, verl))
+        path.write_text(
+            catalog(world.base, world.push_registry.host, repo, files, git, verl, installer)
+        )
         return path
 
     r = Results(size=size_name, size_knobs=size, runs=runs, load_before=os.getloadavg()[0])
@@ -105,7 +106,7 @@ def measure(world, root: Path, size, size_name: str, runs: int) -> Results:  # t
     say("warm-up builds (untimed)")
     seed_build(world, seed_file, "seed", stack.framework[0], no_cache=False)
     cannery_build(world, write_catalog("rendered", stack.framework[0]), force=False)
-    rendered_stable_epoch(world, cat_dir / "catalog.toml", root / "stable")  # warm, untimed
+    cannery_build(world, write_catalog("rendered-pip", stack.framework[0], "pip"), force=False)
     for n in range(runs):
         say(f"cold builds, run {n + 1}/{runs}")
         took, seed_digest = seed_build(world, seed_file, f"seed-cold{n}", stack.framework[0],
@@ -126,7 +127,6 @@ def measure(world, root: Path, size, size_name: str, runs: int) -> Results:  # t
         r.write_layers.runs.append(write_layers(local))
     # Back to the warm repositories, then one bump of the framework pin per run.
     cannery_build(world, write_catalog("rendered", stack.framework[0]), force=False)
-    rendered_stable_epoch(world, cat_dir / "catalog.toml", root / "stable")  # warm, untimed
     for n in range(runs):
         bump = stack.framework[n + 1]
         say(f"framework bump {n + 1}/{runs}")
@@ -135,8 +135,10 @@ def measure(world, root: Path, size, size_name: str, runs: int) -> Results:  # t
         took, summary = cannery_build(world, write_catalog("rendered", bump), force=False)
         assert not summary["images"][0]["platforms"][0]["skipped"], "a bump must rebuild"
         r.bump_b.runs.append(took)
-        r.bump_b_stable.runs.append(
-            rendered_stable_epoch(world, cat_dir / "catalog.toml", root / "stable"))
+        took, summary = cannery_build(world, write_catalog("rendered-pip", bump, "pip"),
+                                      force=False)
+        assert not summary["images"][0]["platforms"][0]["skipped"], "a bump must rebuild"
+        r.bump_b_pip.runs.append(took)
     say("no-op builds")
     for _ in range(max(runs, 5)):
         took, summary = cannery_build(world, write_catalog("rendered", stack.framework[runs]),

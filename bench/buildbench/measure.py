@@ -97,28 +97,6 @@ def cannery_build(world: BuildWorld, catalog: Path, force: bool) -> tuple[float,
     return took, json.loads(out)
 
 
-STABLE_EPOCH = "1767225600"  # 2026-01-01: one SOURCE_DATE_EPOCH that no bump moves
-
-
-def rendered_stable_epoch(world: BuildWorld, catalog: Path, out: Path) -> float:
-    """(b)'s Dockerfile as `cannery render dockerfile` writes it from the current lock, built
-    the way cannery's buildah backend builds it (`--layers`, `--timestamp`) but with one
-    SOURCE_DATE_EPOCH for every build, and pushed by buildah directly: what a framework bump
-    costs with the layer cache alone, without a re-lock or writing every layer (see the
-    README)."""
-    start = time.perf_counter()
-    run([sys.executable, "-m", "cannery", "render", "dockerfile", "--catalog", str(catalog),
-         "-o", str(out), "rendered"], world.env())
-    certs = ["--cert-dir", str(world.cert_dir)]
-    run(["buildah", "build", "--quiet", "--platform", "linux/amd64", "--format", "docker",
-         "--timestamp", STABLE_EPOCH, "--build-arg", f"SOURCE_DATE_EPOCH={STABLE_EPOCH}",
-         "--layers", *certs, "--network", "host", "-f", str(out / "rendered.Dockerfile"),
-         "-t", "localhost/bench-rendered-stable", str(out)])
-    run(["buildah", "push", "--quiet", *certs, "localhost/bench-rendered-stable",
-         f"docker://{world.registry.host}/bench/rendered-stable:latest"])
-    return time.perf_counter() - start
-
-
 def pushed_digest(summary: dict) -> str:  # type: ignore[type-arg]
     return str(summary["images"][0]["platforms"][0]["digest"])
 

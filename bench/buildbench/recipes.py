@@ -3,7 +3,7 @@ structure, and (b) a catalog that `cannery render dockerfile` turns into one."""
 
 from __future__ import annotations
 
-from tests.services.standin import ENV_TABLE, toolkit_table
+from tests.services.standin import ENV_TABLE, UV_VERSION, toolkit_table
 
 from .stack import TORCH, WHEELS, Stack
 
@@ -106,7 +106,7 @@ toolkit = "cann-852"
 soc = "ascend910b1"
 recipe = "bench"
 platforms = ["linux/amd64"]
-tag = "bench-{{cann}}-py{{python}}"
+{installer}tag = "bench-{{cann}}-py{{python}}"
 components = ["pydeps", "torch", "transformers", "ascendops", "verl"]
 smoke_imports = ["cann_standin", "torch_standin", "tfm_standin", "ascendops", "verl_standin"]
 """
@@ -124,7 +124,11 @@ def seed_dockerfile(stack: Stack, base_files: str, git: str, verl: str) -> str:
     )
 
 
-def catalog(base: str, push_host: str, repo: str, files: str, git: str, verl: str) -> str:
+def catalog(
+    base: str, push_host: str, repo: str, files: str, git: str, verl: str, installer: str = "uv"
+) -> str:
+    """(b)'s catalog; ``installer`` "uv" (uv pinned in pip_tools, installed by the locked
+    step, then installing the git components) or "pip" (pip installs everything)."""
     wheels = "[" + ", ".join(f'"{_req(n, v)}"' for n, v in WHEELS) + "]"
     return CATALOG.format(
         index=f"{files}/wheels/simple/",
@@ -138,4 +142,6 @@ def catalog(base: str, push_host: str, repo: str, files: str, git: str, verl: st
         torch=_req(*TORCH),
         git=git,
         verl=verl,
+        installer=(f'pip_tools = ["uv=={UV_VERSION}"]\ninstaller = "uv"\n'
+                   if installer == "uv" else ""),
     )

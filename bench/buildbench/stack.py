@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.e2e.buildenv import BuildWorld
-from tests.services.standin import make_toolkit_run, make_wheelhouse
+from tests.services.standin import add_uv_wheels, make_toolkit_run, make_wheelhouse
 
 
 @dataclass(frozen=True)
@@ -231,6 +231,7 @@ def make_stack(world: BuildWorld, size: Size, work: Path, bumps: int) -> Stack:
     for name, version in WHEELS:
         make_wheelhouse(wheels, name, version)
     make_wheelhouse(wheels, *TORCH, filler_bytes=size.torch_mb << 20)
+    add_uv_wheels(wheels)  # (b)'s installer
     gitroot = world.root / "git"
     ext = make_extension_repo(gitroot / "ascendops.git", size.units, size.funcs)
     history = make_history_repo(gitroot / "tfm.git", size.commits, size.blob_kb)

@@ -201,6 +201,7 @@ class ImageSpec:
     packages: tuple[str, ...]
     package_manager: str  # apt | dnf: what the base's os installs packages with
     pip_tools: tuple[str, ...]
+    installer: str  # pip | uv: what installs the git, checkout and wheel components
     components: tuple[ComponentSpec, ...]
     smoke_imports: tuple[str, ...]
     source: str
@@ -415,6 +416,7 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         packages=tuple(img.packages),
         package_manager=OS_FAMILIES[base.os],
         pip_tools=tuple(img.pip_tools),
+        installer=img.installer,
         components=components,
         smoke_imports=tuple(img.smoke_imports),
         source=cat.catalog.source,

@@ -37,7 +37,7 @@ def test_benchmark_runs_at_tiny_size(tmp_path: Path) -> None:
     assert proc.stdout.strip() == table.strip()
     assert "size: tiny" in table and "linux/amd64 only" in table
     for row in ("cold build, pushed", "rebuild after a framework bump, pushed",
-                "same bump, (b)'s Dockerfile"):
+                'same bump, (b) with installer = "pip"'):
         timed = rf"{NUMBER} ± {NUMBER}"
         pattern = rf"\| {re.escape(row)}[^|]* \| {timed} \| {timed} \| {NUMBER} \|"
         assert re.search(pattern, table), row

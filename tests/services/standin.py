@@ -294,6 +294,50 @@ def _bundled_setuptools() -> Path:
     return found[-1]
 
 
+# uv as an image's installer (installer = "uv"): the real wheel from PyPI, fetched once per
+# machine into the tests' cache (the one download a test makes; PyPI is reachable where the
+# suite runs), then served from the local index like every other wheel.
+UV_VERSION = "0.13.9"
+UV_WHEEL_PLATFORMS = {"amd64": "manylinux_2_17_x86_64", "arm64": "manylinux_2_17_aarch64"}
+
+
+def uv_wheel(arch: str) -> Path:
+    """uv's wheel for ``arch`` (amd64 | arm64), from the tests' cache (downloaded if missing)."""
+    cache = Path(os.environ.get("CANNERY_TEST_CACHE", "/var/cache/cannery-tests")) / "wheels"
+    plat = UV_WHEEL_PLATFORMS[arch]
+    found = sorted(cache.glob(f"uv-{UV_VERSION}-*{plat}*.whl"))
+    if found:
+        return found[0]
+    cache.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["python3", "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+         "--platform", plat, "--python-version", "3.11", "--dest", str(cache),
+         f"uv=={UV_VERSION}"],
+        check=True,
+    )
+    found = sorted(cache.glob(f"uv-{UV_VERSION}-*{plat}*.whl"))
+    if not found:
+        raise RuntimeError(f"pip download left no uv {UV_VERSION} wheel for {plat} in {cache}")
+    return found[0]
+
+
+def add_uv_wheels(root: Path, arches: tuple[str, ...] = ("amd64",)) -> None:
+    """Serve uv's wheels for ``arches`` from the index at ``root/simple`` (made by
+    ``make_wheelhouse``), as PyPI lists them: one page, a link and sha256 per wheel."""
+    files = root / "files"
+    files.mkdir(parents=True, exist_ok=True)
+    links = []
+    for arch in arches:
+        wheel = uv_wheel(arch)
+        shutil.copyfile(wheel, files / wheel.name)
+        sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        links.append(f'<a href="../../files/{wheel.name}#sha256={sha}">{wheel.name}</a>')
+    (root / "simple" / "uv").mkdir(parents=True, exist_ok=True)
+    (root / "simple" / "uv" / "index.html").write_text(
+        f"<html><body>{''.join(links)}</body></html>\n"
+    )
+
+
 def make_wheelhouse(
     root: Path, name: str = "hello_cannery", version: str = "1.0", filler_bytes: int = 0
 ) -> Path:

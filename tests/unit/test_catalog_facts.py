@@ -109,6 +109,21 @@ CASES = [
         "toolkits.cann852: missing required key 'env'",
     ),
     (
+        "uv-installer-without-uv",
+        lambda t: t.replace('soc = "ascend910b1"\n', 'soc = "ascend910b1"\ninstaller = "uv"\n', 1),
+        'installer = "uv"',
+        'images.one.installer: installer = "uv" needs uv in this image\'s pip_tools',
+    ),
+    (
+        "uv-installer-pip-only-arg",
+        lambda t: t.replace('soc = "ascend910b1"\n', 'soc = "ascend910b1"\ninstaller = "uv"\n'
+                            'pip_tools = ["setuptools", "UV==0.13.9"]\n', 1)
+        .replace('install = "editable"\n', 'install = "editable"\npip_args = ["--use-pep517"]\n'),
+        "components = [",
+        "images.one.components[1]: installer = \"uv\": component 'vllm' has pip_args "
+        "'--use-pep517', which uv pip install does not take as pip does",
+    ),
+    (
         "toolkit-build-without-soc",
         lambda t: t.replace('soc = "ascend910b1"\n', ""),
         "components = [",

@@ -260,3 +260,32 @@ def test_build_env_only_in_the_step_that_asks(name: str) -> None:
             assert len(runs) == 1 and f"/opt/src/{comp.name} " in runs[0]
     soc = [c.value[0] for c in cmds if c.cmd == "RUN" and "SOC_VERSION" in c.value[0]]
     assert all(f"export SOC_VERSION={spec.soc};" in r for r in soc)
+
+
+def test_uv_installer_installs_the_components_and_nothing_else_changes() -> None:
+    """installer = "uv": each git, checkout and wheel component is installed by `uv pip
+    install --system` (into the same Python, no cache, .pyc compiled); the locked step, which
+    installs uv itself, stays pip; no other line moves."""
+    import dataclasses
+
+    spec = plan(CATALOG.catalog, LOCKED, ["qwen3-5-a2"])[0]
+    assert spec.installer == "pip"
+    pip_text = render_dockerfile(spec)
+    uv_text = render_dockerfile(dataclasses.replace(spec, installer="uv"))
+    assert "uv pip" not in pip_text
+    uv = "uv pip install --system --no-cache --compile-bytecode --system-certs"
+    pip = "python3 -m pip install --no-cache-dir"
+    changed = [(a, b) for a, b in zip(pip_text.splitlines(), uv_text.splitlines(), strict=True)
+               if a != b]
+    assert changed, "installer = uv changed nothing"
+    for a, b in changed:
+        assert b == a.replace(pip, uv), (a, b)
+    runs = [c.original for c in _commands(uv_text) if c.cmd == "RUN"]
+    # the step that installs pip_tools (uv among them): hash-checked from the lock, or, with
+    # no Python pins in the lock (as here), `--upgrade` from the index
+    tools = [r for r in runs if "--require-hashes" in r or " --upgrade " in r]
+    assert len(tools) == 1 and pip in tools[0] and "uv pip" not in tools[0]
+    for comp in spec.components:
+        if comp.git is not None and comp.install != "none":
+            step = next(r for r in runs if f"/opt/src/{comp.name} " in r and "install" in r)
+            assert uv in step and pip not in step, comp.name

@@ -466,6 +466,13 @@ def _check_stages(cat: Catalog, iname: str, col: _Collector) -> None:
 
 # What an image uses its Python for: each of these, when non-empty, needs one.
 NEEDS_PYTHON = ("components", "pip_tools", "smoke_imports")
+# The pip_args options `uv pip install` takes with pip's meaning (installer = "uv"); values
+# (`--opt=value`, `-Cvalue`, or the next item) are not checked.
+UV_PIP_ARGS = frozenset({
+    "--no-build-isolation", "--no-deps", "--pre", "--upgrade", "-U", "--verbose", "-v",
+    "--quiet", "-q", "--extra-index-url", "--index-url", "--config-settings", "-C",
+    "--no-binary", "--only-binary", "--force-reinstall", "--reinstall", "--no-cache-dir",
+})
 # Tag fields that name a fact the image may not have.
 TAG_FACTS = {"python": "python", "cann": "toolkit", "soc": "soc", "family": "family"}
 
@@ -484,6 +491,8 @@ def _check_facts(cat: Catalog, iname: str, col: _Collector) -> None:
             col.error((*where, *path),
                       f"needs Python, and neither base {img.base!r} ships one (bases.X.python) "
                       "nor the image installs one ([images.X.python])")
+    if img.installer == "uv":
+        _check_uv(cat, iname, col)
     tk = cat.toolkit_of(iname)
     for i, cname in enumerate(img.components):
         comp = cat.components.get(cname)
@@ -498,6 +507,28 @@ def _check_facts(cat: Catalog, iname: str, col: _Collector) -> None:
             col.error((*where, "components", i),
                       f"component {cname!r} has toolkit_build = true, but the image {what}: "
                       "nothing to build against")
+
+
+def _check_uv(cat: Catalog, iname: str, col: _Collector) -> None:
+    """installer = "uv": uv is installed by the image's own Python tools step (pinned and
+    hash-checked with the rest of the lock), and every component's pip_args mean the same
+    to uv."""
+    img = cat.images[iname]
+    names = {re.split(r"[^A-Za-z0-9._-]", t.strip(), maxsplit=1)[0].lower().replace("_", "-")
+             for t in img.pip_tools}
+    if "uv" not in names:
+        col.error(("images", iname, "installer"),
+                  'installer = "uv" needs uv in this image\'s pip_tools (e.g. "uv==0.13.9"), '
+                  "which installs it before the components")
+    for i, cname in enumerate(img.components):
+        comp = cat.components.get(cname)
+        for arg in comp.pip_args if comp is not None else ():
+            flag = "-C" if arg.startswith("-C") else arg.split("=", 1)[0]
+            if arg.startswith("-") and flag not in UV_PIP_ARGS:
+                col.error(("images", iname, "components", i),
+                          f'installer = "uv": component {cname!r} has pip_args {arg!r}, which '
+                          f"uv pip install does not take as pip does (it takes: "
+                          f"{', '.join(sorted(UV_PIP_ARGS))})")
 
 
 def _cross_check(cat: Catalog, col: _Collector) -> None:

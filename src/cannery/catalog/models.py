@@ -793,6 +793,12 @@ class Image(Strict):
         json_schema_extra={"items": {"type": "string", "pattern": OS_PACKAGE}},
     )
     pip_tools: list[str] = []
+    installer: Literal["pip", "uv"] = Field(
+        "pip",
+        description="What installs the image's git, checkout and wheel components: pip, or uv "
+        "(`uv pip install --system --system-certs`; needs in pip_tools a uv that has "
+        "--system-certs, such as 0.13.9, which installs it before the components)",
+    )
     components: list[str] = []
     revision_from: str | None = None
     smoke_imports: list[str] = Field(

@@ -66,6 +66,11 @@ SRC = "/opt/src"
 ARCH_VAR = "CANN_ARCH"  # x86_64 | aarch64, set per platform in the arch-* stages
 UNLOCKED = "UNLOCKED"
 PIP = "python3 -m pip install --no-cache-dir"
+# installer = "uv": the system Python as pip installs into it, no cache left in the layer,
+# .pyc written as pip writes them, and the system's CA store (a mirror's private CA), as
+# Debian's pip trusts it (--system-certs in the uv the tests pin, 0.13.9; older uv had
+# --native-tls, which 0.13 still takes with a deprecation warning).
+UV = "uv pip install --system --no-cache --compile-bytecode --system-certs"
 DEFAULT_INDEX = "https://pypi.org/simple"
 
 
@@ -185,7 +190,8 @@ def _jobs_lines(comp: ComponentSpec) -> list[str]:
 
 def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[Instruction]:
     out: list[Instruction] = []
-    pip = PIP + _index_url(spec, resolves=comp.path is not None or not spec.python_pinned)
+    installer = UV if spec.installer == "uv" else PIP
+    pip = installer + _index_url(spec, resolves=comp.path is not None or not spec.python_pinned)
     pip += f" -c {CONSTRAINTS}" if constrained else ""
     extra = [*comp.pip_args]
     if spec.python_pinned and comp.path is None:
