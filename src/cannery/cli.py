@@ -397,6 +397,9 @@ def build(
     ] = None,
 ) -> None:
     """Build each platform, push it by digest, merge one index, then move the tag."""
+    from cannery.tls import context_ahead
+
+    tls = context_ahead(ca_cert)  # the roots load while the build's modules import
     from cannery.commands.build import BuildRequest, build_cmd
 
     raise typer.Exit(
@@ -426,7 +429,8 @@ def build(
                 attest=attest,
                 sbom=sbom,
                 provenance_dir=provenance_dir,
-            )
+            ),
+            tls,
         )
     )
 

@@ -28,3 +28,29 @@ def test_a_weakened_context_is_nobody_elses(tmp_path: Path) -> None:
     assert again is not first
     assert again.verify_mode == ssl.CERT_REQUIRED and again.check_hostname
     assert "cannery context CA" in _subjects(again)
+
+
+def test_a_context_made_ahead_is_the_same_context_and_its_error_the_same_error(
+    tmp_path: Path,
+) -> None:
+    """``context_ahead`` (the build's roots, loaded while its modules import): the context it
+    gives verifies and trusts the extra CA, is new on every call, and a CA file that cannot be
+    loaded is the same one-line InputError as ``ssl_context``'s, raised where it is used."""
+    import pytest
+
+    from cannery.errors import InputError
+    from cannery.tls import context_ahead
+
+    ca = make_ca(tmp_path / "ca", name="cannery ahead CA")
+    get = context_ahead(ca.ca_cert)
+    ctx = get()
+    assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
+    assert "cannery ahead CA" in _subjects(ctx)
+    assert get() is ctx and context_ahead(ca.ca_cert)() is not ctx
+    bad = tmp_path / "bad.pem"
+    bad.write_text("not a certificate\n")
+    with pytest.raises(InputError) as ahead:
+        context_ahead(bad)()
+    with pytest.raises(InputError) as direct:
+        ssl_context(bad)
+    assert str(ahead.value) == str(direct.value)

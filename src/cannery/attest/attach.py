@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cannery.attest.provenance import BuildContext, provenance
+from cannery.attest.provenance import BuildContext, provenance, warm
 from cannery.attest.sign import ENVELOPE_MEDIA_TYPE, Signer, envelope
 from cannery.builder.plan import INPUTS_LABEL, ImageJob
 from cannery.errors import CommandError
@@ -67,18 +67,32 @@ class Attester:
     save: Path | None = None
 
     def __call__(self, image: ImageJob, index: Descriptor, children: list[Descriptor]) -> None:
+        self.platforms(image, children)
+        self.index(image, index, children)
+
+    def platforms(self, image: ImageJob, children: list[Descriptor]) -> None:
+        """What is attached to each platform manifest (provenance, SBOM, signature): it needs
+        only the manifests, so a build runs it beside writing the index."""
         repo = Reference.parse(image.repository)
         inputs = {p.platform: p.input_digest for p in image.platforms}
         for child in children:
             platform = platform_string(child.platform) or ""
             input_digest = (child.annotations or {}).get(INPUTS_LABEL) or inputs.get(platform, "")
             self.platform(image, repo, child, platform, input_digest)
+
+    def index(self, image: ImageJob, index: Descriptor, children: list[Descriptor]) -> None:
+        """What is attached to the index once it is written: its signature, with a key."""
+        repo = Reference.parse(image.repository)
         if self.signer is not None:
             pred: dict[str, object] = {
                 "image": image.name,
                 "platforms": {platform_string(c.platform) or "": c.digest for c in children},
             }
             self._sign(repo, index, pred)
+
+    def warm(self) -> None:
+        """What attaching needs imported, done ahead (see ``provenance.warm``)."""
+        warm()
 
     def platform(
         self, image: ImageJob, repo: Reference, child: Descriptor, platform: str, input_digest: str

@@ -138,6 +138,11 @@ class Target:
     # Attach referrers (provenance, SBOM, signatures) after the merge, before any tag moves:
     # (image, index, platform manifests) -> None; see cannery.attest.attach.
     attest: Callable[[ImageJob, Descriptor, list[Descriptor]], None] | None = None
+    # What is attached to the platform manifests alone, run beside the index write (then
+    # ``attest`` attaches what needs the index); see publish_everywhere.
+    attest_platforms: Callable[[ImageJob, list[Descriptor]], None] | None = None
+    # Work done beside the first build, off the critical path (the attester's imports).
+    warm: Callable[[], None] | None = None
     # (repository, tag) -> the tag's current index entries, read while the lock was settled
     # (read_ahead); a build asks the registry itself for any other.
     read_ahead: dict[tuple[str, str], Future[dict[str, Descriptor]]] = field(
@@ -185,9 +190,10 @@ def _check_guess(settings: Settings) -> None:
 def current_children(client: OCIClient, repo: Reference, tag: str) -> dict[str, Descriptor]:
     """platform → entry of the index ``tag`` points at now (empty if none, or not an index)."""
     ref = repo.with_tag(tag)
-    if client.head_manifest(ref) is None:
+    try:  # one GET: a tag that names nothing answers 404 to it as to a HEAD
+        body, desc = client.get_manifest(ref)
+    except NotFound:
         return {}
-    body, desc = client.get_manifest(ref)
     if desc.media_type not in INDEX_TYPES:
         return {}
     try:
@@ -296,8 +302,41 @@ class Presence:
     def __init__(self, target: Target, repo: Reference | None) -> None:
         self.target, self.repo = target, repo
         self.seen: set[str] = set()
+        self._early: threading.Thread | None = None
+
+    def ask_early(self, previous: Descriptor) -> None:
+        """While the build runs, ask for the layers of ``previous`` (the platform manifest the
+        tag names now: the steps a bump leaves alone wrote the same layers); the yes answers
+        join ``seen``. Only a speed-up: a failure here is dropped, and a layer not answered
+        for is asked after the build, as before."""
+        client, repo = self.target.client, self.repo
+        if client is None or repo is None:
+            return
+
+        def ask() -> None:
+            try:
+                body, _ = client.get_manifest(repo.with_digest(previous.digest))
+                layers = json.loads(body).get("layers") or []
+                digests = [str(x["digest"]) for x in layers if valid_digest(str(x["digest"]))]
+                with ThreadPoolExecutor(max_workers=4) as pool:
+                    answers = list(pool.map(lambda d: client.blob_exists(repo, d), digests))
+            except Exception:  # only a speed-up: the asking after the build decides
+                return
+            self.seen.update(d for d, found in zip(digests, answers, strict=True) if found)
+
+        self._early = threading.Thread(target=ask, name="cannery-presence", daemon=True)
+        self._early.start()
+
+    def settle(self) -> None:
+        """Wait for ``ask_early``'s answers (before ``seen`` is read or asked)."""
+        if self._early is not None:
+            self._early.join()
+            self._early = None
 
     def __call__(self, desc: Descriptor) -> bool:
+        self.settle()
+        if desc.digest in self.seen:
+            return True
         if self.target.client and self.repo:
             found = self.target.client.blob_exists(self.repo, desc.digest)
             if found:
@@ -393,7 +432,8 @@ def _build_platforms(
                 reporter.skipped(image.name, job, pres.skipped)
             else:
                 pres.descriptor = _one_platform(
-                    image, job, settings, target, reporter, scratch, pres
+                    image, job, settings, target, reporter, scratch, pres,
+                    current.get(job.platform),
                 )
             children.append(pres.descriptor)
             if target.digest_dir:  # a CI leg's merge job needs it, built or skipped
@@ -409,15 +449,21 @@ def _one_platform(
     reporter: Reporter,
     scratch: Path,
     pres: PlatformResult,
+    previous: Descriptor | None = None,
 ) -> Descriptor:
     """Build one platform and push it by digest (or copy it into the layout); on failure,
-    record it on ``pres`` and the reporter, then re-raise."""
+    record it on ``pres`` and the reporter, then re-raise. ``previous``: the platform's entry
+    in the index the tag names now, whose layers are asked for while the build runs."""
     reporter.start(image.name, job)
     t0 = time.monotonic()
     work = scratch / job.slug
     work.mkdir()
     repo = Reference.parse(image.repository)
     present = Presence(target, repo if target.client else None)
+    if previous is not None:
+        present.ask_early(previous)
+    if target.warm is not None:
+        threading.Thread(target=target.warm, name="cannery-warm", daemon=True).start()
     try:
         built = _build_platform(
             image, job, settings, target, reporter, scratch / "context", work, present
@@ -428,6 +474,7 @@ def _one_platform(
         elif target.client:
             assert built.layout is not None
             reporter.note(image.name, job, "pushing by digest")
+            present.settle()
             desc = push_image_dir(target.client, repo, built.layout, frozenset(present.seen))
         else:
             assert built.layout is not None and target.oci_dir is not None
@@ -475,6 +522,7 @@ def _publish(
         regs = publish_everywhere(
             target.client, image, children, target.attest, annotations=annotations,
             lock_epoch=image.lock_epoch, force=target.force,
+            attest_platforms=target.attest_platforms,
         )
         result.registries = [r.to_json() for r in regs]
         result.index_digest = regs[0].index_digest

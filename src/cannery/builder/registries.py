@@ -28,6 +28,7 @@ config's label), so nothing is rebuilt.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -146,10 +147,14 @@ def publish_everywhere(
     annotations: dict[str, str] | None = None,
     lock_epoch: int | None = None,
     force: bool = False,
+    attest_platforms: Callable[[ImageJob, list[Descriptor]], None] | None = None,
 ) -> list[RegistryResult]:
     """Steps 2 and 3 above for a build whose platform manifests are in the first registry.
     ``attest`` attaches referrers (provenance, SBOM, signatures) in the first registry once its
-    index is written, before any mirror is placed, so each mirror gets them with the copy.
+    index is written, before any mirror is placed, so each mirror gets them with the copy;
+    ``attest_platforms``, what is attached to the platform manifests alone, runs beside the
+    first registry's index write (it needs only the manifests), and is waited for before
+    ``attest`` and before anything else: its failure, like ``attest``'s, moves no tag.
     ``annotations`` go on every index (the lock epoch); every tag move is ``move_tags``'s, with
     ``lock_epoch`` and ``force``, so a tag on an index from a newer lock is not moved back in any
     registry. A registry whose release tag did not move (refused, failed or uncertain) stops the
@@ -161,9 +166,16 @@ def publish_everywhere(
     indexes: list[Descriptor | None] = []
     for target, result in zip(where, results, strict=True):
         try:
-            placed = _place(
-                client, image, primary, target, children, jobs, result, annotations or {}
-            )
+            beside = None
+            if attest_platforms is not None and not indexes:
+                beside = _beside(attest_platforms, image, children)
+            try:
+                placed = _place(
+                    client, image, primary, target, children, jobs, result, annotations or {}
+                )
+            finally:
+                if beside is not None:
+                    beside()  # waited for either way; its error first when both failed
             indexes.append(placed)
             if attest is not None and len(indexes) == 1:
                 attest(image, placed, children)
@@ -194,6 +206,29 @@ def publish_everywhere(
     for target, result in zip(where, results, strict=True):
         result.has_new_tags = _serves(client, target, result, list(image.tags))
     return results
+
+
+def _beside(
+    work: Callable[[ImageJob, list[Descriptor]], None], image: ImageJob, children: list[Descriptor]
+) -> Callable[[], None]:
+    """Start ``work`` in a thread; the callable returned waits for it and raises its error."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work(image, children)
+        except BaseException as exc:  # raised by the waiter, in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="cannery-attest", daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if failed:
+            raise failed[0]
+
+    return wait
 
 
 def _add(result: RegistryResult, moves: TagMoves) -> None:

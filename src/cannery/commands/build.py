@@ -168,7 +168,8 @@ def _target(req: BuildRequest, client: OCIClient | None) -> Target:
     return target
 
 
-def build_cmd(req: BuildRequest) -> int:
+def build_cmd(req: BuildRequest, tls_ahead: Callable[[], ssl.SSLContext] | None = None) -> int:
+    """``tls_ahead``: the command's TLS context, already being made (``tls.context_ahead``)."""
     if req.locked and req.frozen:
         raise InputError("--locked and --frozen: give one")
     if req.push and req.output:
@@ -205,8 +206,8 @@ def build_cmd(req: BuildRequest) -> int:
     speculate = not engine.pushes_while_building and not request.merge_only
     results: list[ImageResult] = []
     # One TLS context for the command (the lock's resolvers and the publish client), made
-    # when first needed: loading the roots costs ~25 ms a context.
-    tls = functools.cache(lambda: ssl_context(request.ca_cert))
+    # when first needed (or ahead, by the caller): loading the roots costs ~40 ms a context.
+    tls = functools.cache(tls_ahead or (lambda: ssl_context(request.ca_cert)))
     client: OCIClient | None = None
     reads: ThreadPoolExecutor | None = None
     ahead: dict[tuple[str, str], Future[dict[str, Descriptor]]] = {}
@@ -227,7 +228,9 @@ def build_cmd(req: BuildRequest) -> int:
         )
         target = replace(_target(request, client), read_ahead=ahead)
         if client is not None and request.attest:
-            target = replace(target, attest=attester(request, loaded, client, signer))
+            attach = attester(request, loaded, client, signer)
+            target = replace(target, attest=attach.index, attest_platforms=attach.platforms,
+                             warm=attach.warm)
         with _cert_dir(request.ca_cert) as cert_dir:
             settings = Settings(
                 engine=engine,

@@ -194,9 +194,10 @@ def malformed(ref: Reference, exc: Exception) -> NetworkError:
 
 
 class OCIClient:
-    """One client per command run. Reads may run side by side once a first request has
-    settled the host's scheme and auth (httpx's pool is thread-safe; the token and scheme
-    caches are plain dict writes, so a race costs at most one more handshake)."""
+    """One client per command run. Requests (reads, blob uploads) may run side by side once
+    a first request has settled the host's scheme and auth (httpx's pool is thread-safe; the
+    token and scheme caches are plain dict writes, so a race costs at most one more
+    handshake)."""
 
     def __init__(
         self,

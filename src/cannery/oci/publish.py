@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,9 +59,13 @@ def push_image_dir(
             continue  # a layer not exported again: the repository has it
         if not path.is_file() or path.stat().st_size != size:
             raise InputError(f"{layout}: blob {digest} missing or not {size} bytes")
-    for (digest, _), path in zip(digests, paths, strict=True):
-        if path.exists():
-            client.push_blob(repo, path, digest)
+    uploads = [(digest, path) for (digest, _), path in zip(digests, paths, strict=True)
+               if path.exists()]
+    # side by side (each is two or three round trips); the first error is raised, and no
+    # manifest is written
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for done in [pool.submit(client.push_blob, repo, path, digest) for digest, path in uploads]:
+            done.result()
     try:
         cfg = json.loads(blob_path(str(config["digest"])).read_bytes())
         platform = {"architecture": str(cfg["architecture"]), "os": str(cfg["os"])}
