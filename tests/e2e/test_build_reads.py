@@ -52,6 +52,31 @@ def test_a_layer_left_out_must_be_one_the_registry_said_it_has(
         assert client.head_manifest(repo.with_digest(digest_of(body))) is None
 
 
+def test_layers_asked_during_the_build_are_only_the_registrys_yes_answers(
+    registry: LocalRegistry, tmp_path: Path
+) -> None:
+    """``Presence.ask_early`` (while buildah runs): the layers of the platform manifest the tag
+    names now, kept only where the registry answers yes; a manifest it cannot read there gives
+    nothing, and the asking after the build answers as before."""
+    name = uuid.uuid4().hex[:8]
+    repo = Reference.parse(f"{registry.host}/reads/{name}")
+    other = Reference.parse(f"{registry.host}/reads/{name}-other")
+    with OCIClient(ssl_context()) as client:
+        there = write_dir_layout(tmp_path / "there", "amd64", "there")
+        previous = push_image_dir(client, repo, there)
+        layer = _layer(there)
+        early = Presence(Target(client=client), repo)
+        early.ask_early(previous)
+        early.settle()
+        assert early.seen == {layer.digest}
+        assert early(layer) is True
+        elsewhere = Presence(Target(client=client), other)
+        elsewhere.ask_early(previous)  # not in this repository: the GET is refused
+        elsewhere.settle()
+        assert elsewhere.seen == set()
+        assert elsewhere(layer) is False
+
+
 def test_the_tag_read_ahead_is_what_the_build_reads(
     registry: LocalRegistry, tmp_path: Path
 ) -> None:

@@ -25,6 +25,7 @@ from cannery.builder.registries import (
     publish_everywhere,
 )
 from cannery.catalog.load import load_catalog
+from cannery.errors import CommandError
 from cannery.lock import Lock
 from cannery.oci import Descriptor, OCIClient, Reference, push_image_dir
 from cannery.oci.manifest import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX
@@ -385,3 +386,40 @@ def test_an_older_lock_moves_no_tag_back_in_any_registry(
     for repository, r in ((primary, forced[0]), (mirror, forced[1])):
         now = _serves(client, repository, tag)
         assert now is not None and now.digest == r.index_digest
+
+
+def test_platform_attestations_beside_the_index_write_move_no_tag_when_they_fail(
+    tmp_path: Path, regs: dict[str, LocalRegistry], client: OCIClient
+) -> None:
+    """``attest_platforms`` runs in a thread beside the first registry's index write (it
+    needs only the platform manifests); it is waited for before ``attest`` and before any tag:
+    when it fails, the failure is the registry's error and no tag moves in any registry,
+    exactly as when ``attest`` itself fails. When it succeeds, ``attest`` runs after it."""
+    name = _name()
+    primary = f"{regs['primary'].host}/{name}"
+    mirror = f"{regs['mirror'].host}/{name}"
+    job = make_job([("quay", primary, "oci"), ("ghcr", mirror, "oci")])
+    tag = job.tags[0]
+    children = run_legs(tmp_path, client, job)
+    order: list[str] = []
+
+    def fails(_job: object, kids: list[Descriptor]) -> None:
+        order.append(f"platforms {len(kids)}")
+        raise CommandError("provenance: the registry refused the artifact")
+
+    def index(_job: object, _index: Descriptor, _kids: list[Descriptor]) -> None:
+        order.append("index")
+
+    results = publish_everywhere(client, job, children, index, attest_platforms=fails)
+    assert results[0].error == "provenance: the registry refused the artifact"
+    assert order == [f"platforms {len(children)}"]  # attest never ran, nothing after it
+    assert [r.tags_moved for r in results] == [[], []]
+    assert _serves(client, primary, tag) is None and _serves(client, mirror, tag) is None
+    assert not results[1].index_digest  # the mirror was not touched
+
+    order.clear()
+    done = publish_everywhere(client, job, children, index,
+                              attest_platforms=lambda j, kids: order.append("platforms"))
+    assert [r.error for r in done] == [None, None]
+    assert order == ["platforms", "index"]
+    assert [r.tags_moved for r in done] == [[tag], [tag]]
