@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.e2e.buildenv import BuildWorld
-from tests.services.standin import ENV_TABLE, make_toolkit_run, toolkit_table
+from tests.services.standin import ENV_TABLE, make_toolkit_run, toolkit_table, uv_version
 
 from .recipes import SEED, _req
 from .stack import TORCH, WHEELS, Size, Stack
@@ -134,12 +134,15 @@ soc = "{soc}"
 recipe = "bench"
 platforms = ["linux/amd64"]
 tag = "{name}"
+pip_tools = ["uv=={uv}"]
+installer = "uv"
 components = ["pydeps", "torch", "transformers", "ascendops", "verl-{pin}"]
 """
 
 
 def catalog(world: BuildWorld, repo: str, pins: dict[str, str]) -> str:
-    """The family as one catalog: both chips' bases are the same OS image (one digest)."""
+    """The family as one catalog: both chips' bases are the same OS image (one digest); each
+    image installs its components with uv (``installer``), as the build benchmark's (b)."""
     files = world.files.url
     toolkits = "\n".join(
         toolkit_table(name, files).replace('version = "8.5.2"', f'version = "{version}"')
@@ -159,7 +162,8 @@ def catalog(world: BuildWorld, repo: str, pins: dict[str, str]) -> str:
         next=pins["next"],
     )
     images = "\n".join(
-        _IMAGE.format(name=m.name, chip=m.chip, toolkit=m.toolkit, soc=m.soc, pin=m.pin)
+        _IMAGE.format(name=m.name, chip=m.chip, toolkit=m.toolkit, soc=m.soc, pin=m.pin,
+                      uv=uv_version())
         for m in members()
     )
     return head + "\n" + images

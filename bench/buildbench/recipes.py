@@ -3,7 +3,7 @@ structure, and (b) a catalog that `cannery render dockerfile` turns into one."""
 
 from __future__ import annotations
 
-from tests.services.standin import ENV_TABLE, UV_VERSION, toolkit_table
+from tests.services.standin import ENV_TABLE, toolkit_table, uv_version
 
 from .stack import TORCH, WHEELS, Stack
 
@@ -142,6 +142,6 @@ def catalog(
         torch=_req(*TORCH),
         git=git,
         verl=verl,
-        installer=(f'pip_tools = ["uv=={UV_VERSION}"]\ninstaller = "uv"\n'
+        installer=(f'pip_tools = ["uv=={uv_version()}"]\ninstaller = "uv"\n'
                    if installer == "uv" else ""),
     )

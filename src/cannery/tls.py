@@ -39,8 +39,8 @@ def context_ahead(ca_cert: Path | None = None) -> Callable[[], ssl.SSLContext]:
     """``ssl_context(ca_cert)``, made in a thread from now on: loading the roots (~40 ms,
     mostly with the GIL released) then overlaps the command's imports. The callable returned
     waits for it and gives it, or raises what ``ssl_context`` raised (a bad CA file: the same
-    InputError, where the context is first used). A new context each call: what is handed
-    out is its caller's alone."""
+    InputError, where the context is first used). Each call of ``context_ahead`` makes its
+    own context, which its callable always gives: what is handed out is its caller's alone."""
     made: list[ssl.SSLContext] = []
     failed: list[BaseException] = []
 

@@ -77,6 +77,46 @@ def test_layers_asked_during_the_build_are_only_the_registrys_yes_answers(
         assert elsewhere(layer) is False
 
 
+def test_a_layer_asked_during_the_build_that_the_registry_lacks_is_not_taken(
+    registry: LocalRegistry, tmp_path: Path
+) -> None:
+    """The same, with a registry that says no for one of the layers (the real registry,
+    behind a client whose ``blob_exists`` answers no for that digest, as after a GC): only the
+    yes answers are kept, so that layer is asked again after the build, and exported."""
+    repo = Reference.parse(f"{registry.host}/reads/{uuid.uuid4().hex[:8]}")
+    with OCIClient(ssl_context()) as real:
+        there = write_dir_layout(tmp_path / "there", "amd64", "there")
+        previous = push_image_dir(real, repo, there)
+        layer = _layer(there)
+        body, _ = real.get_manifest(repo.with_digest(previous.digest))
+        config = json.loads(body)["config"]["digest"]
+        gone = "sha256:" + "0" * 64
+        manifest = json.loads(body)
+        manifest["layers"] = [layer.to_json(), {**layer.to_json(), "digest": gone}]
+
+        class Forgetful:
+            """The registry's answers, but for ``gone`` (and a manifest naming it)."""
+
+            def __init__(self) -> None:
+                self.asked: list[str] = []
+
+            def get_manifest(self, ref: Reference) -> tuple[bytes, Descriptor]:
+                return json.dumps(manifest).encode(), previous
+
+            def blob_exists(self, ref: Reference, digest: str) -> bool:
+                self.asked.append(digest)
+                return digest != gone and real.blob_exists(ref, digest)
+
+        client = Forgetful()
+        early = Presence(Target(client=client), repo)  # type: ignore[arg-type]
+        early.ask_early(previous)
+        early.settle()
+        assert sorted(client.asked) == sorted([layer.digest, gone]) and config not in client.asked
+        assert early.seen == {layer.digest}
+        assert early(Descriptor(layer.media_type, gone, layer.size)) is False
+        assert client.asked.count(gone) == 2  # asked again after the build, answered no
+
+
 def test_the_tag_read_ahead_is_what_the_build_reads(
     registry: LocalRegistry, tmp_path: Path
 ) -> None:

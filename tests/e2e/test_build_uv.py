@@ -1,6 +1,6 @@
 """installer = "uv", end to end: real buildah, the e2e world's registries, stand-in toolkit and
-index (see test_build.py for what is a stand-in), and uv's real wheel from PyPI, served from
-the world's index (tests/services/standin.py fetches it once per machine).
+index (see test_build.py for what is a stand-in), and a uv wheel the tests build from the uv
+installed beside them (tests/services/standin.py), served from the world's index.
 
 The image lists uv in pip_tools, so the lock pins it with its hash and the locked step installs
 it with pip; uv then installs the git component (which compiles, built without isolation from
@@ -20,7 +20,7 @@ import pytest
 
 from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world
 from tests.e2e.test_build import build, cannery
-from tests.services.standin import UV_VERSION, add_uv_wheels
+from tests.services.standin import add_uv_wheels, uv_version
 from tests.services.tlsca import LocalCA
 
 pytestmark = pytest.mark.e2e
@@ -30,6 +30,7 @@ if shutil.which("buildah") is None:
         raise RuntimeError("buildah is not installed: scripts/test.sh installs it")
     pytest.skip("buildah is not installed (run scripts/test.sh)", allow_module_level=True)
 
+UV_VERSION = uv_version()
 IMAGE = f"""
 [images.uv]
 base = "standin"

@@ -294,47 +294,65 @@ def _bundled_setuptools() -> Path:
     return found[-1]
 
 
-# uv as an image's installer (installer = "uv"): the real wheel from PyPI, fetched once per
-# machine into the tests' cache (the one download a test makes; PyPI is reachable where the
-# suite runs), then served from the local index like every other wheel.
-UV_VERSION = "0.13.9"
-UV_WHEEL_PLATFORMS = {"amd64": "manylinux_2_17_x86_64", "arm64": "manylinux_2_17_aarch64"}
+# uv as an image's installer (installer = "uv"): a wheel the tests build from the uv installed
+# beside them (cannery's own dependency, the binary `cannery lock` runs), so nothing is
+# fetched: its version is that uv's, and it is for linux/amd64 (the venv's binary).
 
 
-def uv_wheel(arch: str) -> Path:
-    """uv's wheel for ``arch`` (amd64 | arm64), from the tests' cache (downloaded if missing)."""
-    cache = Path(os.environ.get("CANNERY_TEST_CACHE", "/var/cache/cannery-tests")) / "wheels"
-    plat = UV_WHEEL_PLATFORMS[arch]
-    found = sorted(cache.glob(f"uv-{UV_VERSION}-*{plat}*.whl"))
-    if found:
-        return found[0]
-    cache.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        ["python3", "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-         "--platform", plat, "--python-version", "3.11", "--dest", str(cache),
-         f"uv=={UV_VERSION}"],
-        check=True,
-    )
-    found = sorted(cache.glob(f"uv-{UV_VERSION}-*{plat}*.whl"))
-    if not found:
-        raise RuntimeError(f"pip download left no uv {UV_VERSION} wheel for {plat} in {cache}")
-    return found[0]
+def uv_version() -> str:
+    """The version of the uv the tests' wheel carries (the installed one)."""
+    import importlib.metadata
+
+    return importlib.metadata.version("uv")
 
 
-def add_uv_wheels(root: Path, arches: tuple[str, ...] = ("amd64",)) -> None:
-    """Serve uv's wheels for ``arches`` from the index at ``root/simple`` (made by
-    ``make_wheelhouse``), as PyPI lists them: one page, a link and sha256 per wheel."""
-    files = root / "files"
+def make_uv_wheel(files: Path) -> Path:
+    """``uv-VERSION-py3-none-manylinux_2_17_x86_64.whl`` in ``files``: the installed uv's
+    binary as the wheel's script (pip puts it on PATH, executable), with metadata and RECORD,
+    stored uncompressed (the binary is most of it)."""
+    import stat
+
+    from uv import find_uv_bin
+
+    version = uv_version()
+    binary = Path(find_uv_bin()).read_bytes()
+    dist = f"uv-{version}"
+    data: dict[str, bytes] = {
+        f"{dist}.data/scripts/uv": binary,
+        f"{dist}.dist-info/METADATA": (
+            f"Metadata-Version: 2.1\nName: uv\nVersion: {version}\n"
+        ).encode(),
+        f"{dist}.dist-info/WHEEL": (
+            b"Wheel-Version: 1.0\nGenerator: cannery-tests\nRoot-Is-Purelib: false\n"
+            b"Tag: py3-none-manylinux_2_17_x86_64\n"
+        ),
+    }
+    record = []
+    for path, blob in data.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(blob).digest()).rstrip(b"=")
+        record.append(f"{path},sha256={digest.decode()},{len(blob)}")
+    record.append(f"{dist}.dist-info/RECORD,,")
+    data[f"{dist}.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
     files.mkdir(parents=True, exist_ok=True)
-    links = []
-    for arch in arches:
-        wheel = uv_wheel(arch)
-        shutil.copyfile(wheel, files / wheel.name)
-        sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
-        links.append(f'<a href="../../files/{wheel.name}#sha256={sha}">{wheel.name}</a>')
+    wheel = files / f"{dist}-py3-none-manylinux_2_17_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_STORED) as zf:
+        for path, blob in data.items():
+            info = zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0))
+            mode = 0o755 if path.endswith("/scripts/uv") else 0o644
+            info.external_attr = (stat.S_IFREG | mode) << 16
+            zf.writestr(info, blob)
+    return wheel
+
+
+def add_uv_wheels(root: Path) -> None:
+    """Serve the tests' uv wheel (``make_uv_wheel``) from the index at ``root/simple`` (made
+    by ``make_wheelhouse``), as PyPI lists it: one page, a link with its sha256."""
+    wheel = make_uv_wheel(root / "files")
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
     (root / "simple" / "uv").mkdir(parents=True, exist_ok=True)
     (root / "simple" / "uv" / "index.html").write_text(
-        f"<html><body>{''.join(links)}</body></html>\n"
+        f'<html><body><a href="../../files/{wheel.name}#sha256={sha}">{wheel.name}</a>'
+        "</body></html>\n"
     )
 
 

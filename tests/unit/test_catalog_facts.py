@@ -121,7 +121,24 @@ CASES = [
         .replace('install = "editable"\n', 'install = "editable"\npip_args = ["--use-pep517"]\n'),
         "components = [",
         "images.one.components[1]: installer = \"uv\": component 'vllm' has pip_args "
-        "'--use-pep517', which uv pip install does not take as pip does",
+        "'--use-pep517', which the rendered uv pip install cannot take as pip does",
+    ),
+    (
+        "uv-installer-marker",
+        lambda t: t.replace('soc = "ascend910b1"\n', 'soc = "ascend910b1"\ninstaller = "uv"\n'
+                            'pip_tools = ["uv==0.13.9; platform_machine == \'x86_64\'"]\n', 1),
+        'installer = "uv"',
+        'images.one.installer: installer = "uv" needs uv on every platform of the image',
+    ),
+    (
+        "uv-installer-index-url-twice",
+        lambda t: t.replace('soc = "ascend910b1"\n', 'soc = "ascend910b1"\ninstaller = "uv"\n'
+                            'pip_tools = ["uv==0.13.9"]\n', 1)
+        .replace('install = "editable"\n',
+                 'install = "editable"\npip_args = ["--index-url=https://m.example.com/s"]\n'),
+        "components = [",
+        "images.one.components[1]: installer = \"uv\": component 'vllm' has pip_args "
+        "'--index-url=https://m.example.com/s', which the rendered uv pip install cannot take",
     ),
     (
         "toolkit-build-without-soc",

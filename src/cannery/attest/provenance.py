@@ -77,13 +77,14 @@ def build_context(
 def warm() -> None:
     """Import what building a statement needs (protobuf and the in-toto models, ~20 ms), so
     a build can pay for it while buildah runs rather than after. An import that fails here
-    fails again, and is reported, where the statement is built."""
+    (a missing or mismatched protobuf) fails again, and is reported, where the statement is
+    built: nothing is printed from here."""
     try:
         from google.protobuf import json_format  # noqa: F401
         from in_toto_attestation.predicates.provenance.v1 import provenance_pb2  # noqa: F401
         from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor  # noqa: F401
         from in_toto_attestation.v1.statement import Statement  # noqa: F401
-    except ImportError:
+    except Exception:  # reported where the statement is built
         pass
 
 

@@ -141,7 +141,8 @@ class Target:
     # What is attached to the platform manifests alone, run beside the index write (then
     # ``attest`` attaches what needs the index); see publish_everywhere.
     attest_platforms: Callable[[ImageJob, list[Descriptor]], None] | None = None
-    # Work done beside the first build, off the critical path (the attester's imports).
+    # Work done beside each platform's build, off the critical path (the attester's imports;
+    # after the first, already done).
     warm: Callable[[], None] | None = None
     # (repository, tag) -> the tag's current index entries, read while the lock was settled
     # (read_ahead); a build asks the registry itself for any other.
@@ -329,9 +330,9 @@ class Presence:
 
     def settle(self) -> None:
         """Wait for ``ask_early``'s answers (before ``seen`` is read or asked)."""
-        if self._early is not None:
-            self._early.join()
-            self._early = None
+        early = self._early
+        if early is not None:
+            early.join()  # a finished thread joins at once: never reset, so no race
 
     def __call__(self, desc: Descriptor) -> bool:
         self.settle()
@@ -460,7 +461,7 @@ def _one_platform(
     work.mkdir()
     repo = Reference.parse(image.repository)
     present = Presence(target, repo if target.client else None)
-    if previous is not None:
+    if previous is not None and not settings.engine.pushes_while_building:
         present.ask_early(previous)
     if target.warm is not None:
         threading.Thread(target=target.warm, name="cannery-warm", daemon=True).start()

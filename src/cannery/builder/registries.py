@@ -27,6 +27,7 @@ config's label), so nothing is rebuilt.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Sequence
@@ -154,7 +155,8 @@ def publish_everywhere(
     index is written, before any mirror is placed, so each mirror gets them with the copy;
     ``attest_platforms``, what is attached to the platform manifests alone, runs beside the
     first registry's index write (it needs only the manifests), and is waited for before
-    ``attest`` and before anything else: its failure, like ``attest``'s, moves no tag.
+    ``attest`` and before anything else: its failure, like ``attest``'s, moves no tag (when
+    the index write fails too, that error is the one reported).
     ``annotations`` go on every index (the lock epoch); every tag move is ``move_tags``'s, with
     ``lock_epoch`` and ``force``, so a tag on an index from a newer lock is not moved back in any
     registry. A registry whose release tag did not move (refused, failed or uncertain) stops the
@@ -173,9 +175,15 @@ def publish_everywhere(
                 placed = _place(
                     client, image, primary, target, children, jobs, result, annotations or {}
                 )
-            finally:
-                if beside is not None:
-                    beside()  # waited for either way; its error first when both failed
+            except BaseException as exc:
+                # The index write's error is the one reported (its hint names the catalog
+                # setting); the attestations are waited for, not after an interrupt.
+                if beside is not None and not isinstance(exc, KeyboardInterrupt):
+                    with contextlib.suppress(Exception):
+                        beside()
+                raise
+            if beside is not None:
+                beside()
             indexes.append(placed)
             if attest is not None and len(indexes) == 1:
                 attest(image, placed, children)

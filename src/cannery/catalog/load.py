@@ -466,12 +466,14 @@ def _check_stages(cat: Catalog, iname: str, col: _Collector) -> None:
 
 # What an image uses its Python for: each of these, when non-empty, needs one.
 NEEDS_PYTHON = ("components", "pip_tools", "smoke_imports")
-# The pip_args options `uv pip install` takes with pip's meaning (installer = "uv"); values
-# (`--opt=value`, `-Cvalue`, or the next item) are not checked.
+# The pip_args options `uv pip install` takes as pip does (installer = "uv"); values
+# (`--opt=value`, `-Cvalue`, or the next item) are not checked. Not among them: what the
+# rendered uv command passes itself (`--no-cache-dir` is its `--no-cache`, `--index-url` the
+# catalog's python_index), which uv refuses to be given twice.
 UV_PIP_ARGS = frozenset({
     "--no-build-isolation", "--no-deps", "--pre", "--upgrade", "-U", "--verbose", "-v",
-    "--quiet", "-q", "--extra-index-url", "--index-url", "--config-settings", "-C",
-    "--no-binary", "--only-binary", "--force-reinstall", "--reinstall", "--no-cache-dir",
+    "--quiet", "-q", "--extra-index-url", "--config-settings", "-C", "--no-binary",
+    "--only-binary", "--force-reinstall", "--reinstall",
 })
 # Tag fields that name a fact the image may not have.
 TAG_FACTS = {"python": "python", "cann": "toolkit", "soc": "soc", "family": "family"}
@@ -511,15 +513,20 @@ def _check_facts(cat: Catalog, iname: str, col: _Collector) -> None:
 
 def _check_uv(cat: Catalog, iname: str, col: _Collector) -> None:
     """installer = "uv": uv is installed by the image's own Python tools step (pinned and
-    hash-checked with the rest of the lock), and every component's pip_args mean the same
-    to uv."""
+    hash-checked with the rest of the lock), on every platform, and uv takes every
+    component's pip_args (one difference stays: with several indexes uv takes a package
+    from the first index that has it, where pip merges them; see the README)."""
     img = cat.images[iname]
-    names = {re.split(r"[^A-Za-z0-9._-]", t.strip(), maxsplit=1)[0].lower().replace("_", "-")
+    tools = {re.split(r"[^A-Za-z0-9._-]", t.strip(), maxsplit=1)[0].lower().replace("_", "-"): t
              for t in img.pip_tools}
-    if "uv" not in names:
+    if "uv" not in tools:
         col.error(("images", iname, "installer"),
                   'installer = "uv" needs uv in this image\'s pip_tools (e.g. "uv==0.13.9"), '
                   "which installs it before the components")
+    elif ";" in tools["uv"]:
+        col.error(("images", iname, "installer"),
+                  f'installer = "uv" needs uv on every platform of the image: pip_tools has '
+                  f"{tools['uv']!r}, with an environment marker")
     for i, cname in enumerate(img.components):
         comp = cat.components.get(cname)
         for arg in comp.pip_args if comp is not None else ():
@@ -527,7 +534,7 @@ def _check_uv(cat: Catalog, iname: str, col: _Collector) -> None:
             if arg.startswith("-") and flag not in UV_PIP_ARGS:
                 col.error(("images", iname, "components", i),
                           f'installer = "uv": component {cname!r} has pip_args {arg!r}, which '
-                          f"uv pip install does not take as pip does (it takes: "
+                          f"the rendered uv pip install cannot take as pip does (it takes: "
                           f"{', '.join(sorted(UV_PIP_ARGS))})")
 
 

@@ -795,9 +795,9 @@ class Image(Strict):
     pip_tools: list[str] = []
     installer: Literal["pip", "uv"] = Field(
         "pip",
-        description="What installs the image's git, checkout and wheel components: pip, or uv "
+        description="What installs the image's components after its Python tools: pip, or uv "
         "(`uv pip install --system --system-certs`; needs in pip_tools a uv that has "
-        "--system-certs, such as 0.13.9, which installs it before the components)",
+        "--system-certs, such as 0.13.9, which pip installs before the components)",
     )
     components: list[str] = []
     revision_from: str | None = None

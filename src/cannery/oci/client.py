@@ -196,8 +196,8 @@ def malformed(ref: Reference, exc: Exception) -> NetworkError:
 class OCIClient:
     """One client per command run. Requests (reads, blob uploads) may run side by side once
     a first request has settled the host's scheme and auth (httpx's pool is thread-safe; the
-    token and scheme caches are plain dict writes, so a race costs at most one more
-    handshake)."""
+    token and scheme caches are plain dict writes, so a race costs a handshake or a token
+    request more per thread, at most)."""
 
     def __init__(
         self,

@@ -61,11 +61,17 @@ def push_image_dir(
             raise InputError(f"{layout}: blob {digest} missing or not {size} bytes")
     uploads = [(digest, path) for (digest, _), path in zip(digests, paths, strict=True)
                if path.exists()]
-    # side by side (each is two or three round trips); the first error is raised, and no
-    # manifest is written
+    # side by side (each is two or three round trips); the first error is raised once the
+    # uploads under way end (those not started are dropped), and no manifest is written
     with ThreadPoolExecutor(max_workers=4) as pool:
-        for done in [pool.submit(client.push_blob, repo, path, digest) for digest, path in uploads]:
-            done.result()
+        futures = [pool.submit(client.push_blob, repo, path, digest) for digest, path in uploads]
+        try:
+            for done in futures:
+                done.result()
+        except BaseException:
+            for waiting in futures:
+                waiting.cancel()
+            raise
     try:
         cfg = json.loads(blob_path(str(config["digest"])).read_bytes())
         platform = {"architecture": str(cfg["architecture"]), "os": str(cfg["os"])}
