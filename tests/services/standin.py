@@ -299,6 +299,16 @@ def _bundled_setuptools() -> Path:
 # fetched: its version is that uv's, and it is for linux/amd64 (the venv's binary).
 
 
+def _add_record(data: dict[str, bytes], dist: str) -> None:
+    """A wheel's RECORD for ``data`` (path → bytes), added to it: each file's sha256 and size."""
+    record = []
+    for path, blob in data.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(blob).digest()).rstrip(b"=")
+        record.append(f"{path},sha256={digest.decode()},{len(blob)}")
+    record.append(f"{dist}.dist-info/RECORD,,")
+    data[f"{dist}.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
+
+
 def uv_version() -> str:
     """The version of the uv the tests' wheel carries (the installed one)."""
     import importlib.metadata
@@ -327,12 +337,7 @@ def make_uv_wheel(files: Path) -> Path:
             b"Tag: py3-none-manylinux_2_17_x86_64\n"
         ),
     }
-    record = []
-    for path, blob in data.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(blob).digest()).rstrip(b"=")
-        record.append(f"{path},sha256={digest.decode()},{len(blob)}")
-    record.append(f"{dist}.dist-info/RECORD,,")
-    data[f"{dist}.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
+    _add_record(data, dist)
     files.mkdir(parents=True, exist_ok=True)
     wheel = files / f"{dist}-py3-none-manylinux_2_17_x86_64.whl"
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_STORED) as zf:
@@ -387,12 +392,7 @@ def make_wheelhouse(
     data: dict[str, bytes] = {path: text.encode() for path, text in entries.items()}
     if filler_bytes:
         data[f"{name}/_filler.bin"] = os.urandom(filler_bytes)
-    record = []
-    for path, blob in data.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(blob).digest()).rstrip(b"=")
-        record.append(f"{path},sha256={digest.decode()},{len(blob)}")
-    record.append(f"{dist}.dist-info/RECORD,,")
-    data[f"{dist}.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
+    _add_record(data, dist)
     with zipfile.ZipFile(wheel, "w") as zf:
         for path, blob in data.items():
             info = zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0))
