@@ -9,8 +9,9 @@ git smart HTTP; all on 127.0.0.1), and times, once each, for linux/amd64 (arm64 
 here): (a) 8 seed-style Dockerfiles, each built with `buildah build --layers` and pushed with
 `buildah push`, one after another, as a nightly workflow does; (b) `cannery build --push` of
 the family's catalog, one process (its images install their components with uv,
-`installer = "uv"`, as the build benchmark's (b)). Rows: the cold build of the family (empty layer cache,
-empty repository; the lock written beforehand, untimed), the nightly with nothing changed, and
+`installer = "uv"`, as the build benchmark's (b)). Rows: the cold build of the family (empty
+layer cache, empty repository; the lock written beforehand, untimed), the nightly with nothing
+changed, and
 the nightly after one framework pin (verl-next, used by 4 of the 8 images) moves to a new
 commit. For (b) it checks what the summary says: every image skipped in the no-op, exactly the
 4 images of verl-next rebuilt after the bump, and, from the build logs, how many steps each
