@@ -33,6 +33,7 @@ from cannery.catalog.platforms import arches_of
 from cannery.errors import LockError
 from cannery.pydeps import LOCKED_LINE, PythonRequest, python_requests
 from cannery.util import toml
+from cannery.util.background import in_background
 from cannery.util.patterns import (
     COMMIT,
     COMMIT_PATTERN,
@@ -488,35 +489,32 @@ class PendingLock:
         self.path = path
         self.wrong = threading.Event()
         self._cleanup = cleanup
-        self._real: Lock | None = None
-        self._error: BaseException | None = None
         self._held: bool | None = None
-        self._thread = threading.Thread(
-            target=self._resolve, args=(resolve,), name="cannery-lock", daemon=True
-        )
-        self._thread.start()
 
-    def _resolve(self, resolve: Callable[[], Lock]) -> None:
-        try:
-            self._real = resolve()
-        except BaseException as exc:  # re-raised by settle(), in the build's thread
-            self._error = exc
-        if self._real != self.guess:
-            self.wrong.set()
+        def resolved() -> Lock:
+            try:
+                real = resolve()
+            except BaseException:  # re-raised by settle(), in the build's thread
+                self.wrong.set()
+                raise
+            if real != self.guess:
+                self.wrong.set()
+            return real
+
+        self._real = in_background(resolved, "cannery-lock")
 
     def settle(self) -> bool:
         """Wait for the resolution; write the real lock (atomically, once); True when it is
         the guess. Raises what the resolution raised, every time it is asked."""
         if self._held is None:
-            self._thread.join()
-            self._cleanup.close()
-            if self._error is not None:
-                raise self._error
-            assert self._real is not None
+            try:
+                real = self._real()
+            finally:
+                self._cleanup.close()
             from cannery.util.fs import atomic_write
 
-            atomic_write(self.path, dump_lock(self._real))
-            self._held = self._real == self.guess
+            atomic_write(self.path, dump_lock(real))
+            self._held = real == self.guess
         return self._held
 
 

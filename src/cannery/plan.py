@@ -201,7 +201,7 @@ class ImageSpec:
     packages: tuple[str, ...]
     package_manager: str  # apt | dnf: what the base's os installs packages with
     pip_tools: tuple[str, ...]
-    installer: str  # pip | uv: what installs the git, checkout and wheel components
+    installer: str  # pip | uv: what installs the components (render/dockerfile.py: which)
     components: tuple[ComponentSpec, ...]
     smoke_imports: tuple[str, ...]
     source: str

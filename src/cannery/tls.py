@@ -8,12 +8,12 @@ from __future__ import annotations
 import os
 import ssl
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from cannery.errors import InputError
+from cannery.util.background import in_background
 
 CA_ENV = "CANNERY_CA_CERT"
 
@@ -41,25 +41,7 @@ def context_ahead(ca_cert: Path | None = None) -> Callable[[], ssl.SSLContext]:
     waits for it and gives it, or raises what ``ssl_context`` raised (a bad CA file: the same
     InputError, where the context is first used). Each call of ``context_ahead`` makes its
     own context, which its callable always gives: what is handed out is its caller's alone."""
-    made: list[ssl.SSLContext] = []
-    failed: list[BaseException] = []
-
-    def make() -> None:
-        try:
-            made.append(ssl_context(ca_cert))
-        except BaseException as exc:  # handed to the caller, never lost in the thread
-            failed.append(exc)
-
-    thread = threading.Thread(target=make, name="cannery-tls", daemon=True)
-    thread.start()
-
-    def get() -> ssl.SSLContext:
-        thread.join()
-        if failed:
-            raise failed[0]
-        return made[0]
-
-    return get
+    return in_background(lambda: ssl_context(ca_cert), "cannery-tls")
 
 
 def extra_ca(ca_cert: Path | None) -> Path | None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cannery.attest.provenance import BuildContext, provenance, warm
+from cannery.attest.provenance import BuildContext, provenance
 from cannery.attest.sign import ENVELOPE_MEDIA_TYPE, Signer, envelope
 from cannery.builder.plan import INPUTS_LABEL, ImageJob
 from cannery.errors import CommandError
@@ -89,10 +89,6 @@ class Attester:
                 "platforms": {platform_string(c.platform) or "": c.digest for c in children},
             }
             self._sign(repo, index, pred)
-
-    def warm(self) -> None:
-        """What attaching needs imported, done ahead (see ``provenance.warm``)."""
-        warm()
 
     def platform(
         self, image: ImageJob, repo: Reference, child: Descriptor, platform: str, input_digest: str

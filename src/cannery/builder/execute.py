@@ -57,6 +57,7 @@ from cannery.oci.manifest import (
 from cannery.oci.publish import LOCK_EPOCH, TagMoves, push_image_dir
 from cannery.oci.reference import valid_digest
 from cannery.render.bake import cache_ref
+from cannery.util.background import in_background
 from cannery.util.cmd import stream
 from cannery.util.fs import atomic_write
 
@@ -303,7 +304,7 @@ class Presence:
     def __init__(self, target: Target, repo: Reference | None) -> None:
         self.target, self.repo = target, repo
         self.seen: set[str] = set()
-        self._early: threading.Thread | None = None
+        self._early: Callable[[], None] | None = None
 
     def ask_early(self, previous: Descriptor) -> None:
         """While the build runs, ask for the layers of ``previous`` (the platform manifest the
@@ -325,14 +326,13 @@ class Presence:
                 return
             self.seen.update(d for d, found in zip(digests, answers, strict=True) if found)
 
-        self._early = threading.Thread(target=ask, name="cannery-presence", daemon=True)
-        self._early.start()
+        self._early = in_background(ask, "cannery-presence")
 
     def settle(self) -> None:
         """Wait for ``ask_early``'s answers (before ``seen`` is read or asked)."""
         early = self._early
         if early is not None:
-            early.join()  # a finished thread joins at once: never reset, so no race
+            early()  # once done, returns at once: never reset, so no race
 
     def __call__(self, desc: Descriptor) -> bool:
         self.settle()
@@ -464,7 +464,7 @@ def _one_platform(
     if previous is not None and not settings.engine.pushes_while_building:
         present.ask_early(previous)
     if target.warm is not None:
-        threading.Thread(target=target.warm, name="cannery-warm", daemon=True).start()
+        in_background(target.warm, "cannery-warm")  # never waited for: it reports nothing
     try:
         built = _build_platform(
             image, job, settings, target, reporter, scratch / "context", work, present

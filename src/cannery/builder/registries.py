@@ -28,8 +28,8 @@ config's label), so nothing is rebuilt.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -46,6 +46,7 @@ from cannery.oci.manifest import (
 from cannery.oci.mirror import Mirror, refused_media_type
 from cannery.oci.publish import TagMoves, merge_index, move_tags
 from cannery.plan import ImageSpec, RegistryTarget
+from cannery.util.background import in_background
 
 
 @dataclass
@@ -170,7 +171,9 @@ def publish_everywhere(
         try:
             beside = None
             if attest_platforms is not None and not indexes:
-                beside = _beside(attest_platforms, image, children)
+                beside = in_background(
+                    functools.partial(attest_platforms, image, children), "cannery-attest"
+                )
             try:
                 placed = _place(
                     client, image, primary, target, children, jobs, result, annotations or {}
@@ -214,29 +217,6 @@ def publish_everywhere(
     for target, result in zip(where, results, strict=True):
         result.has_new_tags = _serves(client, target, result, list(image.tags))
     return results
-
-
-def _beside(
-    work: Callable[[ImageJob, list[Descriptor]], None], image: ImageJob, children: list[Descriptor]
-) -> Callable[[], None]:
-    """Start ``work`` in a thread; the callable returned waits for it and raises its error."""
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            work(image, children)
-        except BaseException as exc:  # raised by the waiter, in the caller's thread
-            failed.append(exc)
-
-    thread = threading.Thread(target=run, name="cannery-attest", daemon=True)
-    thread.start()
-
-    def wait() -> None:
-        thread.join()
-        if failed:
-            raise failed[0]
-
-    return wait
 
 
 def _add(result: RegistryResult, moves: TagMoves) -> None:

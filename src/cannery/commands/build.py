@@ -228,9 +228,11 @@ def build_cmd(req: BuildRequest, tls_ahead: Callable[[], ssl.SSLContext] | None 
         )
         target = replace(_target(request, client), read_ahead=ahead)
         if client is not None and request.attest:
+            from cannery.attest.provenance import warm
+
             attach = attester(request, loaded, client, signer)
             target = replace(target, attest=attach.index, attest_platforms=attach.platforms,
-                             warm=attach.warm)
+                             warm=warm)
         with _cert_dir(request.ca_cert) as cert_dir:
             settings = Settings(
                 engine=engine,
