@@ -200,6 +200,13 @@ def use_own_storage(root: Path) -> None:
     os.environ["CONTAINERS_STORAGE_CONF"] = str(conf)
 
 
+def working_containers() -> list[str]:
+    """The names of the working containers in this world's buildah storage."""
+    out = subprocess.run(["buildah", "containers", "--format", "{{.ContainerName}}"],
+                         capture_output=True, text=True, check=True).stdout
+    return sorted(out.split())
+
+
 def cleanup_local_images() -> None:
     """Drop this world's buildah storage (the registries keep the results)."""
     conf = os.environ.get("CONTAINERS_STORAGE_CONF")

@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world
+from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world, working_containers
 from tests.e2e.imagediff import describe_across
 from tests.services.tlsca import LocalCA
 
@@ -131,11 +131,21 @@ def first(world: BuildWorld) -> dict:  # type: ignore[type-arg]
     """The first build of the e2e catalog, both platforms, pushed, merged and tagged, with a
     watch on every process's argv for the registry password throughout."""
     catalog = world.catalog(world.root / "main")
+    before = working_containers()
     with _ArgvWatcher(world.password) as watch:
         rc, summary, err = build(world, catalog)
     assert rc == 0, err[-3000:]
     assert watch.scans > 10 and watch.seen == [], watch.seen
-    return {"catalog": catalog, "summary": summary, "stderr": err}
+    return {"catalog": catalog, "summary": summary, "stderr": err,
+            "containers": (before, working_containers())}
+
+
+def test_a_build_leaves_no_working_container_behind(first: dict) -> None:  # type: ignore[type-arg]
+    """buildah 1.28 leaves a mounted working container for a stage that is only a FROM
+    (containers/buildah#4572): the rendered Dockerfile has none, so storage does not fill up
+    with one container per platform per build."""
+    before, after = first["containers"]
+    assert after == before, after
 
 
 def test_build_pushes_each_platform_by_digest_then_tags_one_index(

@@ -128,7 +128,7 @@ def test_lock_resolves_every_moving_reference(setup, cli, test_ca: LocalCA) -> N
     out = catalog.parent / "out"
     assert cli("render", "dockerfile", "--catalog", str(catalog), "--out", str(out)).code == 0
     text = (out / "one.Dockerfile").read_text()
-    assert f"@{setup['index']} AS base" in text
+    assert f"@{setup['index']} AS arch-amd64" in text
     assert "UNLOCKED" not in text
     assert setup["files"]["aarch64"] in text and tag_commit in text
 

@@ -58,8 +58,9 @@ def test_python_from_source_is_built_in_a_stage_and_copied(tmp_path: Path) -> No
     stages = _stages(text)
     order = [line.split()[1] + " " + line.split()[-1] for line in text.splitlines()
              if line.startswith("FROM ")]
-    assert order == [f"registry.example.com/ubuntu:22.04@{DIGEST} base", "base cannery-python",
-                     "base tools", "base arch-amd64", "base arch-arm64", "arch-${TARGETARCH} image"]
+    base = f"registry.example.com/ubuntu:22.04@{DIGEST}"
+    assert order == [f"{base} cannery-python", f"{base} tools", f"{base} arch-amd64",
+                     f"{base} arch-arm64", "arch-${TARGETARCH} image"]
     py = stages["cannery-python"]
     # the tarball, over verified TLS, checked against the lock's sha256 before it is unpacked
     assert f"python_url={TARBALL}; python_sha256={SHA}" in py

@@ -15,12 +15,11 @@
 # file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
 ARG TARGETARCH
-FROM docker.io/library/ubuntu:22.04 AS base
 
 # Python 3.11.15, built from its source tarball (sha256 from cannery.lock) in a
 # builder stage: the compiler and headers stay here. The final image gets the
 # prefix /usr/local/python3.11.15 and installs the packages of the shared libraries it links.
-FROM base AS cannery-python
+FROM docker.io/library/ubuntu:22.04 AS cannery-python
 RUN echo 'cannery: UNLOCKED base image docker.io/library/ubuntu:22.04 has no digest; run cannery lock' >&2; exit 1
 ARG TARGETARCH
 ARG SOURCE_DATE_EPOCH
@@ -71,9 +70,9 @@ RUN set -eu; \
     rm -f /tmp/python-libs
 
 # Per-platform values; a platform with no stage here fails the build at FROM.
-FROM base AS arch-amd64
+FROM docker.io/library/ubuntu:22.04 AS arch-amd64
 ENV CANN_ARCH=x86_64
-FROM base AS arch-arm64
+FROM docker.io/library/ubuntu:22.04 AS arch-arm64
 ENV CANN_ARCH=aarch64
 
 FROM arch-${TARGETARCH} AS image

@@ -9,12 +9,11 @@
 # file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
 ARG TARGETARCH
-FROM quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.12 AS base
 
 # Per-platform values; a platform with no stage here fails the build at FROM.
-FROM base AS arch-amd64
+FROM quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.12 AS arch-amd64
 ENV CANN_ARCH=x86_64
-FROM base AS arch-arm64
+FROM quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.12 AS arch-arm64
 ENV CANN_ARCH=aarch64
 
 FROM arch-${TARGETARCH} AS image

@@ -13,12 +13,11 @@
 # file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
 ARG TARGETARCH
-FROM swr.cn-north-4.myhuaweicloud.com/inference/cann:2026.08.03-950-ubuntu24.04-py3.12 AS base
 
 # Per-platform values; a platform with no stage here fails the build at FROM.
-FROM base AS arch-amd64
+FROM swr.cn-north-4.myhuaweicloud.com/inference/cann:2026.08.03-950-ubuntu24.04-py3.12 AS arch-amd64
 ENV CANN_ARCH=x86_64
-FROM base AS arch-arm64
+FROM swr.cn-north-4.myhuaweicloud.com/inference/cann:2026.08.03-950-ubuntu24.04-py3.12 AS arch-arm64
 ENV CANN_ARCH=aarch64
 
 FROM arch-${TARGETARCH} AS image

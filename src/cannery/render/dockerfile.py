@@ -635,7 +635,7 @@ def _python_stage(spec: ImageSpec, py: PythonSpec) -> list[Instruction]:
             "builder stage: the compiler and headers stay here. The final image gets the\n"
             f"prefix {prefix} and installs the packages of the shared libraries it links."
         ),
-        *_stage_head(PY_STAGE, "base", _refuse_base(spec)),
+        *_stage_head(PY_STAGE, spec.base_reference, _refuse_base(spec)),
         Run(_install_lines(spec.package_manager, names, spec.package_mirrors)),
         Run(lines),
         Blank(),
@@ -653,7 +653,7 @@ def _builder_stage(spec: ImageSpec, st: StageSpec) -> list[Instruction]:
     body: list[Instruction] = [
         Comment(f"Builder stage {st.name}: its packages and steps stay in it; only its outputs\n"
                 f"({', '.join(st.outputs)}) reach the image."),
-        *_stage_head(st.name, st.base_reference if st.own_base else "base", refuse),
+        *_stage_head(st.name, st.base_reference if st.own_base else spec.base_reference, refuse),
     ]
     if st.packages:
         body.append(Run(
@@ -709,11 +709,10 @@ def render_dockerfile(spec: ImageSpec) -> str:
         )
     body: list[Instruction] = [Comment("\n".join(header)), Blank()]
 
-    body += [
-        Arg("TARGETARCH"),
-        From(spec.base_reference, "base"),
-        Blank(),
-    ]
+    # No stage is only `FROM <base> AS base` for the others to start from: buildah before 1.30
+    # leaves a mounted working container behind for such a stage on every build
+    # (containers/buildah#4572). Each stage names the pinned base itself.
+    body += [Arg("TARGETARCH"), Blank()]
     if spec.python_install is not None and spec.python_install.install == "source":
         body += _python_stage(spec, spec.python_install)
     for st in spec.stages:
@@ -722,7 +721,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
         Comment("Per-platform values; a platform with no stage here fails the build at FROM."),
     ]
     for arch in spec.arches:
-        body += [From("base", f"arch-{arch}"), Env(((ARCH_VAR, UNAME_ARCH[arch]),))]
+        body += [From(spec.base_reference, f"arch-{arch}"), Env(((ARCH_VAR, UNAME_ARCH[arch]),))]
     body += [
         Blank(),
         From("arch-${TARGETARCH}", "image"),

@@ -6,12 +6,11 @@
 # file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
 ARG TARGETARCH
-FROM swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-910b-ubuntu22.04-py3.12@sha256:d4b613eaeb9e8a868addf25a1ac78ad9c306ce3c7633ecd9fb5937130fd7f158 AS base
 
 # Per-platform values; a platform with no stage here fails the build at FROM.
-FROM base AS arch-amd64
+FROM swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-910b-ubuntu22.04-py3.12@sha256:d4b613eaeb9e8a868addf25a1ac78ad9c306ce3c7633ecd9fb5937130fd7f158 AS arch-amd64
 ENV CANN_ARCH=x86_64
-FROM base AS arch-arm64
+FROM swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-910b-ubuntu22.04-py3.12@sha256:d4b613eaeb9e8a868addf25a1ac78ad9c306ce3c7633ecd9fb5937130fd7f158 AS arch-arm64
 ENV CANN_ARCH=aarch64
 
 FROM arch-${TARGETARCH} AS image

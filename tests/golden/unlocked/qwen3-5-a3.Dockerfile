@@ -16,12 +16,11 @@
 # file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
 ARG TARGETARCH
-FROM swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.1-a3-ubuntu22.04-py3.11 AS base
 
 # Per-platform values; a platform with no stage here fails the build at FROM.
-FROM base AS arch-amd64
+FROM swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.1-a3-ubuntu22.04-py3.11 AS arch-amd64
 ENV CANN_ARCH=x86_64
-FROM base AS arch-arm64
+FROM swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:8.5.1-a3-ubuntu22.04-py3.11 AS arch-arm64
 ENV CANN_ARCH=aarch64
 
 FROM arch-${TARGETARCH} AS image

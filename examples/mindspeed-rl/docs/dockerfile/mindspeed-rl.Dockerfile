@@ -12,10 +12,9 @@
 # file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
 ARG TARGETARCH
-FROM ubuntu:22.04 AS base
 
 # Per-platform values; a platform with no stage here fails the build at FROM.
-FROM base AS arch-arm64
+FROM ubuntu:22.04 AS arch-arm64
 ENV CANN_ARCH=aarch64
 
 FROM arch-${TARGETARCH} AS image
