@@ -167,11 +167,12 @@ def test_ci_legs_gc_merge_gc_then_every_tag_of_every_registry_copies(
         # A referrers list per platform manifest and the index, an artifact tag per attestation.
         assert len([t for t in tags if t.startswith("sha256-") and "." not in t]) == 3
         assert len([t for t in tags if t.endswith(".artifact")]) >= 3 * 2 + 1
+        layout = tmp_path / host.replace(":", "_")  # one layout a registry: blobs copied once
         for tag in tags:
             done = subprocess.run(
                 ["skopeo", "copy", "--quiet", "--all", "--src-authfile", str(auth),
                  "--src-cert-dir", str(world.cert_dir), f"docker://{host}/{repo}:{tag}",
-                 f"oci:{tmp_path / (host.replace(':', '_') + '-' + tag)}:{tag}"],
+                 f"oci:{layout}:{tag}"],
                 capture_output=True, text=True, check=False,
             )
             assert done.returncode == 0, (host, tag, done.stderr)
