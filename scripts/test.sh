@@ -6,6 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup-system.sh
+# A run takes up to about 7 GB under the temporary directory (registries, image storage);
+# say so first rather than fail later on a full disk in the middle of a test.
+free_kb=$(df -Pk "${TMPDIR:-/tmp}" | awk 'NR == 2 {print $4}')
+if [ "${free_kb}" -lt $((10 * 1024 * 1024)) ]; then
+    echo "scripts/test.sh: warning: $((free_kb / 1024 / 1024)) GB free under ${TMPDIR:-/tmp};" \
+        "a test run takes up to about 7 GB there" >&2
+fi
 # No OCI runtime can set up cgroups in this kind of sandbox; buildah's chroot isolation works.
 export BUILDAH_ISOLATION="${BUILDAH_ISOLATION:-chroot}"
 
