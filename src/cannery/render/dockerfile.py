@@ -709,8 +709,8 @@ def render_dockerfile(spec: ImageSpec) -> str:
         )
     body: list[Instruction] = [Comment("\n".join(header)), Blank()]
 
-    # No stage is only `FROM <base> AS base` for the others to start from: buildah before 1.30
-    # leaves a mounted working container behind for such a stage on every build
+    # No stage is only `FROM <base> AS base` for the others to start from: buildah 1.28
+    # (Debian 12's) leaves a mounted working container behind for such a stage on every build
     # (containers/buildah#4572). Each stage names the pinned base itself.
     body += [Arg("TARGETARCH"), Blank()]
     if spec.python_install is not None and spec.python_install.install == "source":
