@@ -27,6 +27,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.services.registry import upload_blob
 from tests.services.tlsca import LocalCA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,17 +160,8 @@ def _chunks(blob: Blob) -> Iterator[bytes]:
 
 
 def _upload(client: httpx.Client, base: str, repo: str, blob: Blob) -> None:
-    start = client.post(f"{base}/v2/{repo}/blobs/uploads/")
-    start.raise_for_status()
-    loc = start.headers["location"]
-    loc = loc if loc.startswith("http") else base + loc
-    sep = "&" if "?" in loc else "?"
     body = blob.data if blob.path is None else _chunks(blob)
-    put = client.put(
-        f"{loc}{sep}digest={blob.digest}", content=body,
-        headers={"Content-Type": "application/octet-stream", "Content-Length": str(blob.size)},
-    )
-    put.raise_for_status()
+    upload_blob(client, base, repo, blob.digest, body, blob.size)
 
 
 def _put_manifest(client: httpx.Client, base: str, repo: str, ref: str, blob: Blob,

@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -106,19 +107,25 @@ class LocalRegistry:
         return f"{self.scheme}://{self.host}"
 
 
-def _blob(client: httpx.Client, base: str, repo: str, data: bytes) -> dict[str, object]:
-    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+def upload_blob(client: httpx.Client, base: str, repo: str, digest: str,
+                content: bytes | Iterator[bytes], size: int) -> None:
+    """A monolithic upload: POST for a session, then one PUT with the digest; ``content`` may
+    stream (an iterator of chunks) with its size given."""
     start = client.post(f"{base}/v2/{repo}/blobs/uploads/")
     start.raise_for_status()
     loc = start.headers["location"]
     loc = loc if loc.startswith("http") else base + loc
     sep = "&" if "?" in loc else "?"
     put = client.put(
-        f"{loc}{sep}digest={digest}",
-        content=data,
-        headers={"Content-Type": "application/octet-stream"},
+        f"{loc}{sep}digest={digest}", content=content,
+        headers={"Content-Type": "application/octet-stream", "Content-Length": str(size)},
     )
     put.raise_for_status()
+
+
+def _blob(client: httpx.Client, base: str, repo: str, data: bytes) -> dict[str, object]:
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    upload_blob(client, base, repo, digest, data, len(data))
     return {"digest": digest, "size": len(data)}
 
 
