@@ -39,6 +39,7 @@ from cannery.oci.manifest import OCI_INDEX, Descriptor
 from cannery.oci.reference import Reference
 from cannery.plan import ImageSpec
 from cannery.util.cmd import run
+from cannery.util.pynames import canonical_name
 
 _REQ = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==(\S+)")
 
@@ -101,10 +102,6 @@ def syft_scanner(
     return scan
 
 
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def python_packages(sbom: dict[str, object]) -> dict[str, set[str]]:
     """name → versions of the Python packages an SPDX document lists (by their pypi purl)."""
     out: dict[str, set[str]] = {}
@@ -119,8 +116,8 @@ def lock_mismatches(spec: ImageSpec, platform: str, sbom: dict[str, object]) -> 
     found = python_packages(sbom)
     missing = []
     for name, version in _pins(spec, platform):
-        if version not in found.get(_norm(name), set()):
-            have = ", ".join(sorted(found.get(_norm(name), set()))) or "absent"
+        if version not in found.get(canonical_name(name), set()):
+            have = ", ".join(sorted(found.get(canonical_name(name), set()))) or "absent"
             missing.append(f"{name}=={version} (SBOM: {have})")
     return missing
 
@@ -168,7 +165,7 @@ def python_distributions(sbom: dict[str, object]) -> list[PythonDist]:
         path = str(found[0].get("fileName", "")) if found else ""
         comment = str(found[0].get("comment", "")) if found else ""
         layer = comment.removeprefix("layerID: ") if comment.startswith("layerID: ") else ""
-        out.append(PythonDist(_norm(name), version.split("?")[0], path, layer))
+        out.append(PythonDist(canonical_name(name), version.split("?")[0], path, layer))
     return out
 
 
@@ -180,7 +177,7 @@ def _pins(spec: ImageSpec, platform: str) -> list[tuple[str, str]]:
 
 
 def _locked(spec: ImageSpec, platform: str) -> set[tuple[str, str]]:
-    return {(_norm(name), version) for name, version in _pins(spec, platform)}
+    return {(canonical_name(name), version) for name, version in _pins(spec, platform)}
 
 
 def _component_names(spec: ImageSpec) -> set[str]:
@@ -188,11 +185,11 @@ def _component_names(spec: ImageSpec) -> set[str]:
     commit, a wheel's sha256, the checkout), named by the component or its pip requirements."""
     names = set()
     for c in spec.components:
-        names.add(_norm(c.name))
+        names.add(canonical_name(c.name))
         for req in c.pip:
             m = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", req)
             if m:
-                names.add(_norm(m.group(0)))
+                names.add(canonical_name(m.group(0)))
     return names
 
 

@@ -23,6 +23,7 @@ from cannery.catalog.locate import LineMap
 from cannery.catalog.models import IMAGE_TAG, TAG_FIELDS, Catalog
 from cannery.errors import CatalogError, Location
 from cannery.util import toml
+from cannery.util.pynames import requirement_name
 from cannery.util.text import did_you_mean
 
 EMBEDDED = "<embedded>/default.toml"
@@ -517,8 +518,7 @@ def _check_uv(cat: Catalog, iname: str, col: _Collector) -> None:
     component's pip_args (one difference stays: with several indexes uv takes a package
     from the first index that has it, where pip merges them; see the README)."""
     img = cat.images[iname]
-    tools = {re.split(r"[^A-Za-z0-9._-]", t.strip(), maxsplit=1)[0].lower().replace("_", "-"): t
-             for t in img.pip_tools}
+    tools = {requirement_name(t): t for t in img.pip_tools}
     if "uv" not in tools:
         col.error(("images", iname, "installer"),
                   'installer = "uv" needs uv in this image\'s pip_tools (e.g. "uv==0.13.9"), '
