@@ -182,10 +182,19 @@ def test_scheduled_lock_update_opens_a_pull_request(tmp_path: Path) -> None:
     assert job["permissions"] == {"contents": "read"}
     assert "github.token" not in yaml.safe_dump(job) and "secrets." not in yaml.safe_dump(job)
     assert pr_job["permissions"] == {"contents": "write", "pull-requests": "write"}
+    # the patch check (tests/unit/test_lock_update_patch.py runs it): bash, git and mktemp
+    check = {"set", "allowed=(", ")", "patch=\"${RUNNER_TEMP}/lock-update/change.patch\"",
+             "scratch=\"$(mktemp", "trap", "refused=0", "while", "ok=''", "for", "done",
+             "printf", "refused=1", "if", "fi", "git"}
     for step in pr_job["steps"]:
         for line in step.get("run", "").splitlines():
-            assert line.split()[:1] in ([], ["git"], ["gh"], ["if"], ["fi"], ["open=\"$(gh"],
-                                        ["--body"]), line
+            first = line.split()[:1]
+            if step["name"].startswith("Apply the patch"):
+                assert not first or first[0] in check or first[0].startswith(
+                    ("'", 'GIT_INDEX_FILE="${scratch}/index"')), line
+                continue
+            assert first in ([], ["git"], ["gh"], ["if"], ["fi"], ["open=\"$(gh"],
+                             ["--body"]), line
         used = str(step.get("uses", ""))
         assert not used or used.startswith(("actions/checkout@", "actions/download-artifact@"))
     # the nightly builds stay --locked: nothing in the workflow builds without it

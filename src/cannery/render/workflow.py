@@ -348,8 +348,85 @@ def _pr_job(cat: Catalog, spec: ImageSpec, pins: dict[str, Pin], cat_args: str) 
 LOCK_PATCH = "${{ runner.temp }}/lock-update"
 
 
+def lock_update_paths(cat: Catalog, specs: Sequence[ImageSpec], lock_file: str) -> list[str]:
+    """What a lock update may change: the lock and the files rendered from it (each image's
+    Dockerfile, the bake file, the tags page). Not the workflow nor ``.dockerignore``, which
+    the lock does not reach. Catalog-validated paths (REL_PATH, NAME), so they are written into
+    single-quoted shell words as they are."""
+    from cannery.render import dockerfile_name
+
+    paths = [lock_file, *(f"{cat.ci.dockerfiles}/{dockerfile_name(s.name)}" for s in specs)]
+    return list(dict.fromkeys([*paths, cat.ci.bake, cat.ci.docs]))
+
+
+def _shell_list(name: str, words: Sequence[str]) -> str:
+    return f"{name}=(\n" + "".join(f"  '{w}'\n" for w in words) + ")\n"
+
+
+def _lock_patch_script(paths: Sequence[str]) -> Literal:
+    """The lock-update job's change, as a patch of ``paths`` only: the checkout may hold
+    whatever the third-party code it ran left (build output of a source package), which is
+    named in a warning and left out."""
+    return Literal(
+        "set -euo pipefail\n"
+        + _shell_list("allowed", paths)
+        + "git add -A\n"
+        "git diff --cached --name-only -z --no-renames -- . "
+        '"${allowed[@]/#/:(exclude,literal)}" |\n'
+        "  while IFS= read -r -d '' path; do\n"
+        "    printf '::warning::left out of the lock update (not the lock or a file rendered "
+        "from it): %q\\n' \"${path}\"\n"
+        "  done\n"
+        'mkdir -p "${RUNNER_TEMP}/lock-update"\n'
+        'git diff --cached --binary -- "${allowed[@]/#/:(literal)}" '
+        '> "${RUNNER_TEMP}/lock-update/change.patch"\n'
+        'if [ -s "${RUNNER_TEMP}/lock-update/change.patch" ]; then\n'
+        '  echo "changed=true" >> "${GITHUB_OUTPUT}"\n'
+        "else\n"
+        '  echo "the lock is unchanged"\n'
+        "fi\n"
+    )
+
+
+def _lock_apply_script(paths: Sequence[str]) -> Literal:
+    """The pull-request job's first use of the patch, which came from a job that ran
+    third-party code: every path it touches (both sides of a rename, as git itself lists them
+    after applying it to a scratch index, not to the checkout) must be one of ``paths``; any
+    other is named and fails the job before anything is applied, committed or pushed. Then
+    it is applied with ``paths`` as git's include list."""
+    return Literal(
+        "set -euo pipefail\n"
+        + _shell_list("allowed", paths)
+        + 'patch="${RUNNER_TEMP}/lock-update/change.patch"\n'
+        'scratch="$(mktemp -d)"\n'
+        "trap 'rm -rf \"${scratch}\"' EXIT\n"
+        'GIT_INDEX_FILE="${scratch}/index" git read-tree HEAD\n'
+        'GIT_INDEX_FILE="${scratch}/index" git apply --cached "${patch}"\n'
+        'GIT_INDEX_FILE="${scratch}/index" git diff --cached --name-only -z --no-renames HEAD '
+        '> "${scratch}/paths"\n'
+        "refused=0\n"
+        "while IFS= read -r -d '' path; do\n"
+        "  ok=''\n"
+        '  for a in "${allowed[@]}"; do\n'
+        '    if [[ "${path}" == "${a}" ]]; then ok=1; fi\n'
+        "  done\n"
+        '  if [[ -z "${ok}" ]]; then\n'
+        "    printf '::error::the lock-update patch touches %q, which is not the lock or a file "
+        "rendered from it; nothing was applied\\n' \"${path}\"\n"
+        "    refused=1\n"
+        "  fi\n"
+        'done < "${scratch}/paths"\n'
+        "if (( refused )); then exit 1; fi\n"
+        'git apply --index "${allowed[@]/#/--include=}" "${patch}"\n'
+    )
+
+
 def _lock_update_jobs(
-    cat: Catalog, pins: dict[str, Pin], cat_args: str
+    cat: Catalog,
+    specs: Sequence[ImageSpec],
+    pins: dict[str, Pin],
+    cat_args: str,
+    lock_file: str,
 ) -> list[tuple[str, object]]:
     """On the schedule: re-resolve every moving reference, re-render, and put the result in a
     pull request (never pushed to a built branch: builds stay --locked, and the new lock is
@@ -357,8 +434,11 @@ def _lock_update_jobs(
     third-party code (git, and `uv pip compile` building the new commits of tracked branches
     for their metadata), with a read-only token, and hands its change on as an artifact;
     ``lock-update-pr`` holds the write token and runs only git and gh on that change (any step
-    of a job can read that job's token from the runner's memory)."""
+    of a job can read that job's token from the runner's memory), and applies only the lock
+    and the files rendered from it (``lock_update_paths``), refusing a patch that touches any
+    other path."""
     title = f"cannery: update the lock of {cat.catalog.name}"
+    paths = lock_update_paths(cat, specs, lock_file)
     resolve = {
         "name": "update the lock",
         "if": "${{ github.event_name == 'schedule' && !github.event.repository.fork }}",
@@ -373,16 +453,7 @@ def _lock_update_jobs(
             {
                 "name": "The change, as a patch",
                 "id": "changes",
-                "run": Literal(
-                    "git add -A\n"
-                    'mkdir -p "${RUNNER_TEMP}/lock-update"\n'
-                    'git diff --cached --binary > "${RUNNER_TEMP}/lock-update/change.patch"\n'
-                    'if [ -s "${RUNNER_TEMP}/lock-update/change.patch" ]; then\n'
-                    '  echo "changed=true" >> "${GITHUB_OUTPUT}"\n'
-                    "else\n"
-                    '  echo "the lock is unchanged"\n'
-                    "fi\n"
-                ),
+                "run": _lock_patch_script(paths),
             },
             {
                 "name": "Upload the patch",
@@ -420,6 +491,10 @@ def _lock_update_jobs(
                 "with": {"name": "lock-update", "path": LOCK_PATCH},
             },
             {
+                "name": "Apply the patch: the lock and the files rendered from it, nothing else",
+                "run": _lock_apply_script(paths),
+            },
+            {
                 "name": "Open or update a pull request with the new lock",
                 "env": {
                     # gh reads the token from the environment; `gh auth setup-git` makes git
@@ -430,7 +505,6 @@ def _lock_update_jobs(
                     "TITLE": title,
                 },
                 "run": Literal(
-                    'git apply --index "${RUNNER_TEMP}/lock-update/change.patch"\n'
                     "gh auth setup-git\n"
                     'git config user.name "github-actions[bot]"\n'
                     'git config user.email '
@@ -653,7 +727,7 @@ def render_workflow(
             ],
         }
     if ci.schedule and ci.lock_update:
-        for jid, job in _lock_update_jobs(cat, pins, cat_args):
+        for jid, job in _lock_update_jobs(cat, specs, pins, cat_args, lock_file):
             jobs[Gap(len(jobs))] = None
             jobs[jid] = job
 
