@@ -36,6 +36,9 @@ class _Engine:
     def steps(self, image: ImageJob, job: PlatformJob, opts: BuildOptions) -> list[list[str]]:
         return [self.step]
 
+    def login_hosts(self, image: ImageJob, opts: BuildOptions) -> list[str]:
+        return []
+
     def collect(
         self, image: ImageJob, job: PlatformJob, opts: BuildOptions, run: Run, present: Present
     ) -> Built:

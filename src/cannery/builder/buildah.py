@@ -153,6 +153,10 @@ class BuildahEngine:
     name = "buildah"
     pushes_while_building = False
 
+    def login_hosts(self, image: ImageJob, opts: BuildOptions) -> list[str]:
+        """None: buildah pulls with its own auth file, and cannery's client pushes."""
+        return []
+
     def steps(self, image: ImageJob, job: PlatformJob, opts: BuildOptions) -> list[list[str]]:
         build = [
             "buildah",

@@ -1,8 +1,16 @@
 """BuildKit through ``docker buildx``: one platform per invocation, pushed by digest by BuildKit
 itself (``push-by-digest=true,name-canonical=true``; no tag is written), its descriptor read
 from ``--metadata-file``. ``--builder`` selects a remote or Kubernetes BuildKit: the way past
-one machine. Registry credentials are docker's own (its config file); none is on the command
-line. Index merge and tag move stay with cannery's registry client (see engine.py).
+one machine. Index merge and tag move stay with cannery's registry client (see engine.py).
+
+Registry logins: buildx reads Docker's config file and hands BuildKit the login of each registry
+it pushes to, exports its cache to or pulls a base from. cannery never puts a secret on the
+command line or in the child's environment (``CANNERY_REGISTRY_*`` is stripped from every
+child); instead the executor runs these commands with ``DOCKER_CONFIG`` set to a temporary
+config holding cannery's own logins for :meth:`BuildxEngine.login_hosts` (the same lookup its
+registry client uses: ``CANNERY_REGISTRY_*``, then the user's Docker config and helpers), made
+private to the user and removed when the platform's commands end. So a CI job needs no
+``docker login`` step: the credentials it gives cannery are the ones BuildKit uses.
 """
 
 from __future__ import annotations
@@ -12,7 +20,7 @@ import json
 from cannery.builder.engine import BuildOptions, Built, Present, Run
 from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.errors import FatalError, InputError
-from cannery.oci import Descriptor
+from cannery.oci import Descriptor, Reference
 
 
 class BuildxEngine:
@@ -67,6 +75,12 @@ class BuildxEngine:
             ]
         argv.append(str(opts.context))
         return [argv]
+
+    def login_hosts(self, image: ImageJob, opts: BuildOptions) -> list[str]:
+        """The push repository's host (the image and its registry cache), then each base's."""
+        refs = [opts.push_repository, opts.cache_ref, image.spec.base_image]
+        refs += [st.base_image for st in image.spec.stages if st.own_base]
+        return list(dict.fromkeys(Reference.parse(r).host for r in refs if r))
 
     def collect(
         self, image: ImageJob, job: PlatformJob, opts: BuildOptions, run: Run, present: Present

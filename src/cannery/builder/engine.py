@@ -64,6 +64,12 @@ class Engine(Protocol):
         """The commands that build (and, for engines that push, push) one platform. Pure."""
         ...
 
+    def login_hosts(self, image: ImageJob, opts: BuildOptions) -> list[str]:
+        """The registry hosts the commands reach with Docker's login (its config file): the
+        executor hands them cannery's logins for these in a temporary Docker config (see
+        :meth:`cannery.oci.auth.Credentials.docker_config`). Empty: the commands need none."""
+        ...
+
     def collect(
         self, image: ImageJob, job: PlatformJob, opts: BuildOptions, run: Run, present: Present
     ) -> Built:

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -272,24 +272,35 @@ def _build_platform(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text("")
 
-    def run(argv: list[str]) -> list[str]:
-        lines: list[str] = []
+    # An engine that pushes with Docker's login (buildx) gets cannery's, for the hosts it
+    # names, in a temporary Docker config removed when its commands are done.
+    hosts = settings.engine.login_hosts(image, opts)
+    login = (
+        target.client.credentials.docker_config(hosts)
+        if hosts and target.client is not None
+        else nullcontext(None)
+    )
+    with login as login_env:
 
-        def on_line(line: str) -> None:
-            lines.append(line)
-            reporter.line(image.name, job, line)
+        def run(argv: list[str]) -> list[str]:
+            lines: list[str] = []
 
-        # stream() gives the engine child_env(): no credential of cannery's reaches it.
-        rc, tail = stream(argv, log_path, on_line, stop=settings.wrong)
-        if rc != 0:
-            _check_guess(settings)  # a wrong guess explains a failure (or stopped the build)
-            raise _PlatformFailed(job, f"{argv[0]} {argv[1]} exited {rc}", tail, log_path)
-        return lines
+            def on_line(line: str) -> None:
+                lines.append(line)
+                reporter.line(image.name, job, line)
 
-    for argv in steps:
-        run(argv)
-    _check_guess(settings)
-    built = settings.engine.collect(image, job, opts, run, present)
+            # stream() gives the engine child_env(): no credential variable of cannery's
+            # reaches it (the logins it needs are in the file ``login_env`` names).
+            rc, tail = stream(argv, log_path, on_line, extra_env=login_env, stop=settings.wrong)
+            if rc != 0:
+                _check_guess(settings)  # a wrong guess explains a failure (or stopped the build)
+                raise _PlatformFailed(job, f"{argv[0]} {argv[1]} exited {rc}", tail, log_path)
+            return lines
+
+        for argv in steps:
+            run(argv)
+        _check_guess(settings)
+        built = settings.engine.collect(image, job, opts, run, present)
     if built.layers:  # in the log, as stream notes each command's exit
         with log_path.open("a", encoding="utf-8") as fh:
             fh.write(f"# exported {built.exported} of {built.layers} layers (the target has "

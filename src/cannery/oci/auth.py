@@ -13,6 +13,11 @@ Order, per registry host (first hit wins):
    protocol (server on stdin, JSON on stdout: the secret is never in an argv), then ``auths``.
 
 Secrets are returned to the caller and never logged, put in an error message or a repr.
+
+A child that reads Docker's config rather than asking cannery (BuildKit, through ``docker
+buildx``, pushing and exporting its cache itself) gets cannery's logins for the registries it
+talks to through :meth:`Credentials.docker_config`: a temporary config directory of its own,
+never an argument or an environment variable holding a secret.
 Identity tokens (a helper's ``<token>`` user, an ``identitytoken`` entry: OAuth refresh tokens
 some logins store) are not supported; they are reported as such rather than sent as a password.
 """
@@ -26,16 +31,23 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
-from cannery.errors import InputError
+from cannery.errors import FatalError, InputError
 from cannery.oci.reference import DOCKER_HUB, HUB_ALIASES, Reference
 from cannery.util.env import credential_helper_env
 
 ENV_USER = "CANNERY_REGISTRY_USER"
 ENV_PASSWORD = "CANNERY_REGISTRY_PASSWORD"
 ENV_HOST = "CANNERY_REGISTRY_HOST"
+# The config keys that hold or find credentials: a temporary config (docker_config) has its own.
+CREDENTIAL_KEYS = ("auths", "credsStore", "credHelpers")
+# What a temporary config links to in the user's config directory: docker CLI plugins (buildx
+# itself, when installed per user) and docker contexts (the daemon a builder runs on).
+CONFIG_LINKS = ("cli-plugins", "contexts")
 NO_HOST = "-"  # an env_host that matches no registry: the env credentials go nowhere
 # `docker login` with no server stores Docker Hub under this key, in auths and in helpers.
 HUB_KEY = "https://index.docker.io/v1/"
@@ -102,6 +114,51 @@ class Credentials:
                     if found:
                         return found
         return None
+
+    @contextmanager
+    def docker_config(self, hosts: Iterable[str]) -> Iterator[dict[str, str]]:
+        """A Docker config directory holding cannery's login for each of ``hosts`` (those it
+        has one for, looked up as :meth:`lookup` does: cannery's variables, then the user's
+        Docker config and its helpers), for a child that reads Docker's config itself.
+
+        Yields the variables to give that child: ``DOCKER_CONFIG``, a new directory (mode 0700,
+        from :func:`tempfile.mkdtemp`) whose ``config.json`` (mode 0600, created exclusively)
+        is the user's own config without its credential keys (``auths``, ``credsStore``,
+        ``credHelpers``) plus an ``auths`` entry per host; and ``BUILDX_CONFIG``, the user's
+        buildx directory (unless already set), so ``--builder`` still finds the builders
+        `docker buildx create` stored there. ``cli-plugins`` and ``contexts`` are symlinks to
+        the user's. The directory is removed when the block ends, however it ends. Nothing
+        of it is logged."""
+        found: dict[str, dict[str, str]] = {}
+        for host in dict.fromkeys(hosts):
+            creds = self.lookup(host)
+            if creds is not None:
+                found[HUB_KEY if host in HUB_ALIASES else host] = {
+                    "auth": base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
+                }
+        config = {k: v for k, v in self._load().items() if k not in CREDENTIAL_KEYS}
+        config["auths"] = found
+        own = self.config_file.parent
+        try:
+            where = Path(tempfile.mkdtemp(prefix="cannery-docker-"))
+        except OSError as exc:
+            raise FatalError(f"cannot make a temporary docker config: {exc.strerror}") from None
+        try:
+            try:
+                fd = os.open(where / "config.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(config, fh)
+                for name in CONFIG_LINKS:
+                    if (own / name).is_dir():
+                        (where / name).symlink_to(own / name)
+            except OSError as exc:
+                raise FatalError(f"{where}: cannot write a docker config: {exc.strerror}") from None
+            env = {"DOCKER_CONFIG": str(where)}
+            if not self._env.get("BUILDX_CONFIG"):
+                env["BUILDX_CONFIG"] = str(own / "buildx")
+            yield env
+        finally:
+            shutil.rmtree(where, ignore_errors=True)
 
     def _load(self) -> dict[str, object]:
         if self._config is None:

@@ -229,6 +229,11 @@ class OCIClient:
         self._tokens: dict[tuple[str, tuple[str, ...]], tuple[str, float]] = {}
         self._basic: dict[str, str] = {}
 
+    @property
+    def credentials(self) -> Credentials:
+        """Where this client's logins come from (for a child that needs the same ones)."""
+        return self._creds
+
     def close(self) -> None:
         self._http.close()
 
