@@ -30,8 +30,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.errors import FatalError, NetworkError
@@ -322,12 +323,18 @@ def known_platforms(
     return out
 
 
-def publish_credentials(images: Sequence[ImageJob | ImageSpec]) -> Credentials:
+def publish_credentials(
+    images: Sequence[ImageJob | ImageSpec],
+    env: Mapping[str, str] | None = None,
+    config_dir: Path | None = None,
+) -> Credentials:
     """Credentials for a publish: each catalog registry's own variables go to its host only;
-    the plain CANNERY_REGISTRY_USER/_PASSWORD only when every image goes to one host."""
+    the plain CANNERY_REGISTRY_USER/_PASSWORD only when every image goes to one host.
+    ``env`` and ``config_dir`` as for :class:`Credentials` (default: this process's)."""
     where = [t for image in images for t in targets(image)]
     return Credentials(
-        env_host=push_host([t.repository for t in where]), registries=registry_hosts(images)
+        env, config_dir, env_host=push_host([t.repository for t in where]),
+        registries=registry_hosts(images),
     )
 
 

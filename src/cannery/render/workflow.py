@@ -19,13 +19,18 @@ Shape, and why:
   build IMAGE --platform P --push --digest-dir DIR --registry-cache`, which pushes that
   platform by digest (no tag moves), with a BuildKit registry cache of that image and
   platform alone, and writes its descriptor, uploaded as an artifact named per image and
-  platform;
+  platform. BuildKit because each hosted runner starts empty: its registry cache outlives the
+  runner, where buildah's layer cache would not. No step runs `docker login`: the step's env
+  gives cannery the registry's secrets, and cannery hands BuildKit that login in a temporary
+  Docker config of its own (see ``cannery.builder.buildx``);
 - per image, one merge job that `needs` only that image's build job, so it runs only when every
   leg of that image succeeded. It runs `cannery build IMAGE --merge-only --digest-dir DIR
   --push` rather than `docker buildx imagetools create`: cannery reads the same catalog and
   lock as the legs, refuses to merge when a catalog platform is missing, pushes the index by
   digest and only then moves the tag, then the aliases, so no tag names a partial index.
-  `cannery verify` then checks the pushed image against the catalog;
+  `cannery verify` then checks the pushed image against the catalog. Its cannery steps get
+  every registry's secrets in env (the mirrors are written here, by cannery's own client);
+  its one login step is for actions/attest, which pushes with Docker's login;
 - with a schedule (and ``lock_update``), a ``lock-update`` job on the schedule runs `cannery
   lock --update all` and re-renders with a read-only token, and a ``lock-update-pr`` job,
   which runs no cannery and no third-party code, opens (or updates) a pull request from the
@@ -655,6 +660,8 @@ def render_workflow(
                 },
                 {
                     "name": "Build and push by digest",
+                    # cannery hands BuildKit the login for the push repository (and cache)
+                    # from these, in a temporary docker config: no `docker login` step
                     "env": {
                         **creds,
                         "PLATFORM": "${{ matrix.platform }}",
@@ -765,6 +772,8 @@ def render_workflow(
         "as in docker-bake.json), so legs never share or overwrite a cache entry.\n"
         "The merge attaches cannery's provenance (from the lock) as OCI referrers and, in a\n"
         "public repository, signs it keyless (actions/attest: Sigstore, GitHub OIDC).\n"
-        "Registry credentials reach cannery as environment variables, never as arguments."
+        "Registry credentials reach cannery as environment variables, never as arguments;\n"
+        "cannery gives BuildKit its login in a temporary docker config, so no leg runs\n"
+        "`docker login` (the merge job's login step is for actions/attest's push)."
     )
     return dump(doc, header)  # type: ignore[arg-type]
