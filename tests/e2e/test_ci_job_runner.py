@@ -1,10 +1,14 @@
 """The generated workflow, run job by job as a GitHub runner would, publishes to registries that
 require a password.
 
-A small catalog in the shape of the examples that publish to two registries (llamafactory-npu:
-a first registry and a mirror, each with its own secrets) is locked and rendered into a git
-repository. Its workflow's jobs then run in order for a manual run (``workflow_dispatch``, no
-images named): ``check``, each leg of ``build-tiny``, ``merge-tiny``; the ``pr-*`` and
+A small catalog is locked and rendered into a git repository, in each shape of registry login
+the examples' workflows have: ``mirror``, a first registry and a mirror, each with its own
+secrets in its own variables (llamafactory-npu); ``single``, each image to one registry, its
+secrets in the plain ``CANNERY_REGISTRY_USER`` / ``_PASSWORD`` (cann-bases, mindspeed-rl,
+verl-ascend, vllm-ascend). (Each example's own workflow file is checked for a login before
+every registry write by tests/unit/test_workflow_logins.py; its images cannot be built here.)
+Its workflow's jobs then run in order for a manual run (``workflow_dispatch``, no images
+named): ``check``, each leg of ``build-tiny``, ``merge-tiny``; the ``pr-*`` and
 lock-update jobs are skipped by their own ``if:``, as on GitHub. Each job gets a fresh clone
 (its checkout), a runner temp directory of its own, and the environment it declares: the job's
 and step's ``env:`` with ``${{ secrets.X }}`` / ``${{ vars.X }}`` taken from a test dict, the
@@ -64,18 +68,14 @@ CATALOG = """\
 name = "ci"
 source = "https://example.com/cannery-ci"
 registry = "first"
-mirrors = ["mirror"]
+{mirrors}
 python_index = "{files}/wheels/simple/"
 
 [registries.first]
-repository = "{first}/ci/tiny"
+repository = "{first}/ci/{shape}"
 user_secret = "FIRST_USERNAME"
 password_secret = "FIRST_TOKEN"
-
-[registries.mirror]
-repository = "{mirror}/ci/tiny"
-user_secret = "MIRROR_USERNAME"
-password_secret = "MIRROR_TOKEN"
+{mirror_table}
 
 [bases.standin]
 image = "{base}"
@@ -272,15 +272,26 @@ class Runner:
         return dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
 
 
+MIRROR = """
+[registries.mirror]
+repository = "{mirror}/ci/{shape}"
+user_secret = "MIRROR_USERNAME"
+password_secret = "MIRROR_TOKEN"
+"""
+
+
+@pytest.mark.parametrize("shape", ["mirror", "single"])
 def test_the_generated_jobs_publish_to_registries_that_require_a_password(
-    world: BuildWorld, mirror: tuple[LocalRegistry, str, str], tmp_path: Path
+    world: BuildWorld, mirror: tuple[LocalRegistry, str, str], tmp_path: Path, shape: str
 ) -> None:
     mirror_reg, mirror_user, mirror_password = mirror
     repo = tmp_path / "repo"
     repo.mkdir()
+    mirrored = shape == "mirror"
     (repo / "cannery.toml").write_text(CATALOG.format(
-        files=world.files.url, first=world.push_registry.host, mirror=mirror_reg.host,
-        base=world.base))
+        files=world.files.url, first=world.push_registry.host, base=world.base, shape=shape,
+        mirrors='mirrors = ["mirror"]' if mirrored else "",
+        mirror_table=MIRROR.format(mirror=mirror_reg.host, shape=shape) if mirrored else ""))
     # The repository's own preparation (a developer's machine): lock, render, commit.
     dev = {k: v for k, v in world.env().items() if not k.startswith("CANNERY_REGISTRY_")}
     for args in (["lock", "--catalog", "cannery.toml"], ["render", "--catalog", "cannery.toml"]):
@@ -309,11 +320,16 @@ def test_the_generated_jobs_publish_to_registries_that_require_a_password(
     assert not [k for k in machine if k.startswith("CANNERY_REGISTRY_")]
 
     doc = yaml.safe_load((repo / ".github" / "workflows" / "cannery-images.yml").read_text())
+    step_env = [s.get("env", {}) for j in doc["jobs"].values() for s in j["steps"]]
+    names = {k for e in step_env for k in e if k.startswith("CANNERY_REGISTRY_")}
+    assert names == ({"CANNERY_REGISTRY_FIRST_USER", "CANNERY_REGISTRY_FIRST_PASSWORD",
+                      "CANNERY_REGISTRY_MIRROR_USER", "CANNERY_REGISTRY_MIRROR_PASSWORD"}
+                     if mirrored else {"CANNERY_REGISTRY_USER", "CANNERY_REGISTRY_PASSWORD"})
+    users = {"FIRST_USERNAME": world.user, "MIRROR_USERNAME": mirror_user}
     runner = Runner(
         doc, repo, tmp_path, machine,
-        secret={"FIRST_USERNAME": world.user, "FIRST_TOKEN": world.password,
-                "MIRROR_USERNAME": mirror_user, "MIRROR_TOKEN": mirror_password},
-        variables={},
+        secret={**users, "FIRST_TOKEN": world.password, "MIRROR_TOKEN": mirror_password},
+        variables=users,  # a user name may come from a variable rather than a secret
     )
     runner.run_all()
     assert runner.ran == ["check-job", "build-tiny-amd64", "merge-tiny-job"], runner.results
@@ -327,9 +343,12 @@ def test_the_generated_jobs_publish_to_registries_that_require_a_password(
     digests = set()
     for reg, auth in ((world.push_registry, (world.user, world.password)),
                       (mirror_reg, (mirror_user, mirror_password))):
-        url = f"https://{reg.host}/v2/ci/tiny/manifests/{TAG}"
+        url = f"https://{reg.host}/v2/ci/{shape}/manifests/{TAG}"
         assert httpx.get(url, headers=accept, verify=ca).status_code == 401
         resp = httpx.get(url, headers=accept, verify=ca, auth=auth)
+        if reg is mirror_reg and not mirrored:
+            assert resp.status_code == 404  # published where the catalog says, only there
+            continue
         assert resp.status_code == 200, (reg.host, resp.text)
         index = resp.json()
         assert [m["platform"]["architecture"] for m in index["manifests"]] == ["amd64"]
