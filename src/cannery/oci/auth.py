@@ -13,13 +13,13 @@ Order, per registry host (first hit wins):
    protocol (server on stdin, JSON on stdout: the secret is never in an argv), then ``auths``.
 
 Secrets are returned to the caller and never logged, put in an error message or a repr.
+Identity tokens (a helper's ``<token>`` user, an ``identitytoken`` entry: OAuth refresh tokens
+some logins store) are not supported; they are reported as such rather than sent as a password.
 
 A child that reads Docker's config rather than asking cannery (BuildKit, through ``docker
 buildx``, pushing and exporting its cache itself) gets cannery's logins for the registries it
 talks to through :meth:`Credentials.docker_config`: a temporary config directory of its own,
 never an argument or an environment variable holding a secret.
-Identity tokens (a helper's ``<token>`` user, an ``identitytoken`` entry: OAuth refresh tokens
-some logins store) are not supported; they are reported as such rather than sent as a password.
 """
 
 from __future__ import annotations
@@ -133,8 +133,9 @@ class Credentials:
         for host in dict.fromkeys(hosts):
             creds = self.lookup(host)
             if creds is not None:
+                # `docker login`'s form: base64 of user:password, as in a Basic header
                 found[HUB_KEY if host in HUB_ALIASES else host] = {
-                    "auth": base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
+                    "auth": basic(creds).removeprefix("Basic ")
                 }
         config = {k: v for k, v in self._load().items() if k not in CREDENTIAL_KEYS}
         config["auths"] = found
