@@ -16,9 +16,10 @@ import yaml
 from cannery.catalog.load import load_catalog
 from cannery.lock import Lock
 from cannery.plan import plan
+from cannery.pydeps import ci_requirements
 from cannery.render.actions import load_pins
 from cannery.render.workflow import render_workflow
-from tests.catalogs import minimal
+from tests.catalogs import ci_entries, minimal
 from tests.conftest import GOLDEN, ROOT
 from tests.unit.test_publish_workflow import _render as multi_registry_workflow
 
@@ -50,7 +51,8 @@ def _catalog(tmp_path: Path, ci: str = "", extra: str = "") -> Path:
 def _render(path: Path) -> str:
     cat = load_catalog(path).catalog
     return render_workflow(cat, plan(cat, Lock()), load_pins(), catalog_file=path.name,
-                           lock_file="cannery.lock")
+                           lock_file="cannery.lock",
+                           ci_pins=ci_requirements(cat, ci_entries(cat)))
 
 
 def _on_pull_request(jobs: dict[str, Any], jid: str) -> bool:
@@ -394,3 +396,4 @@ def test_no_branches_means_no_branch_push_builds(tmp_path: Path, tags: str) -> N
     assert "branches" not in doc["on"]["pull_request"]
     assert "src/app/**" in doc["on"]["pull_request"]["paths"]
     _actionlint_clean(tmp_path, text)
+

@@ -916,6 +916,8 @@ EnvValue = str | list[str]
 # A GitHub Actions tag filter (on.push.tags): tag characters and the glob characters * ? +;
 # no '!' negation and nothing that needs YAML quoting.
 GIT_TAG_FILTER = r"^[A-Za-z0-9_.*?+][A-Za-z0-9_./*?+-]*$"
+# An action pinned by commit: owner/repo, an optional path inside it, @ a full commit SHA.
+ACTION_REF = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*@[0-9a-f]{40}$"
 
 
 class Ci(Strict):
@@ -961,8 +963,22 @@ class Ci(Strict):
         True, description="With schedule: the scheduled run also runs `cannery lock --update "
         "all`, re-renders, and opens a pull request when the lock changed (GITHUB_TOKEN, gh)"
     )
-    install: str = Field("", description="pip requirement CI installs cannery from "
-                                         "(default: this cannery's exact version)")
+    install: str = Field(
+        "", description="pip requirement CI installs cannery from (default: this cannery's "
+        "exact version): `cannery lock` resolves it with uv for `python` and the runners' "
+        "platforms into hashes, `cannery render` writes them to `requirements`, and the jobs "
+        "install that file with pip --require-hashes --no-deps"
+    )
+    install_action: str | None = Field(
+        None, description="Instead of pip: an action that installs cannery, "
+        "owner/repo[/path]@<full commit SHA>, run by every job that runs cannery",
+        json_schema_extra=_schema(ACTION_REF),
+    )
+    requirements: str = Field(
+        ".github/workflows/cannery-requirements.txt",
+        description="Where `cannery render` writes the hashed requirements CI installs "
+        "cannery from", json_schema_extra=_inside_repo(REL_PATH.pattern),
+    )
     environment: str | None = Field(
         "image-registry", pattern=RUNNER_LABEL,
         description="Deployment environment of the jobs that read registry secrets "
@@ -986,7 +1002,25 @@ class Ci(Strict):
                 raise ValueError(f"bad runner label {label!r}")
         return v
 
-    @field_validator("workflow", "dockerfiles", "bake", "docs")
+    @model_validator(mode="after")
+    def _one_install(self) -> Ci:
+        if self.install_action is not None and self.install:
+            raise ValueError("install and install_action both say how CI installs cannery: "
+                             "keep one")
+        return self
+
+    @field_validator("install_action")
+    @classmethod
+    def _action(cls, v: str | None) -> str | None:
+        if v is not None and not _full(ACTION_REF, v):
+            raise ValueError(
+                f"{v!r}: name the action as owner/repo[/path]@<full 40-hex commit SHA> (a tag "
+                "or branch can be moved to other code, which would then hold the registry "
+                "secrets)"
+            )
+        return v
+
+    @field_validator("workflow", "dockerfiles", "bake", "docs", "requirements")
     @classmethod
     def _relative(cls, v: str) -> str:
         # Written below the catalog's directory: never outside it, never an odd file name.
