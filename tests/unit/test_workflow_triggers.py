@@ -397,3 +397,45 @@ def test_no_branches_means_no_branch_push_builds(tmp_path: Path, tags: str) -> N
     assert "src/app/**" in doc["on"]["pull_request"]["paths"]
     _actionlint_clean(tmp_path, text)
 
+
+def test_branch_pushes_off_publishes_on_tags_and_manual_runs_only(tmp_path: Path) -> None:
+    """`branch_pushes = false`: `branches` filter pull requests only (their build stays, with
+    no secret); a `v*` tag and a manual run publish; no branch push does."""
+    text = _render(_catalog(
+        tmp_path, 'branches = ["main", "releases/*"]\nbranch_pushes = false\n'
+        'release_tags = ["v*"]\n', extra=APP))
+    doc = yaml.safe_load(text)
+    assert set(doc["on"]) == {"workflow_dispatch", "push", "pull_request"}
+    assert doc["on"]["push"] == {"tags": ["v*"]}
+    assert doc["on"]["pull_request"]["branches"] == ["main", "releases/*"]
+    assert "pr-one" in doc["jobs"] and "build-one" in doc["jobs"]
+    _actionlint_clean(tmp_path, text)
+
+
+def test_dispatch_only(tmp_path: Path) -> None:
+    """No branch pushes, no release tags, no schedule: only a manual run publishes; the pull
+    request build stays."""
+    doc = yaml.safe_load(_render(_catalog(tmp_path, "branch_pushes = false\n")))
+    assert set(doc["on"]) == {"workflow_dispatch", "pull_request"}
+    assert doc["on"]["pull_request"]["branches"] == ["main"]
+
+
+def test_registry_user_from_a_variable(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """`user_var`: the user name comes from `vars.X` (not secret), the password still from a
+    secret; naming both user_var and user_secret is one line, exit 2."""
+    base = minimal().replace(
+        '[registries.local]\n',
+        '[registries.local]\nuser_var = "QUAY_USERNAME"\npassword_secret = "QUAY_PASSWORD"\n')
+    path = tmp_path / "cannery.toml"
+    path.write_text(base)
+    doc = yaml.safe_load(_render(path))
+    env = next(s for s in doc["jobs"]["build-one"]["steps"]
+               if s["name"].startswith("Build"))["env"]
+    assert env["CANNERY_REGISTRY_USER"] == "${{ vars.QUAY_USERNAME }}"
+    assert env["CANNERY_REGISTRY_PASSWORD"] == "${{ secrets.QUAY_PASSWORD }}"
+    _actionlint_clean(tmp_path, _render(path))
+    path.write_text(base.replace('user_var = "QUAY_USERNAME"\n',
+                                 'user_var = "QUAY_USERNAME"\nuser_secret = "U"\n'))
+    res = cli("render", "--catalog", str(path))
+    assert res.code == 2 and "registries.local" in res.err and "user_var" in res.err, res.err
+    assert len(res.err.strip().splitlines()) == 1

@@ -148,6 +148,11 @@ class PushTarget(Strict):
         "REGISTRY_USER", pattern=SECRET_NAME,
         description="CI secret holding the registry user (the rendered workflow reads it)",
     )
+    user_var: str | None = Field(
+        None, pattern=SECRET_NAME,
+        description="CI variable (vars.NAME) holding the registry user, read instead of "
+        "user_secret: a user name is not secret",
+    )
     password_secret: str = Field(
         "REGISTRY_PASSWORD", pattern=SECRET_NAME,
         description="CI secret holding the registry password or token",
@@ -158,6 +163,20 @@ class PushTarget(Strict):
         "docker (a Docker manifest list, for registries such as Huawei SWR that refuse OCI "
         "indexes); platform manifests are Docker v2s2 everywhere, so their digests are equal",
     )
+
+    @model_validator(mode="after")
+    def _one_user(self) -> PushTarget:
+        if self.user_var is not None and "user_secret" in self.model_fields_set:
+            raise ValueError("user_var and user_secret both name the registry user: keep one")
+        return self
+
+    @property
+    def user_expression(self) -> str:
+        """The workflow expression of the registry user: ``${{ vars.X }}`` or ``${{ secrets.X
+        }}``."""
+        if self.user_var is not None:
+            return f"${{{{ vars.{self.user_var} }}}}"
+        return f"${{{{ secrets.{self.user_secret} }}}}"
 
     @field_validator("repository")
     @classmethod
@@ -936,6 +955,11 @@ class Ci(Strict):
         ["main"], description="Branches whose pushes build and publish the images they touch, "
         "and whose pull requests build them without pushing; [] for no branch push builds "
         "(release tags, the schedule and manual runs only; pull requests into any branch)"
+    )
+    branch_pushes: bool = Field(
+        True, description="Pushes to `branches` build and publish the images they touch; "
+        "false: `branches` only filter pull requests, and only release tags, the schedule and "
+        "manual runs publish (release_tags = [] and no schedule: manual runs only)"
     )
     schedule: str | None = Field(
         None, description="Optional cron for periodic rebuilds", json_schema_extra=_schema(CRON)

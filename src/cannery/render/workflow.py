@@ -121,14 +121,14 @@ def _credentials(cat: Catalog, spec: ImageSpec, every: bool = False) -> dict[str
     if len(spec.registries) <= 1:
         reg = next(r for r in cat.registries.values() if r.repository == spec.repository)
         return {
-            "CANNERY_REGISTRY_USER": f"${{{{ secrets.{reg.user_secret} }}}}",
+            "CANNERY_REGISTRY_USER": reg.user_expression,
             "CANNERY_REGISTRY_PASSWORD": f"${{{{ secrets.{reg.password_secret} }}}}",
         }
     out = {}
     for target in spec.registries if every else spec.registries[:1]:
         reg = cat.registries[target.name]
         user, password = env_names(target.name)
-        out[user] = f"${{{{ secrets.{reg.user_secret} }}}}"
+        out[user] = reg.user_expression
         out[password] = f"${{{{ secrets.{reg.password_secret} }}}}"
     return out
 
@@ -536,14 +536,16 @@ def render_workflow(
     }
     # branches = []: no branch push builds (releases, the schedule and manual runs only); an
     # empty `branches:` list is not a valid filter, so the key is left out instead.
-    push: dict[str, object] = {"branches": list(ci.branches)} if ci.branches else {}
+    # branch_pushes = false: `branches` filter pull requests only; no branch push publishes.
+    branch_pushes = bool(ci.branches) and ci.branch_pushes
+    push: dict[str, object] = {"branches": list(ci.branches)} if branch_pushes else {}
     if ci.release_tags:
         push["tags"] = list(ci.release_tags)
-    if ci.branches:
+    if branch_pushes:
         push.update(filtered)  # GitHub does not check paths for tag pushes
     on: dict[object, object] = {"workflow_dispatch": dispatch}
     if ci.release_tags:
-        on[Note(("Branch pushes build what they touch; a" if ci.branches else "A")
+        on[Note(("Branch pushes build what they touch; a" if branch_pushes else "A")
                 + " release tag (paths are not checked for tags)\nbuilds and publishes every "
                 "image: its tag, then its aliases.")] = None
     if push:
