@@ -41,6 +41,7 @@ from cannery.util.patterns import (
     SHA256_HEX_PATTERN,
     SHORT_COMMIT,
 )
+from cannery.util.pynames import requirement_name
 
 if TYPE_CHECKING:
     from cannery.catalog.models import Catalog
@@ -296,6 +297,14 @@ def _update_ci(
                 pins = resolvers.python(req)
             except LockError as exc:
                 raise CiInstallError(f"[ci] install: {exc.message}") from None
+            wanted = requirement_name(req.requirements[0])
+            if not any(requirement_name(pin) == wanted for pin in pins):
+                # uv's answer for a URL or path is not an index pin with hashes: left out
+                raise CiInstallError(
+                    f"[ci] install: {req.requirements[0]!r} resolved to no pin of {wanted} "
+                    "from the index: name a version or range the index serves, e.g. "
+                    "cannery==0.1.0 (a URL or path is not locked with hashes)"
+                )
             out[req.arch] = _kept_time(
                 kept, PythonEntry(inputs=req.digest(), requirements=pins, resolved_at=stamp)
             )

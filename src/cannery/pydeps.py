@@ -143,7 +143,7 @@ def cannery_requirement(cat: Catalog) -> str:
 def ci_requests(cat: Catalog) -> list[PythonRequest]:
     """``[ci] install`` resolved like an image's dependencies: one request per architecture
     CI runs cannery on (amd64, where the check and merge jobs run, then each runner's), for
-    ``[ci] python``, from the catalog's index. None with ``[ci] install_action``."""
+    ``[ci] python``, from the catalog's index; none with ``[ci] install_action``."""
     if cat.ci.install_action is not None:
         return []
     arches = dict.fromkeys(("amd64", *arches_of(list(cat.ci.runners))))

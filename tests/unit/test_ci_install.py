@@ -80,6 +80,19 @@ def test_lock_resolves_the_ci_install_per_runner_architecture(tmp_path: Path) ->
     assert not [c for c in calls if c.image == "ci"]
 
 
+def test_an_install_that_resolves_to_no_pin_of_itself_is_refused(tmp_path: Path) -> None:
+    """A URL requirement comes back from uv without an index pin (parse_compiled drops it):
+    the lock refuses it rather than record pins that would not install cannery."""
+    from cannery.lock import CiInstallError
+
+    cat = load_catalog(_catalog(
+        tmp_path, 'install = "cannery @ https://example.com/cannery-0.1.0-py3-none-any.whl"\n'
+    )).catalog
+    pins = {"amd64": [CI_PINS[1]], "arm64": [CI_PINS[1]]}
+    with pytest.raises(CiInstallError, match=r"\[ci\] install: .*resolved to no pin of cannery"):
+        update_lock(cat, Lock(), _resolvers([], pins))
+
+
 def test_a_lock_without_ci_pins_is_written_as_before() -> None:
     """No ``[ci]`` table in a lock that has no pins (an install_action, or an older lock)."""
     assert "ci" not in dump_lock(Lock())
