@@ -98,3 +98,38 @@ def line_of(text: str, needle: str) -> int:
         if needle in line:
             return no
     raise AssertionError(f"{needle!r} not in text")
+
+
+# Stand-in pins of `[ci] install` for tests that render a workflow: `cannery render` writes
+# the workflow only when the lock holds hashed pins of what CI installs cannery from.
+CI_PINS = (
+    "cannery==0.1.0 --hash=sha256:" + "c" * 64,
+    "pydantic==2.11.0 --hash=sha256:" + "d" * 64,
+)
+
+
+def ci_entries(cat: object, pins: tuple[str, ...] = CI_PINS) -> dict[str, object]:
+    """The lock's ``ci`` table for ``cat`` (a Catalog): ``pins`` for every architecture,
+    resolved from the catalog's own request (so not stale)."""
+    from cannery.lock import PythonEntry
+    from cannery.pydeps import ci_requests
+
+    return {
+        r.arch: PythonEntry(inputs=r.digest(), requirements=list(pins),
+                            resolved_at="2026-01-01T00:00:00+00:00")
+        for r in ci_requests(cat)  # type: ignore[arg-type]
+    }
+
+
+def write_ci_lock(catalog_path: object) -> None:
+    """Write (or extend) the lock beside ``catalog_path`` with stand-in ``[ci]`` pins."""
+    from pathlib import Path
+
+    from cannery.catalog.load import load_catalog
+    from cannery.lock import dump_lock, read_lock
+
+    path = Path(str(catalog_path))
+    lock_path = path.parent / "cannery.lock"
+    lock = read_lock(lock_path)
+    entries = ci_entries(load_catalog(path).catalog)
+    lock_path.write_text(dump_lock(lock.model_copy(update={"ci": entries})))

@@ -31,7 +31,7 @@ from cannery.catalog.inputs import (
 )
 from cannery.catalog.platforms import arches_of
 from cannery.errors import LockError
-from cannery.pydeps import LOCKED_LINE, PythonRequest, python_requests
+from cannery.pydeps import LOCKED_LINE, PythonRequest, ci_requests, python_requests
 from cannery.util import toml
 from cannery.util.background import in_background
 from cannery.util.patterns import (
@@ -41,6 +41,7 @@ from cannery.util.patterns import (
     SHA256_HEX_PATTERN,
     SHORT_COMMIT,
 )
+from cannery.util.pynames import requirement_name
 
 if TYPE_CHECKING:
     from cannery.catalog.models import Catalog
@@ -115,6 +116,9 @@ class Lock(_Strict):
     git: dict[str, GitEntry] = {}
     urls: dict[str, UrlEntry] = {}
     python: dict[str, PythonEntry] = {}  # "image/arch"
+    # What CI installs cannery from ([ci] install), per architecture of the runners; empty
+    # with [ci] install_action (the action is pinned by commit instead).
+    ci: dict[str, PythonEntry] = {}  # "amd64"
 
 
 class RefError(LockError):
@@ -124,6 +128,11 @@ class RefError(LockError):
     def __init__(self, component: str, message: str) -> None:
         super().__init__(f"component {component}: {message}")
         self.component = component
+
+
+class CiInstallError(LockError):
+    """``[ci] install`` could not be resolved (the lock command adds the catalog's
+    file:line)."""
 
 
 def git_key(url: str, ref: str) -> str:
@@ -166,6 +175,8 @@ def dump_lock(lock: Lock) -> str:
         "urls": dict(sorted(data["urls"].items())),
         "python": dict(sorted(data["python"].items())),
     }
+    if data["ci"]:  # absent rather than empty: a lock without it reads as it always did
+        ordered["ci"] = dict(sorted(data["ci"].items()))
     return HEADER + tomli_w.dumps(ordered)
 
 
@@ -255,7 +266,49 @@ def update_lock(
     pythons = _update_python(
         cat, old, refs.git, resolvers, update or set(), images, progress, refs.moved, stamp
     )
-    return Lock(bases=refs.bases, git=refs.git, urls=refs.urls, python=pythons)
+    ci = old.ci if images else _update_ci(cat, old, resolvers, update or set(), progress, stamp)
+    return Lock(bases=refs.bases, git=refs.git, urls=refs.urls, python=pythons, ci=ci)
+
+
+def _update_ci(
+    cat: Catalog,
+    old: Lock,
+    resolvers: Resolvers,
+    update: set[str],
+    progress: Callable[[Input], None] | None,
+    stamp: str,
+) -> dict[str, PythonEntry]:
+    """What CI installs cannery from, per runner architecture: kept while its request
+    (requirement, index, Python, platform) is unchanged, resolved again with ``--update
+    python`` or ``all``; none with ``[ci] install_action``."""
+    out: dict[str, PythonEntry] = {}
+    for req in ci_requests(cat):
+        kept = old.ci.get(req.arch)
+        current = kept is not None and kept.inputs == req.digest()
+        if kept is not None and current and not {"all", "python"} & update:
+            out[req.arch] = kept
+        elif resolvers.python is None:
+            if kept is not None and current:
+                out[req.arch] = kept
+        else:
+            if progress:
+                progress(Input("python", req.key, "[ci] install"))
+            try:
+                pins = resolvers.python(req)
+            except LockError as exc:
+                raise CiInstallError(f"[ci] install: {exc.message}") from None
+            wanted = requirement_name(req.requirements[0])
+            if not any(requirement_name(pin) == wanted for pin in pins):
+                # uv's answer for a URL or path is not an index pin with hashes: left out
+                raise CiInstallError(
+                    f"[ci] install: {req.requirements[0]!r} resolved to no pin of {wanted} "
+                    "from the index: name a version or range the index serves, e.g. "
+                    "cannery==0.1.0 (a URL or path is not locked with hashes)"
+                )
+            out[req.arch] = _kept_time(
+                kept, PythonEntry(inputs=req.digest(), requirements=pins, resolved_at=stamp)
+            )
+    return out
 
 
 @dataclass(frozen=True)
@@ -567,7 +620,8 @@ def ensure_locked(
             pins = _update_python(
                 cat, lock, refs.git, python, set(), images, None, refs.moved, stamp
             )
-            return Lock(bases=refs.bases, git=refs.git, urls=refs.urls, python=pins)
+            return Lock(bases=refs.bases, git=refs.git, urls=refs.urls, python=pins,
+                        ci=lock.ci)
 
         if speculate:
             guessed: list[str] = []

@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 from cannery.catalog.inputs import bundle_kind, bundle_wheel_fits, fill_url
 from cannery.catalog.models import Catalog
@@ -32,6 +33,15 @@ LOCKED_LINE = re.compile(
 )
 # pip's own fallback build requirements for a source tree without pyproject.toml.
 LEGACY_BUILD_REQUIRES = ("setuptools>=40.8.0", "wheel")
+
+
+class PythonEntryLike(Protocol):
+    """A lock's Python entry (``cannery.lock.PythonEntry``, which imports this module)."""
+
+    @property
+    def inputs(self) -> str: ...
+    @property
+    def requirements(self) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -121,6 +131,62 @@ def python_requests(
             )
         )
     return out
+
+
+def cannery_requirement(cat: Catalog) -> str:
+    """What CI installs cannery from: ``[ci] install``, else this cannery's exact version."""
+    from cannery import __version__
+
+    return cat.ci.install or f"cannery=={__version__.split('+')[0]}"
+
+
+def ci_requests(cat: Catalog) -> list[PythonRequest]:
+    """``[ci] install`` resolved like an image's dependencies: one request per architecture
+    CI runs cannery on (amd64, where the check and merge jobs run, then each runner's), for
+    ``[ci] python``, from the catalog's index; none with ``[ci] install_action``."""
+    if cat.ci.install_action is not None:
+        return []
+    arches = dict.fromkeys(("amd64", *arches_of(list(cat.ci.runners))))
+    return [
+        PythonRequest(
+            image="ci",
+            arch=arch,
+            python=cat.ci.python,
+            index_url=cat.catalog.python_index,
+            extra_index_urls=(),
+            requirements=(cannery_requirement(cat),),
+            wheels=(),
+            git=(),
+        )
+        for arch in arches
+    ]
+
+
+def ci_requirements(cat: Catalog, entries: Mapping[str, PythonEntryLike]) -> str | None:
+    """The requirements file CI installs cannery from (``pip install --require-hashes
+    --no-deps -r``): the lock's pins, a line each; a pin found for some architectures only
+    gets a ``platform_machine`` marker. None when an architecture's pins are missing from
+    ``entries`` (the lock's ``ci`` table) or were resolved from another request, and with
+    ``[ci] install_action`` (nothing is installed from a file)."""
+    requests = ci_requests(cat)
+    if not requests:
+        return None
+    per_arch: dict[str, list[str]] = {}
+    for req in requests:
+        entry = entries.get(req.arch)
+        if entry is None or entry.inputs != req.digest():
+            return None
+        per_arch[req.arch] = list(entry.requirements)
+    lines = sorted({line for pins in per_arch.values() for line in pins}, key=str.lower)
+    out = []
+    for line in lines:
+        pin, *hashes = line.split(" ")
+        on = [a for a in per_arch if line in per_arch[a]]
+        if len(on) < len(per_arch):
+            pin += " ; " + " or ".join(f"platform_machine == '{UNAME_ARCH[a]}'" for a in on)
+        # one hash a line, as uv and pip-compile write them: a new wheel is a one-line diff
+        out.append(" \\\n    ".join([pin, *hashes]) + "\n")
+    return "".join(out)
 
 
 def _build_requires(tree: Path) -> list[str]:

@@ -191,6 +191,11 @@ MIRRORS = """
 [build_mirrors]
 packages = {{ "{rpm}/" = "{rpm_mirror}/" }}
 python = {{ "{files}/wheels/" = "{py_mirror}/wheels/" }}
+
+# CI's cannery through an action pinned by commit: `cannery lock` has no [ci] install to
+# resolve from this test's wheelhouse (tests/e2e/test_ci_install.py locks one).
+[ci]
+install_action = "example/cannery-setup@0123456789abcdef0123456789abcdef01234567"
 """
 
 

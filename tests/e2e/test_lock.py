@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from cannery import __version__
 from cannery.lock import read_lock
 from tests.catalogs import minimal, pyproject
 from tests.services.pyindex import PackageIndex
@@ -50,6 +51,8 @@ def py_index(tmp_path_factory: pytest.TempPathFactory, test_ca: LocalCA) -> Iter
     index.add("numpy-lite", "1.0")
     index.add("numpy-lite", "2.0")
     index.add("setuptools", "80.0")
+    # what `cannery lock` resolves [ci] install (this cannery's version) to
+    index.add("cannery", __version__.split("+")[0])
     yield index
     index.stop()
 

@@ -409,3 +409,103 @@ def make_wheelhouse(
         '<a href="setuptools/">setuptools</a></body></html>\n'
     )
     return wheel
+
+
+# cannery itself as CI installs it (`[ci] install`): a wheel of this checkout, and wheels of its
+# installed dependencies, served from a test index, so `cannery lock` resolves the real
+# requirement and pip installs the real package, with no build backend and no download.
+
+
+def _write_wheel(path: Path, data: dict[str, bytes], dist: str) -> Path:
+    import stat
+
+    _add_record(data, dist)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for member, blob in data.items():
+            info = zipfile.ZipInfo(member, date_time=(2026, 1, 1, 0, 0, 0))
+            info.external_attr = (stat.S_IFREG | 0o644) << 16
+            zf.writestr(info, blob)
+    return path
+
+
+def make_cannery_wheel(files: Path, root: Path) -> Path:
+    """``cannery-VERSION-py3-none-any.whl`` of the checkout at ``root``: the package under
+    ``src/cannery`` (sources and data files, no bytecode), its metadata and console script from
+    pyproject.toml, written as setuptools would lay it out."""
+    from cannery.util import toml
+
+    project = toml.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    name, version = project["name"], project["version"]
+    dist = f"{name}-{version}"
+    meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    meta += f"Requires-Python: {project['requires-python']}\n"
+    meta += "".join(f"Requires-Dist: {r}\n" for r in project["dependencies"])
+    data: dict[str, bytes] = {}
+    for path in sorted((root / "src" / "cannery").rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            data[path.relative_to(root / "src").as_posix()] = path.read_bytes()
+    data[f"{dist}.dist-info/METADATA"] = meta.encode()
+    data[f"{dist}.dist-info/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: cannery-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+    scripts = "".join(f"{k} = {v}\n" for k, v in project["scripts"].items())
+    data[f"{dist}.dist-info/entry_points.txt"] = f"[console_scripts]\n{scripts}".encode()
+    return _write_wheel(files / f"{dist}-py3-none-any.whl", data, dist)
+
+
+def repack_installed(files: Path, name: str) -> Path:
+    """A wheel of the distribution ``name`` as installed beside the tests: its files inside
+    site-packages (scripts outside it are left out; pip writes console scripts from the entry
+    points) and its own WHEEL file, named after its tags. A platform tag for a glibc newer
+    than 2.28 is named manylinux_2_28 instead: the platform `cannery lock` resolves CI's
+    install for (PyPI has such wheels of the same release; this one runs here, where it is
+    installed)."""
+    import importlib.metadata
+    import re
+
+    dist = importlib.metadata.distribution(name)
+    wheel_meta = (dist.read_text("WHEEL") or "").splitlines()
+    tags = [line.split(":", 1)[1].strip().split("-") for line in wheel_meta
+            if line.startswith("Tag:")]
+    parts: list[dict[str, None]] = [{}, {}, {}]
+    for triple in tags:
+        glibc = re.match(r"manylinux_2_(\d+)_(.+)$", triple[2])
+        if glibc and int(glibc.group(1)) > 28:
+            triple[2] = f"manylinux_2_28_{glibc.group(2)}"
+        for i, part in enumerate(triple):
+            parts[i][part] = None
+    tag = "-".join(".".join(p) for p in parts)  # a compressed tag set (PEP 425)
+    stem = f"{dist.metadata['Name'].replace('-', '_')}-{dist.version}"
+    info = f"{stem}.dist-info"
+    data: dict[str, bytes] = {}
+    skip = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
+    for f in dist.files or []:
+        parts = Path(str(f)).parts
+        if parts[0] == ".." or "__pycache__" in parts or f.name in skip:
+            continue
+        member = str(f)
+        if parts[0].endswith(".dist-info"):  # the installed name may differ in case or dashes
+            member = f"{info}/{'/'.join(parts[1:])}"
+        data[member] = Path(str(f.locate())).read_bytes()
+    return _write_wheel(files / f"{stem}-{tag}.whl", data, stem)
+
+
+def requirement_closure(requirements: list[str]) -> list[str]:
+    """The distributions ``requirements`` need here, with everything they need in turn, by
+    the installed metadata (markers evaluated for this interpreter, extras left out),
+    sorted."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    seen: dict[str, None] = {}
+    todo = list(requirements)
+    while todo:
+        req = Requirement(todo.pop())
+        key = req.name.lower().replace("_", "-")
+        if key in seen or not (req.marker is None or req.marker.evaluate({"extra": ""})):
+            continue
+        seen[key] = None
+        todo += importlib.metadata.requires(req.name) or []
+    return sorted(seen)

@@ -14,9 +14,10 @@ import yaml
 from cannery.catalog.load import load_catalog
 from cannery.lock import Lock
 from cannery.plan import plan
+from cannery.pydeps import ci_requirements
 from cannery.render.actions import load_pins
 from cannery.render.workflow import render_workflow
-from tests.catalogs import minimal
+from tests.catalogs import ci_entries, minimal
 from tests.unit.test_publish_catalog import with_mirrors
 from tests.unit.test_render_workflow import _tool
 
@@ -40,7 +41,7 @@ def _render(tmp_path: Path) -> str:
     cat = load_catalog(path).catalog
     return render_workflow(
         cat, plan(cat, Lock(), ["one"]), load_pins(), catalog_file="catalog.toml",
-        lock_file="cannery.lock",
+        lock_file="cannery.lock", ci_pins=ci_requirements(cat, ci_entries(cat)),
     )
 
 

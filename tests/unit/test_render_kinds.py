@@ -114,6 +114,7 @@ def example_copy(tmp_path: Path, cli) -> Path:  # type: ignore[no-untyped-def]
     root = tmp_path / "repo"
     root.mkdir()
     shutil.copy(EXAMPLE / "cannery.toml", root / "cannery.toml")
+    shutil.copy(EXAMPLE / "cannery.lock", root / "cannery.lock")  # its [ci] pins
     assert cli("render", "--catalog", str(root / "cannery.toml")).code == 0
     return root
 
@@ -151,7 +152,8 @@ def test_check_reports_missing_file(example_copy: Path, cli) -> None:  # type: i
 
 def test_render_all_writes_every_kind_and_is_stable(example_copy: Path, cli) -> None:  # type: ignore[no-untyped-def]
     files = sorted(p for p in example_copy.rglob("*") if p.is_file())
-    assert len(files) == 1 + 8 + 3  # catalog, 8 Dockerfiles, workflow, bake, docs
+    # catalog, lock, 8 Dockerfiles, workflow, CI's requirements, bake, docs
+    assert len(files) == 2 + 8 + 4
     before = {p: p.read_bytes() for p in files}
     assert cli("render", "--catalog", str(example_copy / "cannery.toml")).code == 0
     assert {p: p.read_bytes() for p in files} == before
@@ -164,7 +166,10 @@ def test_render_one_kind_to_out(tmp_path: Path, cli) -> None:  # type: ignore[no
     res = cli("render", "workflow", "--lock", str(GOLDEN / "cannery.lock"), "--out", str(out))
     assert res.code == 0
     assert out.read_text() == (EMBEDDED / "cannery-images.yml").read_text()
-    assert [p.name for p in tmp_path.iterdir()] == ["wf.yml"]
+    # and, beside it, the hashed requirements its jobs install cannery from
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cannery-requirements.txt", "wf.yml"]
+    assert (tmp_path / "cannery-requirements.txt").read_text() == (
+        EMBEDDED / "cannery-requirements.txt").read_text()
 
 
 def _runs(path: Path) -> list[str]:

@@ -21,6 +21,7 @@ import yaml
 from cannery.catalog.load import load_catalog
 from cannery.lock import read_lock
 from cannery.plan import plan
+from cannery.pydeps import ci_requirements
 from cannery.render.actions import load_pins
 from cannery.render.workflow import render_workflow
 from tests.conftest import GOLDEN, ROOT
@@ -39,6 +40,7 @@ def _render(catalog: Path | None) -> str:
     return render_workflow(
         loaded.catalog, plan(loaded.catalog, lock), load_pins(),
         catalog_file=catalog.name if catalog else None, lock_file="cannery.lock",
+        ci_pins=ci_requirements(loaded.catalog, lock.ci),
     )
 
 
@@ -267,6 +269,40 @@ def test_lint_action_is_pinned_and_clean() -> None:
     assert json.loads(res.stdout or "[]") == [], res.stdout[:2000]
 
 
+def test_lint_action_installs_its_dependencies_from_hashed_pins() -> None:
+    """action.yml: every dependency of cannery (pyproject.toml) and the build backend come from
+    action-requirements.txt with --require-hashes; the checkout itself installs with
+    --no-deps and no build isolation, so pip fetches nothing unhashed."""
+    import yaml as _yaml
+
+    from cannery.util import toml
+    from cannery.util.pynames import canonical_name, requirement_name
+
+    action = _yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    step = next(s for s in action["runs"]["steps"] if s["name"].startswith("Install cannery"))
+    commands = re.sub(r"\s*\\\n\s*", " ", step["run"]).strip().splitlines()
+    assert commands == [
+        "python -m pip install --require-hashes --no-deps --only-binary :all: "
+        '-r "${GITHUB_ACTION_PATH}/action-requirements.txt"',
+        'python -m pip install --no-deps --no-build-isolation "${GITHUB_ACTION_PATH}"',
+    ]
+    text = (ROOT / "action-requirements.txt").read_text(encoding="utf-8")
+    pins = [ln for ln in re.sub(r" \\\n\s+", " ", text).splitlines()
+            if ln and not ln.startswith("#")]
+    pinned: dict[str, list[str]] = {}
+    for line in pins:
+        m = re.fullmatch(r"([A-Za-z0-9._-]+)==(\S+)( ; [^-]+)?( --hash=sha256:[0-9a-f]{64})+",
+                         line)
+        assert m, line
+        pinned.setdefault(canonical_name(m.group(1)), []).append(m.group(2))
+    project = toml.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    for dep in project["dependencies"]:
+        assert requirement_name(dep) in pinned, dep
+    build = toml.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    assert build == ["setuptools>=77"]
+    assert int(pinned["setuptools"][0].split(".")[0]) >= 77
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_render_then_every_linter_is_clean(  # type: ignore[no-untyped-def]
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
@@ -280,6 +316,7 @@ def test_render_then_every_linter_is_clean(  # type: ignore[no-untyped-def]
         assert cli("render").code == 0
     else:
         shutil.copy(CASES[name][0], tmp_path / "cannery.toml")  # type: ignore[arg-type]
+        shutil.copy(CASES[name][0].parent / "cannery.lock", tmp_path)  # type: ignore[union-attr]
         assert cli("render", "--catalog", "cannery.toml").code == 0
     assert list((tmp_path / ".github" / "workflows").glob("*.yml"))
     al = subprocess.run([_tool("actionlint"), "-no-color"], capture_output=True, text=True,

@@ -16,9 +16,10 @@ import yaml
 from cannery.catalog.load import load_catalog
 from cannery.lock import Lock
 from cannery.plan import plan
+from cannery.pydeps import ci_requirements
 from cannery.render.actions import load_pins
 from cannery.render.workflow import render_workflow
-from tests.catalogs import minimal
+from tests.catalogs import ci_entries, minimal
 from tests.conftest import GOLDEN, ROOT
 from tests.unit.test_publish_workflow import _render as multi_registry_workflow
 
@@ -50,7 +51,8 @@ def _catalog(tmp_path: Path, ci: str = "", extra: str = "") -> Path:
 def _render(path: Path) -> str:
     cat = load_catalog(path).catalog
     return render_workflow(cat, plan(cat, Lock()), load_pins(), catalog_file=path.name,
-                           lock_file="cannery.lock")
+                           lock_file="cannery.lock",
+                           ci_pins=ci_requirements(cat, ci_entries(cat)))
 
 
 def _on_pull_request(jobs: dict[str, Any], jid: str) -> bool:
@@ -403,3 +405,46 @@ def test_no_branches_means_no_branch_push_builds(tmp_path: Path, tags: str) -> N
     assert "branches" not in doc["on"]["pull_request"]
     assert "src/app/**" in doc["on"]["pull_request"]["paths"]
     _actionlint_clean(tmp_path, text)
+
+
+def test_branch_pushes_off_publishes_on_tags_and_manual_runs_only(tmp_path: Path) -> None:
+    """`branch_pushes = false`: `branches` filter pull requests only (their build stays, with
+    no secret); a `v*` tag and a manual run publish; no branch push does."""
+    text = _render(_catalog(
+        tmp_path, 'branches = ["main", "releases/*"]\nbranch_pushes = false\n'
+        'release_tags = ["v*"]\n', extra=APP))
+    doc = yaml.safe_load(text)
+    assert set(doc["on"]) == {"workflow_dispatch", "push", "pull_request"}
+    assert doc["on"]["push"] == {"tags": ["v*"]}
+    assert doc["on"]["pull_request"]["branches"] == ["main", "releases/*"]
+    assert "pr-one" in doc["jobs"] and "build-one" in doc["jobs"]
+    _actionlint_clean(tmp_path, text)
+
+
+def test_dispatch_only(tmp_path: Path) -> None:
+    """No branch pushes, no release tags, no schedule: only a manual run publishes; the pull
+    request build stays."""
+    doc = yaml.safe_load(_render(_catalog(tmp_path, "branch_pushes = false\n")))
+    assert set(doc["on"]) == {"workflow_dispatch", "pull_request"}
+    assert doc["on"]["pull_request"]["branches"] == ["main"]
+
+
+def test_registry_user_from_a_variable(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """`user_var`: the user name comes from `vars.X` (not secret), the password still from a
+    secret; naming both user_var and user_secret is one line, exit 2."""
+    base = minimal().replace(
+        '[registries.local]\n',
+        '[registries.local]\nuser_var = "QUAY_USERNAME"\npassword_secret = "QUAY_PASSWORD"\n')
+    path = tmp_path / "cannery.toml"
+    path.write_text(base)
+    doc = yaml.safe_load(_render(path))
+    env = next(s for s in doc["jobs"]["build-one"]["steps"]
+               if s["name"].startswith("Build"))["env"]
+    assert env["CANNERY_REGISTRY_USER"] == "${{ vars.QUAY_USERNAME }}"
+    assert env["CANNERY_REGISTRY_PASSWORD"] == "${{ secrets.QUAY_PASSWORD }}"
+    _actionlint_clean(tmp_path, _render(path))
+    path.write_text(base.replace('user_var = "QUAY_USERNAME"\n',
+                                 'user_var = "QUAY_USERNAME"\nuser_secret = "U"\n'))
+    res = cli("render", "--catalog", str(path))
+    assert res.code == 2 and "registries.local" in res.err and "user_var" in res.err, res.err
+    assert len(res.err.strip().splitlines()) == 1

@@ -148,6 +148,11 @@ class PushTarget(Strict):
         "REGISTRY_USER", pattern=SECRET_NAME,
         description="CI secret holding the registry user (the rendered workflow reads it)",
     )
+    user_var: str | None = Field(
+        None, pattern=SECRET_NAME,
+        description="CI variable (vars.NAME) holding the registry user, read instead of "
+        "user_secret: a user name is not secret",
+    )
     password_secret: str = Field(
         "REGISTRY_PASSWORD", pattern=SECRET_NAME,
         description="CI secret holding the registry password or token",
@@ -158,6 +163,20 @@ class PushTarget(Strict):
         "docker (a Docker manifest list, for registries such as Huawei SWR that refuse OCI "
         "indexes); platform manifests are Docker v2s2 everywhere, so their digests are equal",
     )
+
+    @model_validator(mode="after")
+    def _one_user(self) -> PushTarget:
+        if self.user_var is not None and "user_secret" in self.model_fields_set:
+            raise ValueError("user_var and user_secret both name the registry user: keep one")
+        return self
+
+    @property
+    def user_expression(self) -> str:
+        """The workflow expression of the registry user: ``${{ vars.X }}`` or ``${{ secrets.X
+        }}``."""
+        if self.user_var is not None:
+            return f"${{{{ vars.{self.user_var} }}}}"
+        return f"${{{{ secrets.{self.user_secret} }}}}"
 
     @field_validator("repository")
     @classmethod
@@ -916,6 +935,8 @@ EnvValue = str | list[str]
 # A GitHub Actions tag filter (on.push.tags): tag characters and the glob characters * ? +;
 # no '!' negation and nothing that needs YAML quoting.
 GIT_TAG_FILTER = r"^[A-Za-z0-9_.*?+][A-Za-z0-9_./*?+-]*$"
+# An action pinned by commit: owner/repo, an optional path inside it, @ a full commit SHA.
+ACTION_REF = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*@[0-9a-f]{40}$"
 
 
 class Ci(Strict):
@@ -934,6 +955,11 @@ class Ci(Strict):
         ["main"], description="Branches whose pushes build and publish the images they touch, "
         "and whose pull requests build them without pushing; [] for no branch push builds "
         "(release tags, the schedule and manual runs only; pull requests into any branch)"
+    )
+    branch_pushes: bool = Field(
+        True, description="Pushes to `branches` build and publish the images they touch; "
+        "false: `branches` only filter pull requests, and only release tags, the schedule and "
+        "manual runs publish (release_tags = [] and no schedule: manual runs only)"
     )
     schedule: str | None = Field(
         None, description="Optional cron for periodic rebuilds", json_schema_extra=_schema(CRON)
@@ -961,8 +987,22 @@ class Ci(Strict):
         True, description="With schedule: the scheduled run also runs `cannery lock --update "
         "all`, re-renders, and opens a pull request when the lock changed (GITHUB_TOKEN, gh)"
     )
-    install: str = Field("", description="pip requirement CI installs cannery from "
-                                         "(default: this cannery's exact version)")
+    install: str = Field(
+        "", description="pip requirement CI installs cannery from (default: this cannery's "
+        "exact version): `cannery lock` resolves it with uv for `python` and the runners' "
+        "platforms into hashes, `cannery render` writes them to `requirements`, and the jobs "
+        "install that file with pip --require-hashes --no-deps"
+    )
+    install_action: str | None = Field(
+        None, description="Instead of pip: an action that installs cannery, "
+        "owner/repo[/path]@<full commit SHA>, run by every job that runs cannery",
+        json_schema_extra=_schema(ACTION_REF),
+    )
+    requirements: str = Field(
+        ".github/workflows/cannery-requirements.txt",
+        description="Where `cannery render` writes the hashed requirements CI installs "
+        "cannery from", json_schema_extra=_inside_repo(REL_PATH.pattern),
+    )
     environment: str | None = Field(
         "image-registry", pattern=RUNNER_LABEL,
         description="Deployment environment of the jobs that read registry secrets "
@@ -986,7 +1026,25 @@ class Ci(Strict):
                 raise ValueError(f"bad runner label {label!r}")
         return v
 
-    @field_validator("workflow", "dockerfiles", "bake", "docs")
+    @model_validator(mode="after")
+    def _one_install(self) -> Ci:
+        if self.install_action is not None and self.install:
+            raise ValueError("install and install_action both say how CI installs cannery: "
+                             "keep one")
+        return self
+
+    @field_validator("install_action")
+    @classmethod
+    def _action(cls, v: str | None) -> str | None:
+        if v is not None and not _full(ACTION_REF, v):
+            raise ValueError(
+                f"{v!r}: name the action as owner/repo[/path]@<full 40-hex commit SHA> (a tag "
+                "or branch can be moved to other code, which would then hold the registry "
+                "secrets)"
+            )
+        return v
+
+    @field_validator("workflow", "dockerfiles", "bake", "docs", "requirements")
     @classmethod
     def _relative(cls, v: str) -> str:
         # Written below the catalog's directory: never outside it, never an odd file name.

@@ -59,13 +59,21 @@ def render_kind(
             files[ctx.root / ".dockerignore"] = ignore
         return files
     if kind == "workflow":
+        from cannery.pydeps import ci_requirements
         from cannery.render.actions import load_pins
-        from cannery.render.workflow import render_workflow
+        from cannery.render.workflow import render_workflow, requirements_text
 
+        pins = ci_requirements(cat, ctx.lock.ci)
         text = render_workflow(
-            cat, ctx.specs(), load_pins(), catalog_file=ctx.catalog_file, lock_file="cannery.lock"
+            cat, ctx.specs(), load_pins(), catalog_file=ctx.catalog_file,
+            lock_file="cannery.lock", ci_pins=pins,
         )
-        return {out_path or ctx.root / cat.ci.workflow: text}
+        files = {out_path or ctx.root / cat.ci.workflow: text}
+        if pins is not None:  # the hashed pins the workflow's jobs install cannery from
+            where = (out_path.parent if out_path is not None else ctx.root)
+            name = cat.ci.requirements if out_path is None else Path(cat.ci.requirements).name
+            files[where / name] = requirements_text(cat, pins)
+        return files
     if kind == "bake":
         from cannery.render.bake import render_bake
 
