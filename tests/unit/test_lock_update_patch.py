@@ -89,7 +89,8 @@ def test_the_allowed_paths_are_the_lock_and_what_is_rendered_from_it(tmp_path: P
     cat = load_catalog(_catalog(tmp_path, 'schedule = "0 3 * * *"\n')).catalog
     paths = lock_update_paths(cat, plan(cat, Lock()), "cannery.lock")
     assert paths == ["cannery.lock", "dockerfiles/one.Dockerfile", "dockerfiles/two.Dockerfile",
-                     "docker-bake.json", "TAGS.md"]
+                     "docker-bake.json", "TAGS.md",
+                     ".github/workflows/cannery-requirements.txt"]
 
 
 def test_a_patch_of_the_lock_alone_applies(

@@ -381,13 +381,14 @@ LOCK_PATCH = "${{ runner.temp }}/lock-update"
 
 def lock_update_paths(cat: Catalog, specs: Sequence[ImageSpec], lock_file: str) -> list[str]:
     """What a lock update may change: the lock and the files rendered from it (each image's
-    Dockerfile, the bake file, the tags page). Not the workflow nor ``.dockerignore``, which
+    Dockerfile, the bake file, the tags page, the hashed requirements CI installs cannery
+    from). Not the workflow nor ``.dockerignore``, which
     the lock does not reach. Catalog-validated paths (REL_PATH, NAME), so they are written into
     single-quoted shell words as they are."""
     from cannery.render import dockerfile_name
 
     paths = [lock_file, *(f"{cat.ci.dockerfiles}/{dockerfile_name(s.name)}" for s in specs)]
-    return list(dict.fromkeys([*paths, cat.ci.bake, cat.ci.docs]))
+    return list(dict.fromkeys([*paths, cat.ci.bake, cat.ci.docs, cat.ci.requirements]))
 
 
 def _shell_list(name: str, words: Sequence[str]) -> str:
