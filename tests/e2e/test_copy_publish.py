@@ -147,7 +147,7 @@ def test_a_tag_refused_mid_move_stops_the_rest_and_says_where_tags_moved(
 ) -> None:  # type: ignore[no-untyped-def]
     """The check before the copy passed, then a newer build moved the second target's tag
     (here: between the copy and the tag moves, by a hook in a proxy in front of it): move_tags'
-    own check refuses it, exit 2, and the line says which targets got their tag."""
+    own check refuses it, exit 2, and the line says which targets' tag is on the copy."""
     src = _repo(registry)
     old = _index(tmp_path, client, src, "old", 100)
     move_tags(client, src, old, ["v1"])
@@ -178,7 +178,8 @@ def test_a_tag_refused_mid_move_stops_the_rest_and_says_where_tags_moved(
         assert res.code == 2, res.err
         assert done.is_set()
         assert f"{target.name}:v1 points at {newer.digest}" in res.err, res.err
-        assert f"(tags moved in: {first.name}:v1; not in: {target.name}:v1)" in res.err, res.err
+        assert f"(the tag is on the copy in: {first.name}:v1; not in: {target.name}:v1)" \
+            in res.err, res.err
         assert _tag(client, first) == old.digest
         assert _tag(client, target) == newer.digest
     finally:

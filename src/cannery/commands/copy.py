@@ -111,11 +111,14 @@ class _Result:
 
 
 def _stopped(error: str, exit_code: int, targets: list[Reference], n: int) -> FatalError:
-    """The first tag that did not move stops the rest: one line naming where tags moved."""
+    """The first tag that did not move stops the rest: one line naming the targets whose tag
+    is on the copy (moved, or there already) and those whose tag is not."""
     def tags(refs: list[Reference]) -> str:
         return ", ".join(f"{r.name}:{r.tag}" for r in refs if r.tag) or "none"
 
-    exc = FatalError(f"{error} (tags moved in: {tags(targets[:n])}; not in: {tags(targets[n:])})")
+    exc = FatalError(
+        f"{error} (the tag is on the copy in: {tags(targets[:n])}; not in: {tags(targets[n:])})"
+    )
     exc.exit_code = exit_code
     return exc
 
