@@ -556,13 +556,19 @@ def copy(
             "SWR that refuse OCI types); converted manifests get new digests",
         ),
     ] = False,
+    force: Annotated[
+        bool, _flag(
+            "--force",
+            "Move a target's tag even from an index built from a newer lock than SRC's",
+        )
+    ] = False,
     ca_cert: CaCertOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Copy every platform of an image (and its referrers) by digest, then tag it."""
     from cannery.commands.copy import copy_cmd
 
-    raise typer.Exit(copy_cmd(src, dst, docker_media_types, ca_cert, as_json))
+    raise typer.Exit(copy_cmd(src, dst, docker_media_types, ca_cert, as_json, force))
 
 
 @app.command(

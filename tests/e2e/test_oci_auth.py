@@ -89,6 +89,9 @@ def test_bearer_push_asks_for_push_scope_and_caches_tokens(  # type: ignore[no-u
 ) -> None:
     caplog.set_level(logging.DEBUG)
     reg, tokens = token_registry
+    # A slow token service: the blob uploads (side by side) all meet the registry's challenge
+    # before the first token comes back, so each would ask for one if the client let them.
+    tokens.delay = 0.5
     repo = Reference.parse(f"{reg.host}/team/app:latest")
     layout = write_dir_layout(tmp_path / "l", "arm64", "bearer")
     with OCIClient(ssl_context(), credentials=Credentials(_env(PASSWORD), tmp_path)) as c:

@@ -36,6 +36,7 @@ class TokenServer:
         self.issuer = issuer
         self.credentials = credentials
         self.requests: list[dict[str, str]] = []
+        self.delay = 0.0  # seconds each answer waits (a slow token service, as over a WAN)
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -46,6 +47,7 @@ class TokenServer:
                 query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query))
                 auth = self.headers.get("Authorization", "")
                 server.requests.append({**query, "authorization": auth.split(" ")[0]})
+                time.sleep(server.delay)
                 if server.credentials is not None:
                     want = "Basic " + base64.b64encode(
                         ":".join(server.credentials).encode()).decode()

@@ -65,6 +65,15 @@ CASES = [
         "must be https://",
     ),
     (
+        "git-scheme",
+        lambda t: t.replace(
+            'git = "https://git.example.com/v.git"\nref = "main"',
+            'git = "git://git.example.com/v.git"\nref = "main"',
+        ),
+        "git://git.example.com",
+        "git URL must not be git:// (unauthenticated; use https://)",
+    ),
+    (
         "python-range",
         lambda t: t.replace('python = "3.11"', 'python = "3.12"'),
         'base = "b910"',

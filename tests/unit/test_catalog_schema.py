@@ -143,7 +143,7 @@ FIELDS: list[tuple[tuple[str, ...], str, list[Any]]] = [
     (("components", "torch"), "git", ["https://g.example.com/x.git"]),
     (("components", "vllm-ascend"), "ref", ["main", "0123abc", "0" * 40]),
     (("components", "vllm-ascend"), "git", ["https://g.example.com/x.git", "http://g.example.com",
-                                            "file:///srv/x.git", "git@h.example.com:x.git",
+                                            "file:///srv/x.git", "git@h.example.com:x.git", "git://h.example.com/x",
                                             "https://u:p@h.example.com/x"]),
     (("components", "vllm-ascend"), "install", ["pip", "editable", "none", "wheel"]),
     (("components", "vllm-ascend"), "subdir", ["python", "../x", "a/", "a b", "a/../b"]),

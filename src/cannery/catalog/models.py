@@ -61,7 +61,7 @@ TAGGED_IMAGE = r"^[^@]*:[^/@:]+$"
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 EXTRA_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 # https, ssh, git or file URLs without user:password@, or scp-style user@host:path.
-GIT_URL = r"^((https|ssh|git|file)://[^/@]*(/.*)?|[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:.*)$"
+GIT_URL = r"^((https|ssh|file)://[^/@]*(/.*)?|[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:.*)$"
 ABS_PATH = r"^/[A-Za-z0-9_.+/-]*$"
 # A value that can appear in an image tag (os_version, chip, recipe, the toolkit version).
 TAG_VALUE = r"^[A-Za-z0-9_.-]*$"
@@ -487,12 +487,16 @@ class Component(Strict):
     @classmethod
     def _git(cls, v: str | None) -> str | None:
         if v is not None:
-            if v.startswith("http://"):
-                raise ValueError("git URL must not be http:// (use https://)")
+            # Neither is authenticated: `cannery lock` resolves the ref to a commit over it.
+            for scheme in ("http", "git"):
+                if v.startswith(f"{scheme}://"):
+                    raise ValueError(
+                        f"git URL must not be {scheme}:// (unauthenticated; use https://)"
+                    )
             _no_userinfo(v)
             if not _full(GIT_URL, v):
                 raise ValueError(
-                    f"{v!r}: give an https://, ssh://, git:// or file:// URL, or user@host:path"
+                    f"{v!r}: give an https://, ssh:// or file:// URL, or user@host:path"
                 )
         return v
 

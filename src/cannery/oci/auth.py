@@ -32,7 +32,8 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+import threading
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -277,6 +278,22 @@ def challenge(header: str) -> tuple[str, dict[str, str]]:
     scheme, _, rest = header.strip().partition(" ")
     params = {k.lower(): v for k, v in re.findall(r'(\w+)="([^"]*)"', rest)}
     return scheme.lower(), params
+
+
+class KeyedLocks:
+    """One lock per key, made on first use: threads asking for the same key (a registry host
+    and token scopes) take turns; other keys do not wait for them."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[Hashable, threading.Lock] = {}
+
+    @contextmanager
+    def hold(self, key: Hashable) -> Iterator[None]:
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            yield
 
 
 def basic(creds: tuple[str, str]) -> str:

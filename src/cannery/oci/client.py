@@ -45,7 +45,7 @@ from typing import TypeVar
 import httpx
 
 from cannery.errors import NetworkError
-from cannery.oci.auth import Credentials, basic, challenge
+from cannery.oci.auth import Credentials, KeyedLocks, basic, challenge
 from cannery.oci.manifest import (
     MANIFEST_TYPES,
     Descriptor,
@@ -194,10 +194,11 @@ def malformed(ref: Reference, exc: Exception) -> NetworkError:
 
 
 class OCIClient:
-    """One client per command run. Requests (reads, blob uploads) may run side by side once
-    a first request has settled the host's scheme and auth (httpx's pool is thread-safe; the
-    token and scheme caches are plain dict writes, so a race costs a handshake or a token
-    request more per thread, at most)."""
+    """One client per command run. Requests (reads, blob uploads) may run side by side (httpx's
+    pool is thread-safe). Threads that meet the same Bearer challenge (host and scopes) take
+    turns at the token service: the first asks, the others take its token, so one token
+    request per scope is in flight. The scheme cache is a plain dict write: a race on a
+    host's first answer costs a handshake more per thread, at most."""
 
     def __init__(
         self,
@@ -227,6 +228,7 @@ class OCIClient:
         self._backoff_cap = backoff_cap
         self._scheme: dict[str, str] = {}  # host -> "https" | "http", learnt on first answer
         self._tokens: dict[tuple[str, tuple[str, ...]], tuple[str, float]] = {}
+        self._token_turns = KeyedLocks()  # one token request per (host, scopes) at a time
         self._basic: dict[str, str] = {}
 
     @property
@@ -612,7 +614,9 @@ class OCIClient:
         resp = self._send(method, ref, url, headers, body, sent, cap, sink)
         if resp.status_code != 401 or origin(resp.url) != origin(self._base(ref)):
             return resp  # another origin's 401 is not the registry's challenge
-        auth, with_creds = self._authorize(ref, resp.headers.get("www-authenticate", ""), scopes)
+        auth, with_creds = self._authorize(
+            ref, resp.headers.get("www-authenticate", ""), scopes, sent
+        )
         if auth is not None and auth != sent:
             url = self._url(ref, target)  # the first answer may have settled the scheme
             resp = self._send(method, ref, url, headers, body, auth, cap, sink)
@@ -688,10 +692,12 @@ class OCIClient:
         self._basic.pop(host, None)
 
     def _authorize(
-        self, ref: Reference, header: str, scopes: tuple[str, ...]
+        self, ref: Reference, header: str, scopes: tuple[str, ...], sent: str | None
     ) -> tuple[str | None, bool]:
         """Answer a 401 challenge: a Basic header, or a Bearer token from the token service.
-        Also say whether credentials were used (to word a refusal)."""
+        Also say whether credentials were used (to word a refusal). ``sent``: the Authorization
+        the refused request carried; a cached token other than it was fetched by another
+        thread while this one waited its turn, and is taken instead of asking again."""
         scheme, params = challenge(header)
         creds = self._creds.lookup(ref.host)
         if scheme == "basic":
@@ -701,6 +707,20 @@ class OCIClient:
             return self._basic[ref.host], True
         if scheme != "bearer" or "realm" not in params:
             return None, False
+        with self._token_turns.hold((ref.host, scopes)):
+            cached = self._tokens.get((ref.host, scopes))
+            if cached and cached[1] > time.monotonic() and cached[0] != sent:
+                return cached[0], creds is not None
+            return self._token(ref, params, scopes, creds), creds is not None
+
+    def _token(
+        self,
+        ref: Reference,
+        params: dict[str, str],
+        scopes: tuple[str, ...],
+        creds: tuple[str, str] | None,
+    ) -> str:
+        """Ask the token service the challenge named for a token for ``scopes``; cache it."""
         realm = params["realm"]
         if urllib.parse.urlsplit(realm).scheme == "http" and creds and not _loopback(realm):
             raise AuthError(
@@ -748,7 +768,7 @@ class OCIClient:
         value = f"Bearer {token}"
         # Renew a little early; a token the registry still refuses is fetched again once.
         self._tokens[(ref.host, scopes)] = (value, time.monotonic() + max(expires - 5, 1))
-        return value, creds is not None
+        return value
 
     # ------------------------------------------------------------------ OCI 1.1 referrers
     # Primitives for cannery.oci.referrers (which owns the referrers logic): the API's GET,

@@ -206,14 +206,10 @@ def move_tags(
         if current is not None and current.digest == index.digest:
             moves.unchanged.append(tag)
             continue
-        newer = _newer_lock(client, repo, tag, current, lock_epoch) if not force else None
-        if newer is not None:
+        refused = _refusal(client, repo, tag, current, lock_epoch) if not force else None
+        if refused is not None:
             moves.not_moved = [t for t in dict.fromkeys(tags) if t not in moves.unchanged]
-            moves.error = (
-                f"{repo.name}:{tag} points at {current.digest if current else '?'}, built from "
-                f"a newer lock ({LOCK_EPOCH} {newer} > {lock_epoch}); not moving it back "
-                "(--force moves it anyway)"
-            )
+            moves.error = refused
             moves.exit_code = 2
             return moves
         todo.append(tag)
@@ -237,6 +233,41 @@ def move_tags(
             return moves
         moves.moved.append(tag)
     return moves
+
+
+def backwards(
+    client: OCIClient, repo: Reference, digest: str, tags: list[str], lock_epoch: int | None
+) -> str | None:
+    """The refusal :func:`move_tags` (without ``force``) would give for moving ``tags`` to the
+    index ``digest`` of ``lock_epoch``, read now without writing anything; None: no tag is on
+    an index from a newer lock. For callers that check every repository before any tag moves
+    (``move_tags`` checks again, as it moves)."""
+    for tag in dict.fromkeys(tags):
+        current = client.head_manifest(repo.with_tag(tag))
+        if current is not None and current.digest == digest:
+            continue
+        refused = _refusal(client, repo, tag, current, lock_epoch)
+        if refused is not None:
+            return refused
+    return None
+
+
+def _refusal(
+    client: OCIClient,
+    repo: Reference,
+    tag: str,
+    current: Descriptor | None,
+    lock_epoch: int | None,
+) -> str | None:
+    """Why ``tag`` (now on ``current``) is not moved: its index is from a newer lock."""
+    newer = _newer_lock(client, repo, tag, current, lock_epoch)
+    if newer is None:
+        return None
+    return (
+        f"{repo.name}:{tag} points at {current.digest if current else '?'}, built from "
+        f"a newer lock ({LOCK_EPOCH} {newer} > {lock_epoch}); not moving it back "
+        "(--force moves it anyway)"
+    )
 
 
 def _newer_lock(
