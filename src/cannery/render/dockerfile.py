@@ -10,6 +10,8 @@ What the output guarantees (each a defect found in review of hand-written images
 - the toolkit env is persisted with ENV from the catalog table, with no empty path element and
   no build-only ``devlib``, so ``docker run IMAGE python`` sees it with no shell in between;
   an image without a toolkit, or whose toolkit the host mounts, gets no toolkit ENV or label;
+- the step that installs the toolkit sources its env scripts and stops the build, naming each
+  variable, where the ENV lacks or differs from what they set;
 - builder stages (a Python source build, the catalog's stages) come before the final stage:
   their build-only packages and steps stay there, only their outputs are copied in;
 - a job limit, SOC_VERSION and a component's build env live only in that component's RUN;
@@ -599,7 +601,8 @@ def _env_check(spec: ImageSpec) -> list[str]:
     them = "the CANN env scripts"
     was = '${persisted[$n]+set}'
     return [
-        # set +eu: the scripts read unset variables; a failure is reported below instead
+        # +eu: the scripts read unset variables, and a failure is reported below instead;
+        # -f: an element of a search path, split on ':', is never taken as a glob
         "( set +eu -f;",
         "  declare -A persisted=();",
         '  for n in $(compgen -e); do persisted[$n]="${!n}"; done;',
