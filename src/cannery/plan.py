@@ -539,7 +539,7 @@ def _toolkit(cat: Catalog, image: str, lock: Lock) -> ToolkitSpec | None:
         install_args=tuple(tk.install_args),
         env=tuple(env),
         devlib=tk.devlib.replace("{version}", tk.version) if tk.devlib else None,
-        env_scripts=tuple(tk.env_scripts),
+        env_scripts=tuple(s.replace("{version}", tk.version) for s in tk.env_scripts),
         provided=tk.provided,
     )
 

@@ -16,7 +16,6 @@ from tests.services.bases import cert_dir_for, push_base
 from tests.services.githttp import GitHTTPSServer
 from tests.services.registry import LocalRegistry
 from tests.services.standin import (
-    ENV_TABLE,
     make_fastops_repo,
     make_toolkit_run,
     make_wheelhouse,
@@ -42,7 +41,6 @@ os_version = "12"
 chip = "910b"
 toolkit_version = "8.5.1"
 
-{env_table}
 {toolkit_table}
 [components.hello]
 pip = ["hello-cannery==1.0"]
@@ -88,7 +86,6 @@ class BuildWorld:
             push_host=self.push_registry.host,
             repo=repo,
             base=self.base,
-            env_table=ENV_TABLE,
             toolkit_table=toolkit_table("standin-852", self.files.url),
             files=self.files.url,
             git=self.git.url,

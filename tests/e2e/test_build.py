@@ -320,6 +320,51 @@ def test_tampered_installer_fails_at_sha256sum_before_it_runs_and_no_tag_moves(
     assert registry_get(world, "tampered", TAG).status_code == 404
 
 
+def _table_toml(name: str, table: dict[str, str | list[str]]) -> str:
+    lines = [f"[envs.{name}]"]
+    for key, value in table.items():
+        lines.append(f"{key} = {json.dumps(value)}")  # a JSON string or list is TOML too
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("arch", ["amd64", "arm64"])
+def test_install_step_fails_naming_what_the_env_table_lacks_of_set_env(
+    world: BuildWorld, first: dict, arch: str  # type: ignore[type-arg]
+) -> None:
+    """The first build passed the install step's env check with the built-in cann-8 table
+    against the stand-in's env scripts (all three, the full set). A table without one variable
+    and one search-path element renders an ENV that lacks them: the build stops at the install
+    step, before any push, naming both."""
+    from cannery.catalog.load import load_catalog
+
+    table = dict(load_catalog(None).catalog.envs["cann-8"])
+    del table["LCCL_PARALLEL"]
+    gone = "${ASCEND_TOOLKIT_LATEST_HOME}/tools/aml/lib64/plugin"
+    ld = table["LD_LIBRARY_PATH"]
+    assert isinstance(ld, list) and gone in ld
+    table["LD_LIBRARY_PATH"] = [e for e in ld if e != gone]
+    catalog = world.catalog(world.root / f"envgap-{arch}", repo="envgap")
+    text = catalog.read_text().replace('env = "cann-8"', 'env = "gap"')
+    catalog.write_text(text + "\n" + _table_toml("gap", table))
+    shutil.copyfile(first["catalog"].parent / "cannery.lock", catalog.parent / "cannery.lock")
+    rc, summary, err = build(world, catalog, "--frozen", "--platform", f"linux/{arch}")
+    assert rc == 1, err[-3000:]
+    image = summary["images"][0]
+    assert image["tags_moved"] == [] and image["index_digest"] is None
+    (platform,) = image["platforms"]
+    assert not platform["digest"]  # nothing was pushed
+    log = Path(platform["log"]).read_text()
+    assert "cannery: ENV lacks LCCL_PARALLEL, which the CANN env scripts set to '0'" in log, (
+        log[-3000:])
+    lacking = "/usr/local/Ascend/ascend-toolkit/latest/tools/aml/lib64/plugin"
+    assert f"cannery: ENV LD_LIBRARY_PATH lacks {lacking}, which" in log, log[-3000:]
+    # only those two (the build's own output lines; the RUN's text is in the log too): the
+    # rest of the table is what the scripts set
+    said = [line for line in log.splitlines() if line.startswith("cannery: ENV ")]
+    assert len(said) == 2, said
+    assert registry_get(world, "envgap", TAG).status_code == 404
+
+
 def test_untrusted_registry_certificate_is_one_line_exit_2(world: BuildWorld, first: dict) -> None:  # type: ignore[type-arg]
     ref = f"{world.push_registry.host}/e2e/standin:{TAG}"
     env = world.env()

@@ -3,8 +3,9 @@
 
 - ``make_toolkit_run``: a self-extracting ``.run`` (like Ascend's makeself archives) that takes
   ``--quiet --install [--install-for-all]``, refuses the wrong CPU architecture, and installs the
-  CANN >= 8.5 layout ASCEND.md describes, with an ``ascend-toolkit/set_env.sh`` exporting the real
-  variable names (prepending search paths without guarding empty values, as the real one does).
+  CANN >= 8.5 layout ASCEND.md describes, with the env scripts of the toolkit
+  (``ascend-toolkit/set_env.sh``), AscendNPU-IR and NNAL exporting every variable Ascend's 8.5 base
+  images persist (prepending search paths without guarding empty values, as the real ones do).
 - ``make_fastops_repo``: a git repository whose ``setup.py`` compiles a few C files into a shared
   library with as many parallel jobs as ``MAX_JOBS`` allows, and records that number.
 - ``make_wheelhouse``: a pure-Python wheel behind a PEP 503 simple index (a directory to serve).
@@ -24,61 +25,78 @@ from pathlib import Path
 
 UNAME = {"amd64": "x86_64", "arm64": "aarch64"}
 
-# What the stand-in set_env.sh exports, in order; {home} is the versioned install root.
+# What the stand-in env scripts export, in order; {home} is the versioned install root. The
+# full set Ascend's CANN 8.5 base images persist (the built-in cann-8 table), written as those
+# images' Dockerfiles write them: unguarded prepends, trailing '/' on two driver paths, and the
+# build-only devlib on LD_LIBRARY_PATH that 8.5.2's adds (which the image ENV leaves out).
 SET_ENV = """\
-# Stand-in for CANN's set_env.sh: the same names, the same unguarded prepends.
+# Stand-in for CANN's ascend-toolkit/set_env.sh: the same names, the same unguarded prepends.
 export ASCEND_TOOLKIT_HOME={home}
 export ASCEND_TOOLKIT_LATEST_HOME=/usr/local/Ascend/ascend-toolkit/latest
-export ASCEND_HOME_PATH=${{ASCEND_TOOLKIT_HOME}}
+export LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common/:/usr/local/Ascend/driver/lib64/driver/:${{LD_LIBRARY_PATH}}
+export LD_LIBRARY_PATH=${{ASCEND_TOOLKIT_HOME}}/lib64:${{ASCEND_TOOLKIT_HOME}}/lib64/plugin/opskernel:${{ASCEND_TOOLKIT_HOME}}/lib64/plugin/nnengine:${{ASCEND_TOOLKIT_HOME}}/opp/built-in/op_impl/ai_core/tbe/op_tiling:${{LD_LIBRARY_PATH}}
+export LD_LIBRARY_PATH=${{ASCEND_TOOLKIT_HOME}}/tools/aml/lib64:${{ASCEND_TOOLKIT_HOME}}/tools/aml/lib64/plugin:${{LD_LIBRARY_PATH}}
+export LD_LIBRARY_PATH=${{ASCEND_TOOLKIT_LATEST_HOME}}/lib64:${{ASCEND_TOOLKIT_LATEST_HOME}}/lib64/plugin/opskernel:${{ASCEND_TOOLKIT_LATEST_HOME}}/lib64/plugin/nnengine:${{ASCEND_TOOLKIT_LATEST_HOME}}/opp/built-in/op_impl/ai_core/tbe/op_tiling:${{LD_LIBRARY_PATH}}
+export LD_LIBRARY_PATH=${{ASCEND_TOOLKIT_LATEST_HOME}}/tools/aml/lib64:${{ASCEND_TOOLKIT_LATEST_HOME}}/tools/aml/lib64/plugin:${{LD_LIBRARY_PATH}}
+export LD_LIBRARY_PATH=${{ASCEND_TOOLKIT_HOME}}/devlib:${{LD_LIBRARY_PATH}}
+export PYTHONPATH=${{ASCEND_TOOLKIT_HOME}}/python/site-packages:${{ASCEND_TOOLKIT_HOME}}/opp/built-in/op_impl/ai_core/tbe:${{PYTHONPATH}}
+export PYTHONPATH=${{ASCEND_TOOLKIT_LATEST_HOME}}/python/site-packages:${{ASCEND_TOOLKIT_LATEST_HOME}}/opp/built-in/op_impl/ai_core/tbe:${{PYTHONPATH}}
+export PATH=${{ASCEND_TOOLKIT_HOME}}/bin:${{ASCEND_TOOLKIT_HOME}}/tools/ccec_compiler/bin:${{ASCEND_TOOLKIT_HOME}}/tools/profiler/bin:${{ASCEND_TOOLKIT_HOME}}/tools/ascend_system_advisor/asys:${{PATH}}
+export PATH=${{ASCEND_TOOLKIT_HOME}}/tools/show_kernel_debug_data:${{ASCEND_TOOLKIT_HOME}}/tools/msobjdump:${{PATH}}
+export PATH=${{ASCEND_TOOLKIT_LATEST_HOME}}/bin:${{ASCEND_TOOLKIT_LATEST_HOME}}/compiler/ccec_compiler/bin:${{ASCEND_TOOLKIT_LATEST_HOME}}/tools/ccec_compiler/bin:${{PATH}}
 export ASCEND_AICPU_PATH=${{ASCEND_TOOLKIT_HOME}}
 export ASCEND_OPP_PATH=${{ASCEND_TOOLKIT_HOME}}/opp
 export TOOLCHAIN_HOME=${{ASCEND_TOOLKIT_HOME}}/toolkit
-export ATB_HOME_PATH=/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1
-export PYTHONPATH=${{ASCEND_TOOLKIT_HOME}}/python/site-packages:${{ASCEND_TOOLKIT_HOME}}/opp/built-in/op_impl/ai_core/tbe:${{PYTHONPATH}}
-export PATH=${{ASCEND_TOOLKIT_HOME}}/bin:${{ASCEND_TOOLKIT_HOME}}/tools/ccec_compiler/bin:${{ASCEND_TOOLKIT_HOME}}/tools/profiler/bin:${{PATH}}
-export LD_LIBRARY_PATH=${{ASCEND_TOOLKIT_HOME}}/lib64:${{ASCEND_TOOLKIT_HOME}}/lib64/plugin/opskernel:${{ASCEND_TOOLKIT_HOME}}/lib64/plugin/nnengine:${{ASCEND_TOOLKIT_HOME}}/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/{uname}:/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver:${{ATB_HOME_PATH}}/lib:${{LD_LIBRARY_PATH}}
+export ASCEND_HOME_PATH=${{ASCEND_TOOLKIT_HOME}}
+export CMAKE_PREFIX_PATH=${{TOOLCHAIN_HOME}}/tools/tikicpulib/lib/cmake:${{ASCEND_TOOLKIT_HOME}}/lib64/cmake
 """
 
-# The catalog env table that matches SET_ENV (what a catalog for the stand-in declares).
-ENV_TABLE = """\
-[envs.standin]
-ASCEND_TOOLKIT_HOME = "/usr/local/Ascend/cann-{version}"
-ASCEND_TOOLKIT_LATEST_HOME = "/usr/local/Ascend/ascend-toolkit/latest"
-ASCEND_HOME_PATH = "${ASCEND_TOOLKIT_HOME}"
-ASCEND_AICPU_PATH = "${ASCEND_TOOLKIT_HOME}"
-ASCEND_OPP_PATH = "${ASCEND_TOOLKIT_HOME}/opp"
-TOOLCHAIN_HOME = "${ASCEND_TOOLKIT_HOME}/toolkit"
-ATB_HOME_PATH = "/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1"
-PYTHONPATH = [
-  "${ASCEND_TOOLKIT_HOME}/python/site-packages",
-  "${ASCEND_TOOLKIT_HOME}/opp/built-in/op_impl/ai_core/tbe",
-]
-PATH = [
-  "${ASCEND_TOOLKIT_HOME}/bin",
-  "${ASCEND_TOOLKIT_HOME}/tools/ccec_compiler/bin",
-  "${ASCEND_TOOLKIT_HOME}/tools/profiler/bin",
-]
-LD_LIBRARY_PATH = [
-  "${ASCEND_TOOLKIT_HOME}/lib64",
-  "${ASCEND_TOOLKIT_HOME}/lib64/plugin/opskernel",
-  "${ASCEND_TOOLKIT_HOME}/lib64/plugin/nnengine",
-  "${ASCEND_TOOLKIT_HOME}/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/{uname_arch}",
-  "/usr/local/Ascend/driver/lib64",
-  "/usr/local/Ascend/driver/lib64/common",
-  "/usr/local/Ascend/driver/lib64/driver",
-  "${ATB_HOME_PATH}/lib",
-]
+# AscendNPU-IR's share/info/ascendnpu-ir/bin/set_env.sh, as its installer writes it.
+BISHENG_SET_ENV = """\
+#!/bin/sh
+export PATH="{home}/tools/bishengir/bin:${{PATH}}"
 """
+
+# NNAL's atb/set_env.sh: reads ZSH_VERSION unguarded, as the real one does (a `set -u` shell
+# stops there).
+NNAL_SET_ENV = """\
+# Stand-in for NNAL's atb/set_env.sh (ATB and LCCL).
+if [ -n "$ZSH_VERSION" ]; then :; fi
+export ATB_HOME_PATH=/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1
+export LD_LIBRARY_PATH=${ATB_HOME_PATH}/lib:${ATB_HOME_PATH}/examples:${ATB_HOME_PATH}/tests/atbopstest:${LD_LIBRARY_PATH}
+export PATH=${ATB_HOME_PATH}/bin:$PATH
+export ATB_STREAM_SYNC_EVERY_KERNEL_ENABLE=0
+export ATB_STREAM_SYNC_EVERY_RUNNER_ENABLE=0
+export ATB_STREAM_SYNC_EVERY_OPERATION_ENABLE=0
+export ATB_OPSRUNNER_KERNEL_CACHE_LOCAL_COUNT=1
+export ATB_OPSRUNNER_KERNEL_CACHE_GLOABL_COUNT=5
+export ATB_WORKSPACE_MEM_ALLOC_ALG_TYPE=1
+export ATB_COMPARE_TILING_EVERY_KERNEL=0
+export ATB_SHARE_MEMORY_NAME_SUFFIX=""
+export ATB_MATMUL_SHUFFLE_K_ENABLE=1
+export LCCL_DETERMINISTIC=0
+export LCCL_PARALLEL=0
+"""
+
+# Where the stand-in installs its env scripts (the catalog's env_scripts, as Ascend's names).
+ENV_SCRIPTS = (
+    "/usr/local/Ascend/ascend-toolkit/set_env.sh",
+    "/usr/local/Ascend/cann-{version}/share/info/ascendnpu-ir/bin/set_env.sh",
+    "/usr/local/Ascend/nnal/atb/set_env.sh",
+)
+
 
 def toolkit_table(name: str, files: str) -> str:
     """The catalog's toolkit entry for the stand-in installers served under ``files``: CANN
-    8.5.2 over the base's 8.5.1, the env table above, its env script, one package per arch."""
+    8.5.2 over the base's 8.5.1, the built-in cann-8 env table, the env scripts the installer
+    writes, one package per arch."""
+    scripts = ", ".join(f'"{s}"' for s in ENV_SCRIPTS)
     return (
         f"[toolkits.{name}]\n"
         'version = "8.5.2"\n'
-        'env = "standin"\n'
+        'env = "cann-8"\n'
         'devlib = "/usr/local/Ascend/cann-{version}/{uname_arch}-linux/devlib/linux/{uname_arch}"\n'
-        'env_scripts = ["/usr/local/Ascend/ascend-toolkit/set_env.sh"]\n'
+        f"env_scripts = [{scripts}]\n"
         'install_args = ["--quiet", "--install", "--install-for-all"]\n'
         "\n"
         f"[[toolkits.{name}.packages]]\n"
@@ -167,9 +185,17 @@ def make_toolkit_run(out: Path, version: str, arch: str, filler_bytes: int = 0) 
         if filler_bytes:
             _tar_add(tar, f"{home[1:]}/lib64/libfiller.so", os.urandom(filler_bytes))
         _tar_link(tar, "usr/local/Ascend/ascend-toolkit/latest", f"../cann-{version}")
-        set_env = SET_ENV.format(home=home, uname=uname).encode()
+        set_env = SET_ENV.format(home=home).encode()
         _tar_add(tar, f"{home[1:]}/set_env.sh", set_env)
         _tar_add(tar, "usr/local/Ascend/ascend-toolkit/set_env.sh", set_env)
+        # the env scripts of the packages Ascend ships beside the toolkit (one .run here)
+        for d in ("usr/local/Ascend/nnal", "usr/local/Ascend/nnal/atb", f"{home[1:]}/share",
+                  f"{home[1:]}/share/info", f"{home[1:]}/share/info/ascendnpu-ir",
+                  f"{home[1:]}/share/info/ascendnpu-ir/bin"):
+            _tar_dir(tar, d)
+        _tar_add(tar, f"{home[1:]}/share/info/ascendnpu-ir/bin/set_env.sh",
+                 BISHENG_SET_ENV.format(home=home).encode(), 0o755)
+        _tar_add(tar, "usr/local/Ascend/nnal/atb/set_env.sh", NNAL_SET_ENV.encode())
     out.parent.mkdir(parents=True, exist_ok=True)
     body = base64.encodebytes(payload.getvalue())
     out.write_bytes(_HEADER.format(version=version, uname=uname).encode() + body)

@@ -29,6 +29,18 @@ def test_a_variable_only_the_script_sets_fails_naming_it() -> None:
     assert "image lacks /opt/cann/bin" in failed["runtime env PATH"]
 
 
+def test_a_build_only_devlib_and_a_trailing_slash_are_no_difference() -> None:
+    """As the install step's check: CANN 8.5.2's script puts devlib on LD_LIBRARY_PATH (a stub
+    the image must not carry) and writes two driver paths with a trailing '/'."""
+    image = {"LD_LIBRARY_PATH": "/opt/cann/lib64:/usr/local/Ascend/driver/lib64/common"}
+    sourced = {"LD_LIBRARY_PATH": "/opt/cann/devlib:/usr/local/Ascend/driver/lib64/common/:"
+                                  + image["LD_LIBRARY_PATH"]}
+    assert [(c.name, c.ok) for c in compare_env(image, sourced, P)] == [("runtime env", True)]
+    sourced["LD_LIBRARY_PATH"] = "/opt/cann/aml/lib64/:" + image["LD_LIBRARY_PATH"]
+    (check,) = compare_env(image, sourced, P)
+    assert not check.ok and check.detail == "image lacks /opt/cann/aml/lib64/"
+
+
 def test_pull_argv_plain_http_only_when_the_client_fell_back(tmp_path: Path) -> None:
     ref = "127.0.0.1:5000/x@sha256:" + "a" * 64
     tls = pull_argv(ref, "linux/arm64", tmp_path, plain_http=False)

@@ -104,14 +104,26 @@ RUN python3 -m pip install --no-cache-dir --upgrade pip
 # --entrypoint).
 ENV ASCEND_TOOLKIT_HOME=/usr/local/Ascend/cann-8.5.2 \
     ASCEND_TOOLKIT_LATEST_HOME=/usr/local/Ascend/ascend-toolkit/latest \
-    ASCEND_HOME_PATH=/usr/local/Ascend/cann-8.5.2 \
     ASCEND_AICPU_PATH=/usr/local/Ascend/cann-8.5.2 \
     ASCEND_OPP_PATH=/usr/local/Ascend/cann-8.5.2/opp \
     TOOLCHAIN_HOME=/usr/local/Ascend/cann-8.5.2/toolkit \
+    ASCEND_HOME_PATH=/usr/local/Ascend/cann-8.5.2 \
     ATB_HOME_PATH=/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1 \
-    PYTHONPATH=/usr/local/Ascend/cann-8.5.2/python/site-packages:/usr/local/Ascend/cann-8.5.2/opp/built-in/op_impl/ai_core/tbe${PYTHONPATH:+:${PYTHONPATH}} \
-    PATH=/usr/local/Ascend/cann-8.5.2/bin:/usr/local/Ascend/cann-8.5.2/tools/ccec_compiler/bin:/usr/local/Ascend/cann-8.5.2/tools/profiler/bin${PATH:+:${PATH}} \
-    LD_LIBRARY_PATH=/usr/local/Ascend/cann-8.5.2/lib64:/usr/local/Ascend/cann-8.5.2/lib64/plugin/opskernel:/usr/local/Ascend/cann-8.5.2/lib64/plugin/nnengine:/usr/local/Ascend/cann-8.5.2/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/${CANN_ARCH}:/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver:/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/lib${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}
+    ATB_STREAM_SYNC_EVERY_KERNEL_ENABLE=0 \
+    ATB_STREAM_SYNC_EVERY_RUNNER_ENABLE=0 \
+    ATB_STREAM_SYNC_EVERY_OPERATION_ENABLE=0 \
+    ATB_OPSRUNNER_KERNEL_CACHE_LOCAL_COUNT=1 \
+    ATB_OPSRUNNER_KERNEL_CACHE_GLOABL_COUNT=5 \
+    ATB_WORKSPACE_MEM_ALLOC_ALG_TYPE=1 \
+    ATB_COMPARE_TILING_EVERY_KERNEL=0 \
+    ATB_SHARE_MEMORY_NAME_SUFFIX="" \
+    ATB_MATMUL_SHUFFLE_K_ENABLE=1 \
+    LCCL_DETERMINISTIC=0 \
+    LCCL_PARALLEL=0 \
+    PATH=/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/bin:/usr/local/Ascend/cann-8.5.2/tools/bishengir/bin:/usr/local/Ascend/ascend-toolkit/latest/bin:/usr/local/Ascend/ascend-toolkit/latest/compiler/ccec_compiler/bin:/usr/local/Ascend/ascend-toolkit/latest/tools/ccec_compiler/bin:/usr/local/Ascend/cann-8.5.2/tools/show_kernel_debug_data:/usr/local/Ascend/cann-8.5.2/tools/msobjdump:/usr/local/Ascend/cann-8.5.2/bin:/usr/local/Ascend/cann-8.5.2/tools/ccec_compiler/bin:/usr/local/Ascend/cann-8.5.2/tools/profiler/bin:/usr/local/Ascend/cann-8.5.2/tools/ascend_system_advisor/asys${PATH:+:${PATH}} \
+    LD_LIBRARY_PATH=/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/lib:/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/examples:/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/tests/atbopstest:/usr/local/Ascend/ascend-toolkit/latest/tools/aml/lib64:/usr/local/Ascend/ascend-toolkit/latest/tools/aml/lib64/plugin:/usr/local/Ascend/ascend-toolkit/latest/lib64:/usr/local/Ascend/ascend-toolkit/latest/lib64/plugin/opskernel:/usr/local/Ascend/ascend-toolkit/latest/lib64/plugin/nnengine:/usr/local/Ascend/ascend-toolkit/latest/opp/built-in/op_impl/ai_core/tbe/op_tiling:/usr/local/Ascend/cann-8.5.2/tools/aml/lib64:/usr/local/Ascend/cann-8.5.2/tools/aml/lib64/plugin:/usr/local/Ascend/cann-8.5.2/lib64:/usr/local/Ascend/cann-8.5.2/lib64/plugin/opskernel:/usr/local/Ascend/cann-8.5.2/lib64/plugin/nnengine:/usr/local/Ascend/cann-8.5.2/opp/built-in/op_impl/ai_core/tbe/op_tiling:/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}} \
+    CMAKE_PREFIX_PATH=/usr/local/Ascend/cann-8.5.2/toolkit/tools/tikicpulib/lib/cmake:/usr/local/Ascend/cann-8.5.2/lib64/cmake${CMAKE_PREFIX_PATH:+:${CMAKE_PREFIX_PATH}} \
+    PYTHONPATH=/usr/local/Ascend/ascend-toolkit/latest/python/site-packages:/usr/local/Ascend/ascend-toolkit/latest/opp/built-in/op_impl/ai_core/tbe:/usr/local/Ascend/cann-8.5.2/python/site-packages:/usr/local/Ascend/cann-8.5.2/opp/built-in/op_impl/ai_core/tbe${PYTHONPATH:+:${PYTHONPATH}}
 # CANN 8.5.2 installers (toolkit, ops, nnal): fetched over verified TLS and
 # checked against their sha256 from cannery.lock before they run.
 RUN set -eu; \
@@ -134,7 +146,37 @@ RUN set -eu; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/nnal.run "${nnal_url}"; \
     echo "${nnal_sha256}  /tmp/nnal.run" | sha256sum -c -; \
     bash /tmp/nnal.run --quiet --install --install-for-all; \
-    rm -f /tmp/nnal.run
+    rm -f /tmp/nnal.run; \
+    ( set +eu -f; \
+      declare -A persisted=(); \
+      for n in $(compgen -e); do persisted[$n]="${!n}"; done; \
+      for s in /usr/local/Ascend/ascend-toolkit/set_env.sh /usr/local/Ascend/cann-8.5.2/share/info/ascendnpu-ir/bin/set_env.sh /usr/local/Ascend/nnal/atb/set_env.sh; do \
+        [ -f "$s" ] || { echo "cannery: env script $s was not installed" >&2; exit 1; }; \
+        . "$s" > /dev/null || { echo "cannery: sourcing $s failed" >&2; exit 1; }; \
+      done; \
+      bad=0; \
+      for n in $(compgen -e); do \
+        now="${!n}"; \
+        case "$n" in _|PWD|OLDPWD|SHLVL) continue ;; esac; \
+        if [ -n "${persisted[$n]+set}" ] && [ "${persisted[$n]}" = "$now" ]; then continue; fi; \
+        if [ -n "${persisted[$n]+set}" ]; then case "$n" in \
+          PATH|LD_LIBRARY_PATH|PYTHONPATH|CMAKE_PREFIX_PATH) \
+            had=":${persisted[$n]}:"; had="${had//\/:/:}"; lacks=""; IFS=:; \
+            for e in $now; do case "$e" in ""|*/devlib|*/devlib/*) continue ;; esac; \
+              case "$had" in *":${e%/}:"*) ;; *) lacks="$lacks $e" ;; esac; done; \
+            unset IFS; \
+            [ -z "$lacks" ] && continue; \
+            echo "cannery: ENV $n lacks$lacks, which the CANN env scripts add" >&2; bad=1; continue ;; \
+        esac; fi; \
+        if [ -n "${persisted[$n]+set}" ]; then \
+          echo "cannery: ENV $n is '${persisted[$n]}'; the CANN env scripts set '$now'" >&2; \
+        else \
+          echo "cannery: ENV lacks $n, which the CANN env scripts set to '$now'" >&2; \
+        fi; \
+        bad=1; \
+      done; \
+      [ "$bad" = 0 ] || { echo "cannery: the image ENV is not what the CANN env scripts set (CANN 8.5.2): fix the toolkit's env table" >&2; exit 1; } \
+    )
 
 # A catalog `run` step (linted with cannery's Dockerfile rules).
 RUN ln -sf /usr/include/c++/12/${CANN_ARCH}-openEuler-linux /usr/include/c++/12/${CANN_ARCH}-linux-gnu

@@ -202,6 +202,29 @@ def _resolve_table_extends(raw: dict[str, Any], table: str, what: str, col: _Col
             entries[name] = result
 
 
+# The CANN packages with an env table in ascend.toml, in the order Ascend's images source
+# their env scripts.
+CANN_ENV_PACKAGES = ("toolkit", "ops", "bisheng", "nnal")
+
+
+def compose_cann_env(series: dict[str, Any]) -> dict[str, Any]:
+    """One CANN series' env table from its packages' (ascend.toml ``cann_envs.<series>``): the
+    plain values in package order, then each search path with the entries of the package
+    sourced last first, as sourcing the scripts in that order leaves it."""
+    unknown = set(series) - {*CANN_ENV_PACKAGES, "source"}
+    if unknown:
+        raise ValueError(f"ascend.toml: unknown CANN package {sorted(unknown)}")
+    packages = [series.get(p, {}) for p in CANN_ENV_PACKAGES]
+    table: dict[str, Any] = {}
+    for pkg in packages:
+        table.update((k, v) for k, v in pkg.items() if isinstance(v, str))
+    for pkg in reversed(packages):
+        for key, value in pkg.items():
+            if isinstance(value, list):
+                table[key] = [*table.get(key, []), *value]
+    return table
+
+
 def _merge_knowledge(raw: dict[str, Any]) -> None:
     """Ascend facts (SoC families, toolkit env tables, compatibility table) that every catalog
     starts from."""
@@ -211,7 +234,8 @@ def _merge_knowledge(raw: dict[str, Any]) -> None:
     # set_env.sh of each CANN line, so a catalog can name them without copying (its own win).
     envs = raw.get("envs", {})
     if isinstance(envs, dict):
-        raw["envs"] = {**known["envs"], **envs}
+        builtin = {name: compose_cann_env(series) for name, series in known["cann_envs"].items()}
+        raw["envs"] = {**builtin, **envs}
     compat = raw.get("compat", {})
     if isinstance(compat, dict):
         merged = {**known["compat"], **{k: v for k, v in compat.items() if k != "rows"}}

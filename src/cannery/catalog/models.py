@@ -278,7 +278,9 @@ class Toolkit(Strict):
     )
     devlib: str | None = Field(None, description="Build-only stub library dir; never in image ENV")
     env_scripts: list[str] = Field(
-        [], description="Scripts the toolkit ships to set its env; `cannery verify` compares them"
+        [],
+        description="Scripts the toolkit ships to set its env ({version}: the toolkit's): the "
+        "install step and `cannery verify` compare what they set with the image ENV",
     )
     install_args: list[str] = ["--quiet", "--install"]
     packages: list[Package] = []

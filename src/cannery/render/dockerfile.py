@@ -10,6 +10,8 @@ What the output guarantees (each a defect found in review of hand-written images
 - the toolkit env is persisted with ENV from the catalog table, with no empty path element and
   no build-only ``devlib``, so ``docker run IMAGE python`` sees it with no shell in between;
   an image without a toolkit, or whose toolkit the host mounts, gets no toolkit ENV or label;
+- the step that installs the toolkit sources its env scripts and stops the build, naming each
+  variable, where the ENV lacks or differs from what they set;
 - builder stages (a Python source build, the catalog's stages) come before the final stage:
   their build-only packages and steps stay there, only their outputs are copied in;
 - a job limit, SOC_VERSION and a component's build env live only in that component's RUN;
@@ -84,6 +86,25 @@ def _expand(value: str, known: dict[str, str]) -> str:
     return re.sub(
         r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: known.get(m.group(1), m.group(0)), value
     )
+
+
+# Variables whose value is a ':'-separated search path, where an empty element means ".".
+SEARCH_PATHS = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CMAKE_PREFIX_PATH")
+
+
+def lacking_elements(image: str, sourced: str) -> list[str]:
+    """The elements of a search path an env script leaves (``sourced``) that the image's value
+    lacks: empty ones and a build-only devlib aside, a trailing '/' ignored. The install step's
+    env check (``_env_check``, in bash) applies the same rule."""
+    have = {e.rstrip("/") for e in image.split(":")}
+    return [
+        e for e in sourced.split(":")
+        if e and not _is_devlib(e) and e.rstrip("/") not in have
+    ]
+
+
+def _is_devlib(element: str) -> bool:
+    return element.endswith("/devlib") or "/devlib/" in element
 
 
 def toolkit_env(spec: ImageSpec) -> tuple[tuple[str, str], ...]:
@@ -557,10 +578,63 @@ def _toolkit(spec: ImageSpec) -> list[Instruction]:
             *_downloads_run(
                 spec, tk.downloads, f"CANN {tk.version} installers", list(tk.install_args)
             ),
+            *_env_check(spec),
         ]
         body.append(Run(_finish(lines)))
     body.append(Blank())
     return body
+
+
+def _env_check(spec: ImageSpec) -> list[str]:
+    """Lines that source every env script the toolkit installed and stop the build, naming each
+    variable, where what they set is not what the ENV above persists: a variable the ENV lacks
+    or holds with another value; for a search path, an element it lacks (the scripts prepend
+    to the ENV's value, so only their elements are compared, a trailing '/' aside). A devlib
+    element is build-only (it would shadow the host's driver) and never required. Plain bash,
+    as the base may have no Python; in a subshell, so the scripts change nothing after it."""
+    tk = spec.toolkit
+    if tk is None or not tk.env_scripts:
+        return []
+    lists = [k for k, v in tk.env if isinstance(v, tuple)]
+    paths = "|".join(dict.fromkeys([*SEARCH_PATHS, *lists]))
+    scripts = " ".join(_q(s) for s in tk.env_scripts)
+    them = "the CANN env scripts"
+    was = '${persisted[$n]+set}'
+    return [
+        # +eu: the scripts read unset variables, and a failure is reported below instead;
+        # -f: an element of a search path, split on ':', is never taken as a glob
+        "( set +eu -f;",
+        "  declare -A persisted=();",
+        '  for n in $(compgen -e); do persisted[$n]="${!n}"; done;',
+        f"  for s in {scripts}; do",
+        '    [ -f "$s" ] || { echo "cannery: env script $s was not installed" >&2; exit 1; };',
+        '    . "$s" > /dev/null || { echo "cannery: sourcing $s failed" >&2; exit 1; };',
+        "  done;",
+        "  bad=0;",
+        "  for n in $(compgen -e); do",
+        '    now="${!n}";',
+        '    case "$n" in _|PWD|OLDPWD|SHLVL) continue ;; esac;',
+        f'    if [ -n "{was}" ] && [ "${{persisted[$n]}}" = "$now" ]; then continue; fi;',
+        f'    if [ -n "{was}" ]; then case "$n" in',
+        f"      {paths})",
+        r'        had=":${persisted[$n]}:"; had="${had//\/:/:}"; lacks=""; IFS=:;',
+        '        for e in $now; do case "$e" in ""|*/devlib|*/devlib/*) continue ;; esac;',
+        '          case "$had" in *":${e%/}:"*) ;; *) lacks="$lacks $e" ;; esac; done;',
+        "        unset IFS;",
+        '        [ -z "$lacks" ] && continue;',
+        f'        echo "cannery: ENV $n lacks$lacks, which {them} add" >&2; bad=1; continue ;;',
+        "    esac; fi;",
+        f'    if [ -n "{was}" ]; then',
+        f"      echo \"cannery: ENV $n is '${{persisted[$n]}}'; {them} set '$now'\" >&2;",
+        "    else",
+        f"      echo \"cannery: ENV lacks $n, which {them} set to '$now'\" >&2;",
+        "    fi;",
+        "    bad=1;",
+        "  done;",
+        f'  [ "$bad" = 0 ] || {{ echo "cannery: the image ENV is not what {them} set'
+        f' (CANN {tk.version}): fix the toolkit\'s env table" >&2; exit 1; }}',
+        ")",
+    ]
 
 
 # The builder stage that compiles Python, and the list of packages its shared libraries need.

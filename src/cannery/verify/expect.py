@@ -7,8 +7,6 @@ import re
 from cannery.plan import UNAME_ARCH, ImageSpec
 from cannery.render.dockerfile import ARCH_VAR, toolkit_env
 
-# Variables whose value is a ':'-separated search path, where an empty element means ".".
-SEARCH_PATHS = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CMAKE_PREFIX_PATH")
 _INHERIT = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):\+:\$\{\1\}\}$")
 
 

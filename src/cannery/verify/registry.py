@@ -20,8 +20,9 @@ from cannery.oci.manifest import (
     platform_string,
 )
 from cannery.plan import ImageSpec
+from cannery.render.dockerfile import SEARCH_PATHS
 from cannery.util.env import is_credential_name
-from cannery.verify.expect import SEARCH_PATHS, empty_element, env_matches, expected_env
+from cannery.verify.expect import empty_element, env_matches, expected_env
 from cannery.verify.model import Check
 
 # buildx attaches provenance/SBOM as extra index entries; they are not platform images.

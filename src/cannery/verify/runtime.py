@@ -19,8 +19,8 @@ from pathlib import Path
 from cannery.errors import FatalError
 from cannery.oci import Credentials
 from cannery.plan import ImageSpec
+from cannery.render.dockerfile import SEARCH_PATHS, lacking_elements
 from cannery.util.cmd import CommandError, run
-from cannery.verify.expect import SEARCH_PATHS
 from cannery.verify.model import Check
 
 # Set by bash itself, not by an env script.
@@ -38,14 +38,15 @@ def _env(text: str) -> dict[str, str]:
 
 def compare_env(image: dict[str, str], sourced: dict[str, str], platform: str) -> list[Check]:
     """A variable the script sets must already be in the image with the same value; for a
-    search path, every (non-empty) element the script adds must already be in the image's."""
+    search path, every element the script adds must already be in the image's
+    (``lacking_elements``: not an empty or build-only devlib one, a trailing '/' aside)."""
     checks = []
     for name in sorted(sourced):
         if name in _SHELL_OWN or sourced[name] == image.get(name):
             continue
         have = image.get(name)
         if name in SEARCH_PATHS and have is not None:
-            missing = [e for e in sourced[name].split(":") if e and e not in have.split(":")]
+            missing = lacking_elements(have, sourced[name])
             if not missing:
                 continue
             detail = f"image lacks {', '.join(missing)}"

@@ -45,15 +45,27 @@ RUN python3 -m pip install --no-cache-dir --upgrade pip packaging setuptools==80
 # --entrypoint).
 ENV ASCEND_TOOLKIT_HOME=/usr/local/Ascend/cann-9.0.0 \
     ASCEND_TOOLKIT_LATEST_HOME=/usr/local/Ascend/ascend-toolkit/latest \
-    ASCEND_HOME_PATH=/usr/local/Ascend/cann-9.0.0 \
     ASCEND_AICPU_PATH=/usr/local/Ascend/cann-9.0.0 \
     ASCEND_OPP_PATH=/usr/local/Ascend/cann-9.0.0/opp \
     TOOLCHAIN_HOME=/usr/local/Ascend/cann-9.0.0/toolkit \
+    ASCEND_HOME_PATH=/usr/local/Ascend/cann-9.0.0 \
     ATB_HOME_PATH=/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1 \
+    ATB_STREAM_SYNC_EVERY_KERNEL_ENABLE=0 \
+    ATB_STREAM_SYNC_EVERY_RUNNER_ENABLE=0 \
+    ATB_STREAM_SYNC_EVERY_OPERATION_ENABLE=0 \
+    ATB_OPSRUNNER_KERNEL_CACHE_LOCAL_COUNT=1 \
+    ATB_OPSRUNNER_KERNEL_CACHE_GLOABL_COUNT=5 \
+    ATB_WORKSPACE_MEM_ALLOC_ALG_TYPE=1 \
+    ATB_COMPARE_TILING_EVERY_KERNEL=0 \
+    ATB_SHARE_MEMORY_NAME_SUFFIX="" \
+    ATB_MATMUL_SHUFFLE_K_ENABLE=1 \
+    LCCL_DETERMINISTIC=0 \
+    LCCL_PARALLEL=0 \
+    ATB_CXX_ABI=1 \
+    PATH=/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/bin:/usr/local/Ascend/cann-9.0.0/tools/bishengir/bin:/usr/local/Ascend/ascend-toolkit/latest/bin:/usr/local/Ascend/ascend-toolkit/latest/compiler/ccec_compiler/bin:/usr/local/Ascend/ascend-toolkit/latest/tools/ccec_compiler/bin:/usr/local/Ascend/cann-9.0.0/tools/show_kernel_debug_data:/usr/local/Ascend/cann-9.0.0/tools/msobjdump:/usr/local/Ascend/cann-9.0.0/bin:/usr/local/Ascend/cann-9.0.0/tools/ccec_compiler/bin:/usr/local/Ascend/cann-9.0.0/tools/profiler/bin:/usr/local/Ascend/cann-9.0.0/tools/ascend_system_advisor/asys${PATH:+:${PATH}} \
+    LD_LIBRARY_PATH=/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/lib:/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/examples:/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/tests/atbopstest:/usr/local/Ascend/cann-9.0.0/lib64:/usr/local/Ascend/cann-9.0.0/lib64/plugin/opskernel:/usr/local/Ascend/cann-9.0.0/lib64/plugin/nnengine:/usr/local/Ascend/cann-9.0.0/opp/built-in/op_impl/ai_core/tbe/op_tiling:/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver:/usr/local/Ascend/ascend-toolkit/latest/tools/aml/lib64:/usr/local/Ascend/ascend-toolkit/latest/tools/aml/lib64/plugin:/usr/local/Ascend/ascend-toolkit/latest/lib64:/usr/local/Ascend/ascend-toolkit/latest/lib64/plugin/opskernel:/usr/local/Ascend/ascend-toolkit/latest/lib64/plugin/nnengine:/usr/local/Ascend/ascend-toolkit/latest/opp/built-in/op_impl/ai_core/tbe/op_tiling${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}} \
     CMAKE_PREFIX_PATH=/usr/local/Ascend/cann-9.0.0/toolkit/tools/tikicpulib/lib/cmake:/usr/local/Ascend/cann-9.0.0/lib64/cmake${CMAKE_PREFIX_PATH:+:${CMAKE_PREFIX_PATH}} \
-    PYTHONPATH=/usr/local/Ascend/cann-9.0.0/python/site-packages:/usr/local/Ascend/cann-9.0.0/opp/built-in/op_impl/ai_core/tbe${PYTHONPATH:+:${PYTHONPATH}} \
-    PATH=/usr/local/Ascend/cann-9.0.0/bin:/usr/local/Ascend/cann-9.0.0/tools/ccec_compiler/bin:/usr/local/Ascend/cann-9.0.0/tools/profiler/bin${PATH:+:${PATH}} \
-    LD_LIBRARY_PATH=/usr/local/Ascend/cann-9.0.0/lib64:/usr/local/Ascend/cann-9.0.0/lib64/plugin/opskernel:/usr/local/Ascend/cann-9.0.0/lib64/plugin/nnengine:/usr/local/Ascend/cann-9.0.0/opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/${CANN_ARCH}:/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver:/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/lib${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}
+    PYTHONPATH=/usr/local/Ascend/ascend-toolkit/latest/python/site-packages:/usr/local/Ascend/ascend-toolkit/latest/opp/built-in/op_impl/ai_core/tbe:/usr/local/Ascend/cann-9.0.0/python/site-packages:/usr/local/Ascend/cann-9.0.0/opp/built-in/op_impl/ai_core/tbe${PYTHONPATH:+:${PYTHONPATH}}
 
 # torch-2-9-post2: torch==2.9.0 torch_npu==2.9.0.post2 torchvision==0.24.0.
 # Installed before anything compiles against it; every later pip call is
