@@ -102,16 +102,24 @@ def _context_file(path: str, copies: list[Instruction]) -> str | None:
 
 def _read_context(rel: str, ctx: LintContext) -> str | None:
     """A build-context file, looked up from the Dockerfile's directory up to the repository
-    root (the context directory itself is not known to lint)."""
+    root (the context directory itself is not known to lint); None when it cannot be read
+    (lint reads only what LintContext.read allows) or lies outside any build context."""
+    import os
+
+    from cannery.lint.files import within
+
     if rel.startswith("/") or ".." in rel.split("/"):
         return None  # outside any build context
     here = Path(ctx.root).resolve()
+    top = os.path.realpath(ctx.boundary)
     for d in [here, *here.parents]:
+        if not within(str(d), top):
+            break
         f = d / rel
         try:
-            if f.is_file():
-                return f.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            if os.path.lexists(f):
+                return ctx.read(str(f))  # None: there, but lint may not read it
+        except (OSError, ValueError):
             return None
         if (d / ".git").exists():
             break
