@@ -22,11 +22,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from cannery.lint.config import LintConfig
 from cannery.lint.engine import Engine
 from cannery.lint.files import MAX_BYTES
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rules import unused_arg
 
 ROOT = Path(__file__).resolve().parents[2]
 # The child reports its own peak resident memory on exit (cannery ends every command through
@@ -218,11 +221,13 @@ class _Spin(Rule):
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
+        self.finished = False
 
     def check(self, facts: object, ctx: LintContext) -> Iterator[Finding]:
         start, wall = time.process_time(), time.monotonic() + 60
         while time.process_time() - start < self.seconds and time.monotonic() < wall:
             pass
+        self.finished = True
         yield self.finding("Dockerfile", 1, 1, "spun to the end")
 
 
@@ -231,12 +236,14 @@ def test_a_file_past_its_time_budget_is_one_internal_error() -> None:
     default is 10 s), wherever its loop is; the file's only finding says so, whatever the
     file's own suppressions say."""
     engine = Engine(LintConfig(), budget=0.3)
-    engine.rules.append(_Spin(20))
+    spin = _Spin(20)
+    engine.rules.append(spin)
     before = signal.getsignal(signal.SIGPROF)
     text = "FROM ubuntu:22.04\n# cannery: ignore-file=internal-error\nARG UNUSED\n"
     found = engine.lint_text("Dockerfile", text, "dockerfile")
     assert [(f.rule, f.message) for f in found] == [
         ("internal-error", "gave up after 0.3 s of CPU time (rule spin): not linted")]
+    assert not spin.finished  # stopped inside its loop, not after it
     assert signal.getsignal(signal.SIGPROF) == before  # the timer's handler is put back
     assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
     # a file within its budget is linted as usual, by the same engine
@@ -249,7 +256,8 @@ def test_off_the_main_thread_the_budget_is_checked_between_rules() -> None:
     """Python delivers signals to the main thread only; in another thread the budget is
     checked before each rule, so the rule after the one that used it up does not run."""
     engine = Engine(LintConfig(), budget=0.3)
-    engine.rules[:] = [_Spin(0.5), _Spin(20)]
+    first, second = _Spin(0.5), _Spin(20)
+    engine.rules[:] = [first, second]
     out: list[list[Finding]] = []
     worker = threading.Thread(target=lambda: out.append(
         engine.lint_text("Dockerfile", "FROM ubuntu:22.04\n", "dockerfile")), daemon=True)
@@ -258,3 +266,109 @@ def test_off_the_main_thread_the_budget_is_checked_between_rules() -> None:
     assert not worker.is_alive(), "the second rule ran"
     assert [(f.rule, f.message) for f in out[0]] == [
         ("internal-error", "gave up after 0.3 s of CPU time (rule spin): not linted")]
+    assert first.finished and not second.finished
+
+
+def test_unused_arg_on_8000_args(tmp_path: Path) -> None:
+    """It was quadratic (2,000 / 4,000 / 8,000 ARGs: 3.8 / 17.6 / 70 s). Nothing here asserts
+    a time; the child's timeout (a minute, for what now takes about a second) only turns a
+    regression into a failure instead of a very long run."""
+    n = 8000
+    lines = ["FROM ubuntu:22.04"]
+    lines += [f"ARG A{i}=x" for i in range(n)]
+    lines += [f"RUN echo ${{A{i}}}" for i in range(0, n, 2)]  # the even ones are used
+    (tmp_path / "Dockerfile").write_text("\n".join(lines) + "\n")
+    code, report, _, _ = lint_child("--select", "unused-arg", str(tmp_path / "Dockerfile"),
+                                      cwd=tmp_path, timeout=60)
+    unused = sorted(int(re.search(r"ARG A(\d+) ", f["message"]).group(1))  # type: ignore[union-attr]
+                    for f in report["findings"])
+    assert code == 1 and unused == list(range(1, n, 2))
+
+
+# The rule before it was made linear, kept as the reference the new one must agree with.
+def _reference(facts, ctx):  # type: ignore[no-untyped-def]
+    rule = unused_arg.UnusedArg()
+    for inst in facts.global_args:
+        for pr in inst.pairs:
+            if pr.key in ctx.implicit_args:
+                continue
+            used = any(unused_arg._refs(s_.base, pr.key) for s_ in facts.stages) or any(
+                i.keyword == "ARG" and any(q.key == pr.key for q in i.pairs)
+                for s_ in facts.stages for i in s_.instructions)
+            if not used:
+                yield pr.line, pr.key
+    for stage in facts.stages:
+        scripts = rule._scripts(stage.instructions, ctx)
+        for inst in stage.instructions:
+            if inst.keyword != "ARG":
+                continue
+            later = [i for i in stage.instructions if i.index > inst.index]
+            for pr in inst.pairs:
+                if pr.key in ctx.implicit_args or unused_arg.ENV_CONFIG.match(pr.key):
+                    continue
+                if any(unused_arg._refs(i.original + "\n" + "\n".join(
+                        facts.lines[i.line - 1 : i.end_line]), pr.key) for i in later):
+                    continue
+                if any(i.script is not None and any(unused_arg._reads_env(c, pr.key)
+                                                    for c in i.script.commands)
+                       for i in later):
+                    continue
+                if any(index > inst.index and (text is None or re.search(
+                        rf"\b{re.escape(pr.key)}\b", text)) for index, text in scripts):
+                    continue
+                yield pr.line, pr.key
+
+
+NAMES = ["A", "B_1", "CFLAGS", "GOFLAGS", "USE_X", "é", "A-B", "X.Y", "PIP_X", "MAX_JOBS"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_unused_arg_agrees_with_the_quadratic_rule_it_replaced(seed: int, tmp_path: Path) -> None:
+    import random
+
+    from cannery.lint.facts.dockerfile import parse_dockerfile
+
+    rnd = random.Random(seed)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "build.sh").write_text("echo $B_1 USE_X\n")
+    lines = [f"ARG {rnd.choice(NAMES)}=1", "FROM ubuntu:22.04"]
+    for _ in range(rnd.randint(1, 14)):
+        name = rnd.choice(NAMES)
+        lines.append(rnd.choice([
+            f"ARG {name}", f"ARG {name}=v {rnd.choice(NAMES)}=w", f"RUN echo ${name}",
+            f"RUN echo ${{{name}:-x}}", f"RUN echo ${name}x", f"ENV Z=${{{name}}}",
+            "RUN go build ./...", "RUN make", "RUN pip install .", "COPY build.sh /b.sh",
+            "RUN bash /b.sh", "RUN bash /missing.sh", "COPY missing.sh /missing.sh",
+            f"FROM ubuntu:22.04 AS s{rnd.randint(0, 9)}", f"FROM ${name}",
+            "RUN python3 setup.py build"]))
+    text = "\n".join(lines) + "\n"
+    facts = parse_dockerfile(str(tmp_path / "Dockerfile"), text, {})
+    ctx = Engine(LintConfig()).context(tmp_path / "Dockerfile", "dockerfile")
+    new = sorted((f.span.line, re.search(r"ARG (\S+) ", f.message).group(1))  # type: ignore[union-attr]
+                 for f in unused_arg.UnusedArg().check(facts, ctx))
+    assert new == sorted(_reference(facts, ctx)), text
+
+
+@pytest.mark.parametrize("source", ["../build.sh", "ABSOLUTE"])
+def test_a_copy_from_outside_the_build_context_is_never_read(source: str, tmp_path: Path) -> None:
+    """A COPY source that is absolute or climbs out with `..` is taken from the build context
+    by BuildKit (which lint does not know), not from the path it spells on this machine, so
+    lint cannot know what the script reads: it reads no file for it, and does not report
+    the ARGs declared before the RUN that runs it. Without that guard lint read the file the
+    path spells (here one that does not mention the ARG) and reported the ARG as unused."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "docker").mkdir()
+    script = repo / "build.sh"
+    script.write_text("echo building\n")
+    src = str(script) if source == "ABSOLUTE" else source
+    df = repo / "docker" / "Dockerfile"
+    df.write_text(f"FROM ubuntu:22.04\nARG SETTING=1\nCOPY {src} /opt/build.sh\n"
+                  "RUN bash /opt/build.sh\n")
+    found = Engine(LintConfig()).lint_text(str(df), df.read_text(), "dockerfile")
+    assert [f.rule for f in found] == [], found
+    # the same script copied from inside the context is read, and the ARG is reported
+    df.write_text("FROM ubuntu:22.04\nARG SETTING=1\nCOPY build.sh /opt/build.sh\n"
+                  "RUN bash /opt/build.sh\n")
+    found = Engine(LintConfig()).lint_text(str(df), df.read_text(), "dockerfile")
+    assert [(f.rule, f.span.line) for f in found] == [("unused-arg", 2)], found
