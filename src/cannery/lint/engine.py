@@ -142,11 +142,15 @@ class Engine:
         """The findings in ``text``; at most ``budget`` seconds of CPU time (see _Budget),
         after which the file's findings are one `internal-error`."""
         budget = _Budget(self.budget)
+        found: list[Finding] | None = None
         with budget:
             try:
-                return self._lint(path, text, kind, budget)
+                found = self._lint(path, text, kind, budget)
+                budget.active = False  # done: a signal from here on raises nothing
             except OverBudget:
                 pass
+        if found is not None:
+            return found
         return [self._severity(Finding(
             "internal-error", "CX003", Severity.ERROR,
             f"gave up after {self.budget:g} s of CPU time ({budget.phase}): not linted",
