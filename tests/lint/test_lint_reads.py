@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import resource
 import signal
 import subprocess
 import sys
@@ -35,7 +34,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # The child reports its own peak resident memory on exit (cannery ends every command through
 # entry._exit, which runs the exit functions before os._exit).
 CHILD = """
-import atexit, sys
+import atexit, resource, sys
+limit = int(sys.argv.pop(1))  # the address-space limit, set before cannery is imported
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 def peak():
     with open("/proc/self/status") as f:
         kib = re.search(r"^VmHWM:\\s+(\\d+) kB", f.read(), re.M).group(1)
@@ -49,19 +50,15 @@ main()
 ADDRESS_SPACE = 4 << 30  # a regression fails with MemoryError here, not in the machine
 
 
-def _limit() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
-
-
 def lint_child(*args: str, cwd: Path, timeout: float = 120) -> tuple[int, dict, str, int]:  # type: ignore[type-arg]
     """(exit status, JSON report, stderr, peak MiB) of `cannery lint --format json ARGS` run
     in a child process under an address-space limit and a timeout."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     env.pop("GITHUB_ACTIONS", None)
-    proc = subprocess.run([sys.executable, "-c", CHILD, "--format", "json",
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(ADDRESS_SPACE), "--format", "json",
                            "--ignore", "multi-platform-single-runner", *args],
                           capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout,
-                          preexec_fn=_limit, stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     m = re.search(r"^VmHWM (\d+) MiB$", proc.stderr, re.M)
     assert m, proc.stderr[-3000:]
