@@ -20,7 +20,8 @@ from cannery.lint.rule import LintContext, Rule
 from cannery.lint.ruleset import RULES
 
 # Seconds of CPU time one file may take (parse, rules, suppressions) before it is reported as
-# an `internal-error` instead: real files take milliseconds (an 8,000-ARG Dockerfile ~0.5 s).
+# an `internal-error` instead: real files take milliseconds (an 8,000-ARG Dockerfile about
+# half a second).
 BUDGET = 10.0
 DOCKERFILE_NAMES = ("Dockerfile*", "*.Dockerfile", "*.dockerfile", "Containerfile*")
 SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache",
