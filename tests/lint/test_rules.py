@@ -32,9 +32,12 @@ def test_fixture(path: Path) -> None:
 
 
 def test_every_rule_has_a_fixture_that_triggers_it() -> None:
-    """Removing (or breaking) any rule makes an expectation fail."""
+    """Removing (or breaking) any rule makes an expectation fail. The file-level findings
+    no fixture can hold (a rule's failure or time budget, a file lint does not read) are
+    tested in test_lint_reads.py."""
     covered = {rule for p in FILES for (_, rule) in expected(p)}
-    missing = [r.name for r in RULES if r.name not in covered and r.name != "internal-error"]
+    missing = [r.name for r in RULES if r.name not in covered
+               and r.name not in ("internal-error", "skipped-file")]
     assert not missing, f"rules without a fixture expectation: {missing}"
 
 

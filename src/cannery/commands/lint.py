@@ -108,6 +108,7 @@ def run(argv: list[str]) -> int:
 
     from cannery.lint.config import LintConfig, load_config, rule_list
     from cannery.lint.engine import Engine, discover, read
+    from cannery.lint.files import Skipped, repository
     from cannery.lint.model import Severity
 
     select = rule_list(args.select.split(","), "--select") if args.select else None
@@ -140,7 +141,15 @@ def run(argv: list[str]) -> int:
         return engines[folder]
 
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
-    files = discover(args.paths or [Path(".")])
+    # each file is read only inside the repository holding the path it was found under (or
+    # that directory itself, outside a git repository): see lint/files.py
+    files: list[tuple[Path, str]] = []
+    roots: dict[Path, Path] = {}
+    for arg in args.paths or [Path(".")]:
+        named = discover([arg])
+        root = repository(arg if arg.is_dir() else arg.absolute().parent)
+        roots.update((p, root) for p, _ in named)
+        files += named
     # a workflow is linked to the Dockerfiles it builds wherever they are in this run
     peers = tuple(str(p) for p, k in files if k == "dockerfile")
     sources: dict[str, str] = {}
@@ -151,8 +160,13 @@ def run(argv: list[str]) -> int:
     skipped: list[str] = []  # files --add-suppressions left alone, with the reason
     for path, kind in files:
         engine = engine_for(path)
-        text = read(path)
         name = str(path)
+        failed_on[name] = engine.config.fail_on
+        try:
+            text = read(path, roots[path])
+        except Skipped as exc:  # a FIFO, a device, a link out of the repository, too large
+            findings.extend(engine.skipped(name, exc.reason))
+            continue
         if args.fix or args.diff:
             new, _ = engine.fix_text(name, text, kind, unsafe=args.unsafe_fixes)
             if new != text:
@@ -165,7 +179,6 @@ def run(argv: list[str]) -> int:
                     writes[path] = new
                     text = new
         sources[name] = text
-        failed_on[name] = engine.config.fail_on
         found = engine.lint_text(name, text, kind)
         if args.add_suppressions and found:
             marked, why = _suppressed(engine, name, text, kind, found)

@@ -197,10 +197,16 @@ def apply_table(cfg: LintConfig, table: dict[str, Any], where: str) -> LintConfi
 
 
 def _toml(path: Path) -> Any:
+    """A config file, read as lint reads any file (a regular file, at most 1 MiB)."""
+    import os
+
+    from cannery.lint.files import Skipped, read_regular
     from cannery.util import toml
 
     try:
-        return toml.loads(path.read_text(encoding="utf-8"))
+        return toml.loads(read_regular(os.path.realpath(path)).decode("utf-8"))
+    except Skipped as exc:
+        raise InputError(f"{path}: cannot read lint config: {exc.reason}") from None
     except (OSError, UnicodeDecodeError, toml.TOMLDecodeError) as exc:
         raise InputError(f"{path}: cannot read lint config: {exc}") from None
 

@@ -44,7 +44,9 @@ class LintContext:
     """What rules may consult besides the file: options and Ascend domain facts."""
 
     __slots__ = (
+        "_texts",
         "base_env",
+        "boundary",
         "implicit_args",
         "no_compile_env",
         "peers",
@@ -56,30 +58,78 @@ class LintContext:
     def __init__(self, implicit_args: frozenset[str], trusted_registries: tuple[str, ...],
                  root: str = ".", base_env: dict[str, list[str]] | None = None,
                  target: str | None = None, no_compile_env: tuple[str, ...] = (),
-                 peers: tuple[str, ...] = ()) -> None:
+                 peers: tuple[str, ...] = (), boundary: str | None = None) -> None:
         self.implicit_args = implicit_args
         self.trusted_registries = trusted_registries
         self.root = root  # repository root, for paths a workflow names
+        # the directory no read may leave (see read): the repository
+        self.boundary = root if boundary is None else boundary
+        self._texts: dict[str, str | None] = {}
         # image pattern → vars set
         self.base_env: dict[str, list[str]] = {} if base_env is None else base_env
         self.target = target  # the Dockerfile stage that ships (None: the last)
         self.no_compile_env = no_compile_env  # NAME=VALUE that turn native compilation off
         self.peers = peers  # the Dockerfiles linted in the same run (any directory)
 
-    def find_dockerfile(self, name: str) -> str | None:
-        """The file a workflow's `file:` names: under the repository root, or else the one
-        Dockerfile linted in this run whose path ends with that name."""
+    def outside(self, name: str) -> str | None:
+        """Why ``name`` (relative to ``root``, as a workflow's `file:` is) is outside the
+        repository, or None when it is inside: absolute or climbing out with `..`, or a
+        symbolic link on the way leads out."""
+        import os
+
+        from cannery.lint.files import inside, within
+
+        top = os.path.realpath(self.boundary)
+        path = os.path.join(os.path.realpath(self.root), name)
+        if not within(os.path.normpath(path), top):
+            return "an absolute path" if os.path.isabs(name) else "a path that climbs out with .."
+        try:
+            if not inside(path, top):
+                return f"a path through a symbolic link to {os.path.realpath(path)}"
+        except (OSError, ValueError):  # a name too long, or with a NUL, is no path
+            return "not a path"
+        return None
+
+    def read(self, name: str, boundary: str | None = None) -> str | None:
+        """The text of the file ``name`` (relative to ``root``, or absolute) if lint may read
+        it: inside ``boundary`` (default: this file's) once symbolic links are followed, a
+        regular file, at most lint/files.py's MAX_BYTES. None for anything else, and for a
+        file that does not exist."""
+        import os
+
+        path = os.path.join(self.root, name)
+        if path not in self._texts:
+            from cannery.lint.files import Skipped, read_text
+
+            try:
+                text: str | None = read_text(path, boundary or self.boundary)
+            except (OSError, ValueError, Skipped):  # ValueError: a NUL in the name
+                text = None
+            self._texts[path] = text
+        return self._texts[path]
+
+    def find_dockerfile(self, name: str) -> tuple[str, str] | None:
+        """(path, text) of the file a workflow's `file:` names: under the repository root,
+        or else the one Dockerfile linted in this run whose path ends with that name (read
+        as the run read it: inside its own repository). None when neither can be read; a
+        name outside the repository is not looked up (path-outside-repository reports it)."""
+        import os
         from pathlib import Path
 
-        path = Path(self.root) / name
-        try:
-            if path.is_file():
-                return str(path)
-        except OSError:  # a name too long to be a path names no file
+        from cannery.lint.files import repository
+
+        if self.outside(name) is not None:
             return None
+        text = self.read(name)
+        if text is not None:
+            return str(Path(self.root) / name), text
         tail = "/" + name.lstrip("./").replace("\\", "/")
-        found = [p for p in self.peers if Path(p).resolve().as_posix().endswith(tail)]
-        return found[0] if len(found) == 1 else None
+        found = [p for p in self.peers if os.path.realpath(p).replace(os.sep, "/").endswith(tail)]
+        if len(found) != 1:
+            return None
+        where = os.path.abspath(found[0])
+        text = self.read(where, str(repository(Path(where).parent)))
+        return None if text is None else (found[0], text)
 
     def env_of_base(self, image: str) -> set[str] | None:
         """Variables the base image ``image`` is known to set to a non-empty value, or None

@@ -24,6 +24,7 @@ from cannery.lint.rules.ineffective_source import IneffectiveSource
 from cannery.lint.rules.missing_dockerfile import MissingDockerfile
 from cannery.lint.rules.multi_platform_single_runner import MultiPlatformSingleRunner
 from cannery.lint.rules.noop_layer import NoopLayer
+from cannery.lint.rules.path_outside_repository import PathOutsideRepository
 from cannery.lint.rules.persisted_package_index import PersistedPackageIndex
 from cannery.lint.rules.pipe_to_shell import PipeToShell
 from cannery.lint.rules.rc_file_env import RcFileEnv
@@ -118,20 +119,58 @@ class UnusedSuppression(Rule):
 
 class InternalError(Rule):
     """## What it does
-    Reports that a rule failed on this file. Please report it with the file.
+    Reports that a rule failed on this file, or that linting the file used up its time
+    budget: 10 s of CPU time for parsing, every rule and the suppressions (real files take
+    milliseconds; an 8,000-line Dockerfile about half a second). Past the budget the file's
+    only finding is this one, naming what was running; its suppressions are not applied.
+    Please report it with the file.
 
     ## Why is this bad?
-    The rule's checks did not run on the file, so its defects may be missed.
+    The rule's checks (or, past the budget, all of them) did not run on the file, so its
+    defects may be missed.
 
     ## Example
     (none: this is cannery's own failure)
 
     ## Use instead
-    Suppress the failing rule for this file until it is fixed.
+    Suppress the failing rule for this file until it is fixed (`--ignore RULE`, or
+    `ignore` in the config, for a rule that used up the budget).
     """
 
     name = "internal-error"
     code = "CX003"
+    severity = Severity.ERROR
+    targets = ("dockerfile", "workflow")
+
+    def check(self, facts: object, ctx: LintContext) -> Iterator[Finding]:
+        return iter(())
+
+
+class SkippedFile(Rule):
+    """## What it does
+    Reports a file lint did not read: not a regular file (a FIFO, a device such as
+    `/dev/zero`, a socket), a symbolic link that leads outside the repository (or, outside
+    a git repository, outside the directory named on the command line), or larger than
+    1 MiB. Every file lint opens is opened without blocking and read only up to that size,
+    whatever links to it; the rest of the run is linted as usual.
+
+    ## Why is this bad?
+    The file was not checked at all. A `Dockerfile` that links to `/dev/zero` or is a FIFO
+    would otherwise exhaust lint's memory or hang it, and a link to a file outside the
+    repository would show lint (and its report) something the repository does not hold.
+
+    ## Example
+    ```console
+    $ ln -s /dev/zero Dockerfile
+    ```
+
+    ## Use instead
+    Commit the Dockerfile itself, as a regular file of a sensible size; a file shared
+    between images can live once in the repository and be linked from inside it.
+    """
+
+    name = "skipped-file"
+    code = "CX004"
     severity = Severity.ERROR
     targets = ("dockerfile", "workflow")
 
@@ -176,9 +215,11 @@ RULES: list[type[Rule]] = [
     SingleArchDownload,
     SecretsWithoutForkGuard,
     UnknownSubcommand,
+    PathOutsideRepository,
     ParseError,
     UnusedSuppression,
     InternalError,
+    SkippedFile,
 ]
 
 # A renamed rule maps its old name here; suppressions and configs keep working.

@@ -12,6 +12,7 @@ continuation, so it is not honoured and is reported as misplaced.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 
 from cannery.lint.model import Finding, Severity, Span
 
@@ -36,7 +37,10 @@ class Directive:
 def directives(lines: list[str], ranges: list[tuple[int, int]]) -> list[Directive]:
     """``ranges``: (first, last) line of each instruction (Dockerfile); empty for workflows."""
     out = []
+    starts = [a for a, _ in ranges]  # instructions are in file order, and never overlap
     for no, text in enumerate(lines, start=1):
+        if "cannery" not in text:
+            continue
         m = DIRECTIVE.search(text)
         if not m:
             continue
@@ -44,8 +48,10 @@ def directives(lines: list[str], ranges: list[tuple[int, int]]) -> list[Directiv
         if m.group(1) == "ignore-file":
             first, last = 1, len(lines)
         elif text.strip().startswith("#"):
-            inside = next(((a, b) for a, b in ranges if a < no <= b), None)
-            nxt = next(((a, b) for a, b in ranges if a > no), None) if ranges else None
+            at = bisect_left(starts, no)  # ranges[at - 1] starts before this line
+            inside = ranges[at - 1] if at > 0 and no <= ranges[at - 1][1] else None
+            after = bisect_right(starts, no)
+            nxt = ranges[after] if after < len(ranges) else None
             if inside is not None:  # a comment line inside a continued RUN: the rest of it
                 first, last = no + 1, inside[1]
             else:
@@ -78,13 +84,27 @@ def apply(findings: list[Finding], found: list[Directive], path: str) -> list[Fi
     known = set(RuleSet.names())
     for d in found:
         d.rules = tuple(_current_name(r) for r in d.rules)
+    # line → the directives covering it, grouped by the lines they cover (directives stacked
+    # before one instruction share them), each group in file order: a finding looks only at
+    # its own line (looking at every directive for every finding was quadratic)
+    spans: dict[tuple[int, int], list[tuple[int, Directive]]] = {}
+    for order, d in enumerate(found):
+        spans.setdefault((d.first, d.last), []).append((order, d))
+    by_line: dict[int, list[list[tuple[int, Directive]]]] = {}
+    for (first, last), group in spans.items():
+        for line in range(first, last + 1):
+            by_line.setdefault(line, []).append(group)
     kept = []
     for f in findings:
-        hit = None
-        for d in found:
-            if d.first <= f.span.line <= d.last and (not d.rules or f.rule in d.rules):
-                hit = d
-                break
+        hit: Directive | None = None
+        best = len(found)
+        for group in by_line.get(f.span.line, ()):
+            for order, d in group:
+                if order >= best:
+                    break
+                if not d.rules or f.rule in d.rules:
+                    hit, best = d, order  # the first in file order, as one pass would find
+                    break
         if hit is None:
             kept.append(f)
         else:
@@ -117,13 +137,15 @@ def add_directives(text: str, findings: list[Finding], ranges: list[tuple[int, i
     up past shell continuation lines, where a comment line would end the command). Never at
     the end of a line: after a trailing `\` that would end the continuation."""
     lines = text.split("\n")
+    starts = [a for a, _ in ranges]
     at: dict[int, set[str]] = {}  # 1-based line to insert before → rules
     for f in findings:
-        if f.rule in ("parse-error", "unused-suppression", "internal-error"):
+        if f.rule in ("parse-error", "unused-suppression", "internal-error", "skipped-file"):
             continue
         line = f.span.line
         if ranges:
-            line = next((a for a, b in ranges if a <= line <= b), line)
+            i = bisect_right(starts, line) - 1  # the instruction holding the line, if any
+            line = ranges[i][0] if i >= 0 and line <= ranges[i][1] else line
         else:
             while line > 1 and lines[line - 2].rstrip().endswith("\\"):
                 line -= 1

@@ -10,8 +10,9 @@ from cannery.lint.rule import LintContext, Rule
 from cannery.lint.rules._workflow import Build, builds
 
 
-def _sibling_caches(path: Path) -> dict[tuple[str, str], tuple[str, str]]:
-    """Cache keys written by the other workflows in the same directory: key → (file, image)."""
+def _sibling_caches(path: Path, ctx: LintContext) -> dict[tuple[str, str], tuple[str, str]]:
+    """Cache keys written by the other workflows in the same directory: key → (file, image).
+    Each is read as lint reads any file (LintContext.read): one it may not read is left out."""
     from cannery.lint.facts import ParseFailure
     from cannery.lint.facts.workflow import parse_workflow
 
@@ -22,9 +23,12 @@ def _sibling_caches(path: Path) -> dict[tuple[str, str], tuple[str, str]]:
     except OSError:
         return out
     for other in siblings:
+        text = ctx.read(str(other.absolute()))
+        if text is None:
+            continue
         try:
-            wf = parse_workflow(str(other), other.read_text(encoding="utf-8", errors="replace"))
-        except (OSError, ParseFailure):
+            wf = parse_workflow(str(other), text)
+        except ParseFailure:
             continue
         for b in builds(wf):
             if b.cache_to is None:
@@ -86,7 +90,7 @@ class CacheScopeCollision(Rule):
     targets = ("workflow",)
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
-        others = _sibling_caches(Path(facts.path))
+        others = _sibling_caches(Path(facts.path), ctx)
         sites: dict[tuple[str, str], list[tuple[Value, str]]] = {}  # key → (cache-to, image)
         for b in builds(facts):
             image = (b.file.text if b.file else "Dockerfile")

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
 
 from cannery.knowledge import env_script_vars
-from cannery.lint.facts.dockerfile import DockerfileFacts
+from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule, lazy_re
 
@@ -46,12 +47,24 @@ class EnvNotPersisted(Rule):
             insts = stage.instructions
             installs_toolkit = any(
                 i.script is not None and INSTALLER.search(i.script.text) for i in insts)
+            # each name → the last ENV setting it, and the instructions (all, and RUNs) that
+            # read it as $NAME or ${NAME…}: one pass over the stage, then lookups (it was
+            # quadratic: every RUN rescanned every later instruction)
+            last_env: dict[str, int] = {}
+            readers: dict[str, list[Instruction]] = {}
+            run_readers: dict[str, list[Instruction]] = {}
+            for i in insts:
+                if i.keyword == "ENV":
+                    last_env.update((p.key, i.index) for p in i.pairs)
+                if "$" in i.original:
+                    for name in dict.fromkeys(REF.findall(i.original)):
+                        readers.setdefault(name, []).append(i)
+                        if i.keyword == "RUN":
+                            run_readers.setdefault(name, []).append(i)
+            defined = {p.key for i in insts if i.keyword in ("ENV", "ARG") for p in i.pairs}
             for inst in insts:
                 if inst.script is None:
                     continue
-                later = [i for i in insts if i.index > inst.index]
-                persisted = {p.key for i in insts if i.keyword == "ENV" for p in i.pairs
-                             if i.index > inst.index}
                 for cmd in inst.script.commands:
                     if cmd.name not in ("source", ".") or not cmd.args:
                         continue
@@ -60,27 +73,39 @@ class EnvNotPersisted(Rule):
                     if known is None:
                         continue
                     key = known[0]
-                    if key in persisted:
+                    if last_env.get(key, -1) > inst.index:
+                        continue  # a later ENV persists it
+                    reader = _first_after(readers, key, inst, insts)
+                    if not installs_toolkit and reader is None:
                         continue
-                    readers = [i for i in later if re.search(
-                        rf"\$\{{?{re.escape(key)}\b", i.original)]
-                    if not installs_toolkit and not readers:
-                        continue
-                    need = (f"line {readers[0].line} reads ${key}" if readers else
+                    need = (f"line {reader.line} reads ${key}" if reader else
                             "the running container needs it")
                     yield self.at(facts.path, cmd.pos,
                                   f"{path} sets {', '.join(known[:4])}… only for this RUN; "
                                   f"{need}, and no ENV persists it",
                                   hint="persist the variables with ENV")
                 for a in inst.script.assignments:
-                    if not a.exported or a.name in persisted:
+                    if not a.exported or last_env.get(a.name, -1) > inst.index:
                         continue
-                    readers = [i for i in later if i.keyword == "RUN" and re.search(
-                        rf"\$\{{?{re.escape(a.name)}\b", i.original)]
-                    defined = {p.key for i in insts if i.keyword in ("ENV", "ARG")
-                               for p in i.pairs}
-                    if readers and a.name not in defined:
+                    reader = _first_after(run_readers, a.name, inst, insts, "RUN")
+                    if reader is not None and a.name not in defined:
                         yield self.at(facts.path, a.pos,
                                       f"export {a.name} lasts only for this RUN, but line "
-                                      f"{readers[0].line} reads ${a.name}",
+                                      f"{reader.line} reads ${a.name}",
                                       hint=f"ENV {a.name}=… (or export it in that RUN)")
+
+
+# `$NAME` or `${NAME…}`: every name a text reads, in one pass
+REF = lazy_re(r"\$\{?(\w+)")
+WORD = lazy_re(r"\w+")
+
+
+def _first_after(readers: dict[str, list[Instruction]], name: str, inst: Instruction,
+                 insts: list[Instruction], keyword: str | None = None) -> Instruction | None:
+    """The first instruction after ``inst`` that reads ``name`` (a RUN, with ``keyword``)."""
+    if WORD.fullmatch(name) is None:  # not a word: no index holds it; look as before
+        return next((i for i in insts if i.index > inst.index and keyword in (None, i.keyword)
+                     and re.search(rf"\$\{{?{re.escape(name)}\b", i.original)), None)
+    found = readers.get(name, [])
+    at = bisect_right(found, inst.index, key=lambda i: i.index)
+    return found[at] if at < len(found) else None

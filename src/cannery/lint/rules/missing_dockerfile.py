@@ -17,10 +17,18 @@ def _is_file(path: Path) -> bool:
         return False
 
 
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 class MissingDockerfile(Rule):
     """## What it does
     Checks that the Dockerfile a workflow builds (`file:` of docker/build-push-action, or
-    `docker build -f`) exists in the repository.
+    `docker build -f`) exists in the repository. A `file:` outside the repository is left
+    to `path-outside-repository`.
 
     ## Why is this bad?
     A renamed or deleted Dockerfile (`Dockerfile.ascend_8.5.2_a2_qwen3-5` →
@@ -44,9 +52,12 @@ class MissingDockerfile(Rule):
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
         root = Path(ctx.root)
         for _b, file, name in dockerfiles(facts):
+            if ctx.outside(name) is not None:
+                continue  # path-outside-repository reports it
             if not _is_file(root / name):
+                what = "is not a regular file" if _exists(root / name) else "does not exist"
                 yield self.finding(facts.path, file.line, file.column,
-                                   f"{name} does not exist (relative to {root})",
+                                   f"{name} {what} (relative to {root})",
                                    hint="fix the path")
         for _job, _step, cmd in facts.commands():
             if is_docker_build(cmd) or (cmd.name in ("podman", "buildah")

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, expand
 from cannery.lint.facts.workflow import WorkflowFacts
@@ -135,14 +134,13 @@ class SingleArchDownload(Rule):
         for (name, at_line, at_column), plats in _targets(facts).items():
             if len(plats) < 2:
                 continue
-            found = ctx.find_dockerfile(name)
-            if found is None:
+            named = ctx.find_dockerfile(name)
+            if named is None:
                 continue
+            found, text = named
             try:
-                df = parse_dockerfile(found, Path(found).read_text(encoding="utf-8",
-                                                                   errors="replace"),
-                                      DEFAULT_SHELLS)
-            except (OSError, ParseFailure):
+                df = parse_dockerfile(found, text, DEFAULT_SHELLS)
+            except ParseFailure:
                 continue
             for line, artifact, arch in single_arch_downloads(df):
                 yield self.finding(

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 from cannery.lint.facts.workflow import Value, WorkflowFacts
 from cannery.lint.model import Finding, Severity
@@ -133,12 +132,9 @@ class TagVersionMismatch(Rule):
     targets = ("workflow",)
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
-        root = Path(ctx.root)
         for b, file, name in dockerfiles(facts):
-            path = root / name
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
+            text = ctx.read(name)  # None outside the repository: path-outside-repository
+            if text is None:
                 continue
             version, chip = dockerfile_versions(text)
             others = installed(text)
