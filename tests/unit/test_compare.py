@@ -483,3 +483,41 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path, cli, args: list[str], 
     assert r.out == ""
     assert len(r.err.strip().splitlines()) == 1 and message in r.err, r.err
     assert "Traceback" not in r.err
+
+
+def test_cli_catalog_maps_each_image_to_its_original(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """The rendered side is rendered in memory (nothing written); `two` names no original."""
+    from tests.catalogs import minimal
+
+    text = minimal().replace('acknowledge = ["compat-cann", "compat-torch-npu"]\n',
+                             'acknowledge = ["compat-cann", "compat-torch-npu"]\n'
+                             'original = "docker/one.Dockerfile"\n', 1)
+    text = text.replace('[images.two]\nextends = "one"\n', '[images.two]\nextends = "one"\n'
+                        'original = "docker/two.Dockerfile"\n')
+    catalog = write(tmp_path / "repo" / "cannery.toml", text)
+    write(tmp_path / "upstream" / "docker" / "one.Dockerfile",
+          "FROM registry.example.com/cann:8.5.1-910b-ubuntu22.04-py3.11\n"
+          "RUN pip install torch==2.9.0 torch_npu==2.9.0\nUSER app\n")
+    before = sorted(p.name for p in (tmp_path / "repo").iterdir())
+    r = cli("compare", "--catalog", str(catalog), "--original", str(tmp_path / "upstream"),
+            "one", "--json")
+    assert r.code == 1, r.err
+    doc = json.loads(r.out)
+    (image,) = doc["images"]
+    assert image["image"] == "one"
+    assert image["new"] == f"one (rendered from {catalog})"
+    got = {(d["category"], d["item"], d["change"]) for d in image["differences"]}
+    assert ("settings", "USER", "changed") in got
+    assert ("pip", "torch", "changed") in got  # the catalog's index
+    assert sorted(p.name for p in (tmp_path / "repo").iterdir()) == before
+    # the list beside the catalog is read by default: accept everything of image one
+    write(tmp_path / "repo" / "compare-accepted.toml",
+          '[[accepted]]\nimage = "one"\ncategory = "settings"\nitem = "*"\nwhy = "w"\n')
+    r = cli("compare", "--catalog", str(catalog), "--original", str(tmp_path / "upstream"),
+            "one", "--json")
+    assert json.loads(r.out)["summary"]["accepted"] >= 1
+    # `two` names a file the checkout lacks: exit 2, one line
+    r = cli("compare", "--catalog", str(catalog), "--original", str(tmp_path / "upstream"))
+    assert r.code == 2 and r.out == ""
+    assert r.err.strip() == (f"cannery: error: {tmp_path}/upstream/docker/two.Dockerfile: "
+                             "no such file")

@@ -21,6 +21,11 @@ from cannery.compare.accepted import FILE_NAME, Accepted, apply, load_accepted
 from cannery.compare.report import Compared, as_json, failing, text
 from cannery.errors import InputError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cannery.compare.workflow import WorkflowView
+    from cannery.lint.facts.dockerfile import DockerfileFacts
+
 WORKFLOW_SUFFIXES = (".yml", ".yaml")
 
 
@@ -43,7 +48,7 @@ def _read(path: Path) -> str:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def _dockerfile(label: str, text: str):  # type: ignore[no-untyped-def]
+def _dockerfile(label: str, text: str) -> DockerfileFacts:
     from cannery.lint.facts import ParseFailure
     from cannery.lint.facts.dockerfile import parse_dockerfile
 
@@ -56,7 +61,8 @@ def _dockerfile(label: str, text: str):  # type: ignore[no-untyped-def]
     return facts
 
 
-def _workflow(label: str, text: str, **extra: object):  # type: ignore[no-untyped-def]
+def _workflow(label: str, text: str, published_tags: list[str] | None = None,
+              published_registries: list[str] | None = None) -> WorkflowView:
     from cannery.compare.workflow import load_view
     from cannery.lint.facts import ParseFailure
     from cannery.lint.facts.workflow import parse_workflow
@@ -65,7 +71,8 @@ def _workflow(label: str, text: str, **extra: object):  # type: ignore[no-untype
         facts = parse_workflow(label, text)
     except ParseFailure as exc:
         raise InputError(f"{label}:{exc.line}: {exc.message}") from None
-    view = load_view(label, text, facts, **extra)
+    view = load_view(label, text, facts, published_tags=published_tags,
+                     published_registries=published_registries)
     if not view.events:
         raise InputError(f"{label}: no `on:` triggers: not a GitHub Actions workflow")
     return view

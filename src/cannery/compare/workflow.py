@@ -44,13 +44,19 @@ class WorkflowView:
         return [str(e) for e in self.on]
 
 
-def load_view(label: str, text: str, facts: WorkflowFacts, **extra: Any) -> WorkflowView:
+def load_view(label: str, text: str, facts: WorkflowFacts,
+              published_tags: list[str] | None = None,
+              published_registries: list[str] | None = None) -> WorkflowView:
+    """``facts`` with its `on:` block (YAML 1.1 reads a bare `on` key as True)."""
     import yaml
 
-    data = yaml.safe_load(text)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:  # what lint's parse accepted but PyYAML cannot construct
+        data = None
     top = data if isinstance(data, dict) else {}
     on = top.get("on", top.get(True))
-    return WorkflowView(label, facts, on, **extra)
+    return WorkflowView(label, facts, on, published_tags, published_registries)
 
 
 # ---------------------------------------------------------------- categories
@@ -155,7 +161,7 @@ def _metadata_tags(step: Step, event: str) -> list[str]:
         kind = re.search(r"type=(\w+)", rule)
         on = re.search(r"event=(\w+)", rule)
         t = kind.group(1) if kind else ""
-        if t == "semver" and event != "push" or t == "schedule" and event != "schedule":
+        if (t == "semver" and event != "push") or (t == "schedule" and event != "schedule"):
             continue
         if on and {"tag": "push", "branch": "push", "pr": "pull_request"}.get(
                 on.group(1), on.group(1)) != event:

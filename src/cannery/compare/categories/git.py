@@ -83,7 +83,7 @@ def sources(view: ImageView) -> list[Source]:
                 known.submodules = "yes"
         elif sub in ("checkout", "switch", "reset") and where in by_dest:
             target = [o for o in ops if o not in ("FETCH_HEAD", "HEAD")]
-            if target and sub != "reset" or (sub == "reset" and "--hard" in argv and target):
+            if target and (sub != "reset" or "--hard" in argv):
                 by_dest[where].ref = target[0]
         elif sub == "submodule" and where in by_dest and "update" in ops:
             by_dest[where].submodules = "yes" if "--init" in argv else by_dest[where].submodules

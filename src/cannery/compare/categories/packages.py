@@ -17,7 +17,7 @@ REMOVE = {"apt": ("remove", "purge"), "dnf": ("remove", "erase"), "apk": ("del",
 # Options whose value is a separate word (not a package).
 VALUE_OPTS = {"-o", "--option", "-t", "--target-release", "-c", "--config", "--setopt",
               "--repo", "--enablerepo", "--disablerepo", "--releasever", "--installroot",
-              "-X", "--repository", "--virtual", "-t", "--root", "--arch", "-p"}
+              "-X", "--repository", "--virtual", "--root", "--arch", "-p"}
 
 
 def set_flags(family: str, argv: list[str], env: dict[str, str]) -> list[str]:
