@@ -214,8 +214,8 @@ def test_order_of_installs_and_uninstall() -> None:
            "RUN pip install triton-ascend\nRUN pip uninstall -y triton\n")
     diffs = diff(original, new)
     assert found(diffs, "order") == {
-        ("install /app", "moved"), ("uninstall uninstall:triton", "moved")}
-    assert one(diffs, "order", "uninstall uninstall:triton").new == "after install triton-ascend"
+        ("install /app", "moved"), ("uninstall triton", "moved")}
+    assert one(diffs, "order", "uninstall triton").new == "after install triton-ascend"
 
 
 # ---------------------------------------------------------------- runs

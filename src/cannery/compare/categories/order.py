@@ -2,7 +2,7 @@
 install re-resolves what an earlier one pinned; an uninstall removes only what came before it).
 
 Only steps both sides have are compared; a step out of place is named with what precedes it on
-each side (item: ``install torch``, ``uninstall uninstall:triton``)."""
+each side (item: ``install torch``, ``uninstall triton``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def steps(view: ImageView) -> list[str]:
         if r.cmd is not last:
             out += sorted(group)
             group, last = [], r.cmd
-        step = f"{r.verb} {r.key}"
+        step = f"{r.verb} {r.key.removeprefix('uninstall:')}"
         if step not in out and step not in group:
             group.append(step)
     return out + sorted(group)
