@@ -521,3 +521,22 @@ def test_cli_catalog_maps_each_image_to_its_original(tmp_path: Path, cli) -> Non
     assert r.code == 2 and r.out == ""
     assert r.err.strip() == (f"cannery: error: {tmp_path}/upstream/docker/two.Dockerfile: "
                              "no such file")
+
+
+def test_cli_catalog_compares_the_rendered_workflow_with_ci_original(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """`[ci] original`: the rendered workflow (in memory) against the checkout's; what its
+    `cannery build --push` publishes comes from the catalog's registries, tags and aliases."""
+    from tests.catalogs import minimal
+
+    catalog = write(tmp_path / "repo" / "cannery.toml",
+                    minimal() + '\n[ci]\noriginal = ".github/workflows/images.yml"\n')
+    write(tmp_path / "upstream" / ".github" / "workflows" / "images.yml", ORIGINAL_WORKFLOW)
+    r = cli("compare", "--catalog", str(catalog), "--original", str(tmp_path / "upstream"),
+            "--json")
+    assert r.code == 1, r.err
+    (workflow,) = [i for i in json.loads(r.out)["images"] if i["kind"] == "workflow"]
+    assert workflow["image"] == "workflow"
+    got = {(d["category"], d["item"], d["change"]) for d in workflow["differences"]}
+    assert ("tags", "registry.example.com/test/images:t-8.5.2-910b-py3.11-r", "added") in got
+    assert ("registries", "registry.example.com", "added") in got
+    assert ("triggers", "workflow_dispatch", "removed") not in got  # both have it

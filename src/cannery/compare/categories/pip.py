@@ -130,8 +130,9 @@ def _requirement(text: str, cwd: str, trees: list[tuple[str, str]]) -> tuple[str
         return canonical_name(name.strip()), "@ " + url.strip()
     if re.match(r"^(https?|file)://", text) or text.endswith((".whl", ".tar.gz", ".zip")):
         wheel = basename(text)
-        if wheel.endswith(".whl"):
-            return canonical_name(wheel.split("-")[0]), wheel.split("-")[1] + " (" + wheel + ")"
+        parts = wheel.split("-")
+        if wheel.endswith(".whl") and len(parts) >= 3:  # NAME-VERSION-…-TAGS.whl
+            return canonical_name(parts[0]), f"{parts[1]} ({wheel})"
         if re.match(r"^(https?|file)://", text):
             return text, "url"
     if text.startswith(("git+", "hg+", "svn+")):
