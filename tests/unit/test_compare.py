@@ -540,3 +540,12 @@ def test_cli_catalog_compares_the_rendered_workflow_with_ci_original(tmp_path: P
     assert ("tags", "registry.example.com/test/images:t-8.5.2-910b-py3.11-r", "added") in got
     assert ("registries", "registry.example.com", "added") in got
     assert ("triggers", "workflow_dispatch", "removed") not in got  # both have it
+
+
+def test_arch_branches_of_if_and_case_are_taken_per_arch() -> None:
+    original = ("FROM ubuntu\nRUN if [ \"$(uname -m)\" = \"x86_64\" ]; then "
+                "pip install a==1; elif [[ $(uname -m) == aarch64 ]]; then pip install a==2; "
+                "else pip install a==3; fi\n")
+    new = "FROM ubuntu\nRUN pip install a==1\n"
+    (d,) = [d for d in diff(original, new) if d.category == "pip"]
+    assert (d.item, d.original, d.new, d.arches) == ("a", "==2", "==1", ["arm64"])

@@ -107,7 +107,7 @@ class ImageView:
         events.sort(key=lambda e: (e[0], e[1]))
         for _, kind, item in events:
             node = item if kind == 1 else item.node
-            if not self._selected(node):
+            if not self._selected(node, values):
                 continue
             if kind == 0:
                 values[item.name] = self._value(item, values)
@@ -170,8 +170,9 @@ class ImageView:
                             for v in loops[0].children_by_field_name("value"))
         return _expand_word(assignment.value.text, values, self.arch)
 
-    def _selected(self, node: Any) -> bool:
-        """False inside a `case` branch on the architecture that another architecture takes."""
+    def _selected(self, node: Any, values: dict[str, str]) -> bool:
+        """False inside a branch (of a `case`, or an `if` that compares strings) that this
+        architecture does not take."""
         parent = node.parent
         child = node
         while parent is not None:
@@ -179,8 +180,68 @@ class ImageView:
                 chosen = _chosen_item(parent, self.arch)
                 if chosen is not None and chosen.id != child.id:
                     return False
+            branch = _if_branch(parent, child)
+            if branch is not None:
+                taken = self._if_choice(branch[0], values)
+                if taken is not None and taken != branch[1]:
+                    return False
             child, parent = parent, parent.parent
         return True
+
+    def _if_choice(self, node: Any, values: dict[str, str]) -> int | None:
+        """Which branch of an if_statement runs: 0 the first, 1… an elif, -1 the else; None
+        when a condition cannot be decided here."""
+        clauses = [node] + [c for c in node.named_children if c.type == "elif_clause"]
+        for i, clause in enumerate(clauses):
+            then = _then(clause)
+            text = " ".join(c.text.decode(errors="replace") for c in clause.named_children
+                            if then is None or c.end_byte <= then.start_byte)
+            verdict = _test(text, values, self.arch)
+            if verdict is None:
+                return None
+            if verdict:
+                return i
+        return -1
+
+
+def _then(clause: Any) -> Any | None:
+    return next((c for c in clause.children if c.type == "then"), None)
+
+
+def _if_branch(parent: Any, child: Any) -> tuple[Any, int] | None:
+    """(the if_statement, the branch ``child`` is in) when ``child`` is in a branch's body."""
+    if parent.type == "if_statement":
+        then = _then(parent)
+        if child.type in ("elif_clause", "else_clause") or then is None or (
+                child.start_byte < then.start_byte):
+            return None
+        return parent, 0
+    if parent.type == "elif_clause" and parent.parent is not None:
+        then = _then(parent)
+        if then is None or child.start_byte < then.start_byte:
+            return None
+        elifs = [c for c in parent.parent.named_children if c.type == "elif_clause"]
+        return parent.parent, 1 + next(i for i, c in enumerate(elifs) if c.id == parent.id)
+    if parent.type == "else_clause" and parent.parent is not None:
+        return parent.parent, -1
+    return None
+
+
+def _test(text: str, values: dict[str, str], arch: str) -> bool | None:
+    """A `[ A = B ]` / `[[ A == B ]]` / `!=` test of two words, when both expand to text."""
+    import fnmatch
+
+    word = r"(\"[^\"]*\"|'[^']*'|[^\s\"']+)"
+    text = _probes(text, arch)
+    m = re.fullmatch(r"\s*(\[\[?|test)\s+" + word + r"\s*(==|=|!=)\s*" + word
+                     + r"\s*(\]\]?)?\s*;?\s*", text)
+    if not m:
+        return None
+    left, right = (_expand_word(w, values, arch) for w in (m.group(2), m.group(4)))
+    if "$" in left + right:
+        return None
+    same = fnmatch.fnmatchcase(left, right) if m.group(1) == "[[" else left == right
+    return same if m.group(3) != "!=" else not same
 
 
 def _loops(node: Any) -> list[Any]:
@@ -262,12 +323,17 @@ def _expand_word(text: str, values: dict[str, str], arch: str) -> str:
     """A shell word's value: quotes removed, probes and known variables substituted."""
     from cannery.lint.facts.shell import unquote
 
+    return expand(unquote(_probes(text, arch)), values)
+
+
+def _probes(text: str, arch: str) -> str:
+    """``$(uname -m)`` and the like replaced by what they print on ``arch``."""
+
     def probe(m: re.Match[str]) -> str:
         got = _probe(m.group(1) or m.group(2) or "", arch)
         return got if got is not None else m.group(0)
 
-    text = re.sub(r"\$\(\s*([^()]*?)\s*\)|`\s*([^`]*?)\s*`", probe, text)
-    return expand(unquote(text), values)
+    return re.sub(r"\$\(\s*([^()]*?)\s*\)|`\s*([^`]*?)\s*`", probe, text)
 
 
 def expand(text: str, values: dict[str, str]) -> str:
