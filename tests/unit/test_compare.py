@@ -93,10 +93,15 @@ def test_pip_specifier_index_and_flags() -> None:
     new = ("FROM python\nRUN python3 -m pip install --no-cache-dir torch==2.2.0 'numpy<2' && "
            "python3 -m pip install --index-url https://b.example/simple verl\n")
     diffs = diff(original, new)
-    assert found(diffs, "pip") == {("torch", "changed"), ("verl", "changed")}
-    verl = one(diffs, "pip", "verl")
-    assert "--no-deps" in (verl.original or "") and "--no-deps" not in (verl.new or "")
-    assert "https://b.example/simple" in (verl.new or "")
+    assert found(diffs, "pip") == {("torch", "changed"), ("verl:index", "changed"),
+                                   ("verl:flags", "changed")}
+    assert (one(diffs, "pip", "torch").original, one(diffs, "pip", "torch").new) == (
+        "==2.1.0", "==2.2.0")
+    flags = one(diffs, "pip", "verl:flags")
+    assert (flags.original, flags.new) == ("--no-deps", "none")
+    index = one(diffs, "pip", "verl:index")
+    assert (index.original, index.new) == ("index https://a.example/simple",
+                                           "index https://b.example/simple")
 
 
 def test_pip_path_in_a_git_checkout_is_named_by_the_repository() -> None:
@@ -104,8 +109,8 @@ def test_pip_path_in_a_git_checkout_is_named_by_the_repository() -> None:
                 "pip install -e /verl\n")
     new = ("FROM python\nRUN git clone https://github.com/o/verl /opt/src/verl && "
            "cd /opt/src/verl && pip install -e . --no-deps\n")
-    verl = one(diff(original, new), "pip", "https://github.com/o/verl")
-    assert verl.change == "changed" and "--no-deps" in (verl.new or "")
+    verl = one(diff(original, new), "pip", "https://github.com/o/verl:flags")
+    assert verl.change == "changed" and verl.new == "--no-deps"
 
 
 def test_pip_uninstall_and_set_before_positional_args() -> None:
@@ -115,8 +120,8 @@ def test_pip_uninstall_and_set_before_positional_args() -> None:
            "pip install \"$@\" a==1\n")
     diffs = diff(original, new)
     assert ("uninstall:triton", "removed") in found(diffs, "pip")
-    a = one(diffs, "pip", "a")
-    assert a.arches == ["amd64"] and "https://x.example/cpu" in (a.new or "")
+    a = one(diffs, "pip", "a:index")
+    assert a.arches == ["amd64"] and a.new == "extra index https://x.example/cpu"
 
 
 # ---------------------------------------------------------------- downloads
@@ -148,9 +153,12 @@ def test_git_ref_submodules_depth_and_destination() -> None:
     new = ("FROM ubuntu\nRUN git init -q /opt/src/r; "
            "git -C /opt/src/r fetch -q --depth 1 https://github.com/o/r.git 0123abcd; "
            "git -C /opt/src/r checkout -q FETCH_HEAD\n")
-    d = one(diff(original, new), "git", "https://github.com/o/r")
-    assert d.original == "ref v1.0; submodules yes; depth 1; at /work/r"
-    assert d.new == "ref 0123abcd; submodules no; depth 1; at /opt/src/r"
+    diffs = diff(original, new)
+    assert {(d.item, d.original, d.new) for d in diffs if d.category == "git"} == {
+        ("https://github.com/o/r:ref", "v1.0", "0123abcd"),
+        ("https://github.com/o/r:submodules", "yes", "no"),
+        ("https://github.com/o/r:dest", "/work/r", "/opt/src/r"),
+    }
 
 
 def test_git_source_only_on_one_side() -> None:
@@ -508,7 +516,7 @@ def test_cli_catalog_maps_each_image_to_its_original(tmp_path: Path, cli) -> Non
     assert image["new"] == f"one (rendered from {catalog})"
     got = {(d["category"], d["item"], d["change"]) for d in image["differences"]}
     assert ("settings", "USER", "changed") in got
-    assert ("pip", "torch", "changed") in got  # the catalog's index
+    assert ("pip", "torch:index", "changed") in got  # the catalog's index
     assert sorted(p.name for p in (tmp_path / "repo").iterdir()) == before
     # the list beside the catalog is read by default: accept everything of image one
     write(tmp_path / "repo" / "compare-accepted.toml",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from cannery.compare.image import ImageView, join
-from cannery.compare.model import Difference, mapping_diff
+from cannery.compare.model import ADDED, CHANGED, REMOVED, Difference
 from cannery.lint.rules._shell import git_operands
 
 NAME = "git"
@@ -90,16 +90,30 @@ def sources(view: ImageView) -> list[Source]:
     return out
 
 
-def _items(view: ImageView) -> dict[str, str]:
-    out: dict[str, str] = {}
+def _items(view: ImageView) -> dict[str, Source]:
+    out: dict[str, Source] = {}
     for src in sources(view):
         key = src.url
         n = 2
         while key in out:  # the same repository fetched twice
             key, n = f"{src.url}#{n}", n + 1
-        out[key] = src.describe()
+        out[key] = src
     return out
 
 
 def compare(original: ImageView, new: ImageView) -> list[Difference]:
-    return mapping_diff(NAME, _items(original), _items(new))
+    """A repository on one side only is one item (its URL); one both sides fetch is compared
+    field by field: ``URL:ref``, ``URL:submodules``, ``URL:depth``, ``URL:dest``."""
+    a, b = _items(original), _items(new)
+    out = [Difference(NAME, key, REMOVED, src.describe(), None) for key, src in a.items()
+           if key not in b]
+    for key, src in a.items():
+        if key in b:
+            other = b[key]
+            out += [Difference(NAME, f"{key}:{field}", CHANGED, getattr(src, field),
+                               getattr(other, field))
+                    for field in ("ref", "submodules", "depth", "dest")
+                    if getattr(src, field) != getattr(other, field)]
+    out += [Difference(NAME, key, ADDED, None, src.describe()) for key, src in b.items()
+            if key not in a]
+    return out

@@ -4,7 +4,9 @@ resolved from, and the options that change what gets installed (``--no-deps`` â€
 A requirement that is a local path inside a git checkout is named by the repository
 (``https://github.com/o/r`` or ``â€¦/r/sub``), so a tree moved from ``/verl`` to
 ``/opt/src/verl`` still pairs up; the move is the git category's. ``pip uninstall`` gives an
-item ``uninstall:NAME``."""
+item ``uninstall:NAME``. A requirement both sides install is compared field by field: the
+specifier (item ``NAME``), where it resolves from (``NAME:index``) and the options that change
+what is installed (``NAME:flags``), so an accepted list can accept one without the others."""
 
 from __future__ import annotations
 
@@ -40,6 +42,15 @@ class Requirement:
         self.find_links = find_links
         self.flags = flags
         self.cmd = cmd
+
+    def fields(self) -> dict[str, str]:
+        """What is compared, by the item suffix it is reported under ("" for the specifier)."""
+        sources = [f"index {self.index}"] if self.index else []
+        sources += [f"extra index {u}" for u in self.extra]
+        sources += [f"find-links {u}" for u in self.find_links]
+        return {"": self.spec or "any version",
+                ":index": "; ".join(sources) or "the default index",
+                ":flags": " ".join(self.flags) or "none"}
 
     def describe(self) -> str:
         if self.verb == "uninstall":
@@ -153,8 +164,10 @@ def compare(original: ImageView, new: ImageView) -> list[Difference]:
     for key, r in a.items():
         if key not in b:
             out.append(Difference(NAME, key, REMOVED, r.describe(), None))
-        elif r.describe() != b[key].describe():
-            out.append(Difference(NAME, key, CHANGED, r.describe(), b[key].describe()))
+            continue
+        mine, theirs = r.fields(), b[key].fields()
+        out += [Difference(NAME, key + part, CHANGED, mine[part], theirs[part])
+                for part in mine if mine[part] != theirs[part]]
     out += [Difference(NAME, key, ADDED, None, r.describe()) for key, r in b.items()
             if key not in a]
     return out
