@@ -557,3 +557,20 @@ def test_arch_branches_of_if_and_case_are_taken_per_arch() -> None:
     new = "FROM ubuntu\nRUN pip install a==1\n"
     (d,) = [d for d in diff(original, new) if d.category == "pip"]
     assert (d.item, d.original, d.new, d.arches) == ("a", "==2", "==1", ["arm64"])
+
+
+def test_pip_index_from_config_exports_and_arg_branches() -> None:
+    """`pip config set` reaches later installs, an exported PIP_EXTRA_INDEX_URL the rest of its
+    RUN; an `if [ -n "$ARG" ]` takes the branch the ARG's default gives."""
+    original = ("FROM python\nARG COMMIT=\"\"\nARG IDX=https://i.example/simple/\n"
+                "RUN pip install a==1\n"
+                "RUN pip config set global.index-url ${IDX}\n"
+                "RUN export PIP_EXTRA_INDEX_URL=https://e.example/simple && pip install b==1\n"
+                "RUN if [ -n \"$COMMIT\" ]; then pip install c==1; else pip install c==2; fi\n")
+    new = ("FROM python\nRUN pip install a==1 b==1 c==2 --index-url https://i.example/simple "
+           "--extra-index-url https://e.example/simple\n")
+    diffs = diff(original, new)
+    # c==2 on both sides (the else branch); b's indexes agree; a ran before the config
+    assert found(diffs, "pip") == {("a:index", "changed"), ("c:index", "changed")}
+    assert one(diffs, "pip", "a:index").original == "the default index"
+    assert one(diffs, "pip", "c:index").original == "index https://i.example/simple"

@@ -33,14 +33,17 @@ _PROBES = {"uname -m": "uname", "uname -p": "uname", "arch": "uname",
 class Cmd:
     """A simple command of a RUN with its words expanded for the architecture."""
 
-    __slots__ = ("cmd", "cwd", "inst", "name", "text")
+    __slots__ = ("cmd", "cwd", "env", "inst", "name", "text")
 
-    def __init__(self, cmd: Command, inst: Instruction, cwd: str, text: str) -> None:
+    def __init__(self, cmd: Command, inst: Instruction, cwd: str, text: str,
+                 env: dict[str, str] | None = None) -> None:
         self.cmd = cmd  # args hold expanded values (lint's helpers read them unchanged)
         self.inst = inst
         self.cwd = cwd  # the directory it runs in (WORKDIR, then `cd`)
         self.name = cmd.name
         self.text = text  # the command as written, on one line
+        # the environment it runs with: ENV, the script's exports, its own prefix assignments
+        self.env: dict[str, str] = {} if env is None else env
 
     @property
     def argv(self) -> list[str]:
@@ -95,6 +98,7 @@ class ImageView:
         script = inst.script
         assert script is not None
         values = dict(values)
+        exported = set(self.env)  # what a command's environment holds, beside its prefix
         positional: list[str] = []
         cwd = inst.workdir
         events: list[tuple[int, int, Any]] = []
@@ -111,6 +115,8 @@ class ImageView:
                 continue
             if kind == 0:
                 values[item.name] = self._value(item, values)
+                if item.exported:
+                    exported.add(item.name)
             elif kind == 1:
                 var = item.child_by_field_name("variable")
                 words = [_expand_word(v.text.decode(errors="replace"), values, self.arch)
@@ -124,8 +130,9 @@ class ImageView:
                 if cmd.name == "set" and cmd.argv[:1] == ["--"]:
                     positional = [_expand_word(w.text, values, self.arch) for w in cmd.args[1:]]
                     continue
+                env = {k: values[k] for k in exported if k in values}
                 for name, word in cmd.prefix_env.items():
-                    values.setdefault(name, _expand_word(word.text, values, self.arch))
+                    env[name] = _expand_word(word.text, values, self.arch)
                 args = self._args(cmd, values, positional)
                 resolved = Command(cmd.name, args, cmd.prefix_env, cmd.pos, cmd.start, cmd.end,
                                    cmd.node, cmd.index, cmd.in_substitution, None, 0,
@@ -144,7 +151,7 @@ class ImageView:
                 for op, dest in cmd.redirects:  # `a && b > f`: the file is outside b's node
                     if dest.text not in text:
                         text += f" {op} {dest.text}"
-                self.commands.append(Cmd(resolved, inst, cwd, text))
+                self.commands.append(Cmd(resolved, inst, cwd, text, env))
 
     def _args(self, cmd: Command, values: dict[str, str], positional: list[str]) -> list[Word]:
         out: list[Word] = []
@@ -228,11 +235,18 @@ def _if_branch(parent: Any, child: Any) -> tuple[Any, int] | None:
 
 
 def _test(text: str, values: dict[str, str], arch: str) -> bool | None:
-    """A `[ A = B ]` / `[[ A == B ]]` / `!=` test of two words, when both expand to text."""
+    """A `[ A = B ]` / `[[ A == B ]]` / `!=` test of two words, or `[ -n A ]` / `[ -z A ]`,
+    when the words expand to text (an ARG is taken at its default)."""
     import fnmatch
 
     word = r"(\"[^\"]*\"|'[^']*'|[^\s\"']+)"
     text = _probes(text, arch)
+    unary = re.fullmatch(r"\s*(\[\[?|test)\s+(-[nz])\s+" + word + r"\s*(\]\]?)?\s*;?\s*", text)
+    if unary:  # [ -n "$X" ] / [ -z "$X" ] on an ARG default
+        value = _expand_word(unary.group(3), values, arch)
+        if "$" in value:
+            return None
+        return bool(value) if unary.group(2) == "-n" else not value
     m = re.fullmatch(r"\s*(\[\[?|test)\s+" + word + r"\s*(==|=|!=)\s*" + word
                      + r"\s*(\]\]?)?\s*;?\s*", text)
     if not m:

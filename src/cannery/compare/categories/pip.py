@@ -68,17 +68,20 @@ def requirements(view: ImageView) -> list[Requirement]:
     """Every install and uninstall of every pip command, in build order."""
     trees = [(src.dest, src.url) for src in sources(view)]
     out: list[Requirement] = []
-    env = dict(view.env)
+    config: dict[str, str] = {}  # `pip config set global.index-url …` for later installs
     for c in view.commands:
+        if c.name == "pip" and c.cmd.subcommand() == "config":
+            words = [a for a in c.argv if not a.startswith("-")]
+            if len(words) >= 4 and words[1] == "set":
+                option = words[2].split(".", 1)[-1]
+                config[option] = words[3]
+            continue
         if c.name != "pip" or c.cmd.subcommand() not in ("install", "uninstall"):
             continue
         verb = c.cmd.subcommand()
         argv = c.argv[c.argv.index(verb) + 1 :]
-        index = env.get("PIP_INDEX_URL", "")
-        extra = env.get("PIP_EXTRA_INDEX_URL", "").split()
-        prefix = {k: w.value for k, w in c.cmd.prefix_env.items()}
-        index = prefix.get("PIP_INDEX_URL", index)
-        extra = prefix.get("PIP_EXTRA_INDEX_URL", " ".join(extra)).split()
+        index = c.env.get("PIP_INDEX_URL", config.get("index-url", ""))
+        extra = c.env.get("PIP_EXTRA_INDEX_URL", config.get("extra-index-url", "")).split()
         links: list[str] = []
         flags: list[str] = []
         items: list[tuple[str, str]] = []
@@ -106,6 +109,8 @@ def requirements(view: ImageView) -> list[Requirement]:
                 items.append(("", a))
             i += step
         flags = sorted(set(flags))
+        index = index.rstrip("/")
+        extra = [u.rstrip("/") for u in extra]
         for kind, text in items:
             if kind == "-r":
                 key, spec = "requirements:" + text, "-r"
