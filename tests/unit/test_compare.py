@@ -574,3 +574,18 @@ def test_pip_index_from_config_exports_and_arg_branches() -> None:
     assert found(diffs, "pip") == {("a:index", "changed"), ("c:index", "changed")}
     assert one(diffs, "pip", "a:index").original == "the default index"
     assert one(diffs, "pip", "c:index").original == "index https://i.example/simple"
+
+
+def test_workflow_metadata_latest_flavor_and_images_registry() -> None:
+    meta = ORIGINAL_WORKFLOW.replace(
+        "            type=ref,event=tag\n", "            type=pep440,pattern={{raw}}\n").replace(
+        "          images: quay.io/o/img\n", "          images: |\n            ghcr.io/o/img\n")
+    diffs = wdiff(ORIGINAL_WORKFLOW, meta)
+    assert found(diffs, "tags") == {("type=ref,event=tag", "removed"),
+                                    ("type=pep440,pattern={{raw}}", "added"),
+                                    ("latest", "added")}  # flavor latest=auto with pep440
+    assert one(diffs, "tags", "latest").new == "on push"
+    assert found(diffs, "registries") == {("ghcr.io", "added")}  # quay.io: the login
+    forced = meta.replace("          tags: |\n", "          flavor: latest=true\n          tags: |\n")
+    assert one(wdiff(ORIGINAL_WORKFLOW, forced), "tags", "latest").new == (
+        "on push, workflow_dispatch")

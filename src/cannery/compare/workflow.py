@@ -161,12 +161,20 @@ def _metadata_tags(step: Step, event: str) -> list[str]:
         kind = re.search(r"type=(\w+)", rule)
         on = re.search(r"event=(\w+)", rule)
         t = kind.group(1) if kind else ""
-        if (t == "semver" and event != "push") or (t == "schedule" and event != "schedule"):
+        if (t in ("semver", "pep440") and event != "push") or (
+                t == "schedule" and event != "schedule"):
             continue
         if on and {"tag": "push", "branch": "push", "pr": "pull_request"}.get(
                 on.group(1), on.group(1)) != event:
             continue
         out.append(rule)
+    flavor = step.with_.get("flavor")
+    latest = re.search(r"latest=(\w+)", flavor.text if flavor is not None else "")
+    mode = latest.group(1) if latest else "auto"
+    # latest=auto: metadata-action adds `latest` with a semver or pep440 tag (a tag push)
+    if mode == "true" or (mode == "auto" and event == "push" and any(
+            re.search(r"type=(semver|pep440)", r) for r in out)):
+        out.append("latest")
     return out
 
 
@@ -209,16 +217,23 @@ def _registries(view: WorkflowView) -> dict[str, str]:
     out: dict[str, str] = {}
     for job in view.facts.jobs:
         for step in job.steps:
+            if step.uses.split("@")[0] == "docker/metadata-action":
+                images = step.with_.get("images")
+                for ref in re.split(r"[\n,]", images.text if images is not None else ""):
+                    ref = ref.strip()
+                    if ref and "${{" not in ref:
+                        host = ref.split("/", 1)[0]
+                        out[host if "." in host or ":" in host else "docker.io"] = "used"
             if step.uses.split("@")[0] == "docker/login-action":
                 named = step.with_.get("registry")
-                out[named.text if named is not None else "docker.io"] = "logged in"
+                out[named.text if named is not None else "docker.io"] = "used"
             for cmd in step.run.commands if step.run is not None else []:
                 if cmd.subcommand() == "login" and cmd.name in ("docker", "podman", "buildah",
                                                                "skopeo", "helm", "oras"):
                     ops = cmd.operands()
-                    out[ops[0].value if ops else "docker.io"] = "logged in"
+                    out[ops[0].value if ops else "docker.io"] = "used"
     for reg in view.published_registries:
-        out.setdefault(reg, "pushed by cannery build")
+        out[reg] = "used"
     return out
 
 
