@@ -586,6 +586,7 @@ def test_workflow_metadata_latest_flavor_and_images_registry() -> None:
                                     ("latest", "added")}  # flavor latest=auto with pep440
     assert one(diffs, "tags", "latest").new == "on push"
     assert found(diffs, "registries") == {("ghcr.io", "added")}  # quay.io: the login
-    forced = meta.replace("          tags: |\n", "          flavor: latest=true\n          tags: |\n")
+    forced = meta.replace("          tags: |\n",
+                          "          flavor: latest=true\n          tags: |\n")
     assert one(wdiff(ORIGINAL_WORKFLOW, forced), "tags", "latest").new == (
         "on push, workflow_dispatch")
