@@ -590,3 +590,10 @@ def test_workflow_metadata_latest_flavor_and_images_registry() -> None:
                           "          flavor: latest=true\n          tags: |\n")
     assert one(wdiff(ORIGINAL_WORKFLOW, forced), "tags", "latest").new == (
         "on push, workflow_dispatch")
+
+
+def test_runs_message_to_stderr_is_housekeeping_a_file_written_is_not() -> None:
+    original = ("FROM ubuntu\nRUN echo 'building' >&2 && echo x > /dev/null && "
+                "echo hi &> /etc/motd\n")
+    assert found(diff(original, "FROM ubuntu\n"), "runs") == {("echo hi &> /etc/motd",
+                                                              "removed")}

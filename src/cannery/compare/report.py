@@ -1,4 +1,13 @@
-"""Text and JSON output of a comparison. Formatters only read the differences."""
+"""Text and JSON output of a comparison. Formatters only read the differences.
+
+The JSON document (``"schema": "cannery.compare/1"``; a field is only ever added under it):
+``images``: one entry per compared pair, ``{image, kind (dockerfile|workflow|file), original,
+new, differences}``; each difference ``{category, item, change (added|removed|changed|moved),
+original, new (the values shown; null on the side that lacks it), note, arches (empty: every
+architecture compared), accepted, why}``. ``unused_accepted``: entries of the accepted list
+that matched nothing. ``summary``: ``{differences, accepted, failing}``; the exit status is 1
+when ``failing`` is not 0.
+"""
 
 from __future__ import annotations
 

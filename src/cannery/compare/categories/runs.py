@@ -40,9 +40,15 @@ def compared_elsewhere(c: Cmd) -> bool:
         "clone", "init", "fetch", "checkout", "switch", "reset", "submodule", "remote")
 
 
+def writes_file(c: Cmd) -> bool:
+    """A redirect to a file (not to /dev/…, not `>&2`)."""
+    return any(op in (">", ">>", "&>", "&>>", ">|") and not t.value.startswith(("/dev/", "&"))
+               for op, t in c.cmd.redirects)
+
+
 def housekeeping(c: Cmd) -> bool:
-    if any(op in (">", ">>") and not t.value.startswith("/dev/") for op, t in c.cmd.redirects):
-        return False  # writes a file
+    if writes_file(c):
+        return False
     if c.name in HOUSEKEEPING:
         return True
     if c.name == "rm":
