@@ -597,3 +597,34 @@ def test_runs_message_to_stderr_is_housekeeping_a_file_written_is_not() -> None:
                 "echo hi &> /etc/motd\n")
     assert found(diff(original, "FROM ubuntu\n"), "runs") == {("echo hi &> /etc/motd",
                                                               "removed")}
+
+
+def test_catalog_mode_on_an_example_whose_originals_are_its_rendered_files(
+        tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Every image of the vllm-ascend example, as the catalog renders it in memory, against
+    the rendered file committed beside it: no difference (the parse is the same both ways);
+    the workflow's only differences are the tags its `cannery build --push` publishes, which
+    a workflow file read alone cannot know."""
+    import re
+    import shutil
+
+    from tests.conftest import ROOT
+
+    repo = tmp_path / "vllm-ascend"
+    shutil.copytree(ROOT / "examples" / "vllm-ascend", repo)
+    text = (repo / "cannery.toml").read_text(encoding="utf-8")
+    names = re.findall(r"^\[images\.([^\]]+)\]$", text, flags=re.M)
+    for name in names:
+        text = text.replace(f"[images.{name}]\n",
+                            f'[images.{name}]\noriginal = "docker/{name}.Dockerfile"\n', 1)
+    text = text.replace("[ci]\n", '[ci]\noriginal = ".github/workflows/cannery-images.yml"\n', 1)
+    (repo / "cannery.toml").write_text(text, encoding="utf-8")
+    r = cli("compare", "--catalog", str(repo / "cannery.toml"), "--original", str(repo),
+            "--json")
+    doc = json.loads(r.out)
+    images = [i for i in doc["images"] if i["kind"] == "dockerfile"]
+    assert len(images) == len(names) == 16
+    assert [i["differences"] for i in images] == [[]] * 16
+    (workflow,) = [i for i in doc["images"] if i["kind"] == "workflow"]
+    assert {d["category"] for d in workflow["differences"]} == {"tags"}
+    assert r.code == 1

@@ -204,7 +204,7 @@ def _tags(view: WorkflowView) -> dict[str, str]:
                 elif cmd.name == "cannery" and sub == "build" and "--push" in cmd.argv:
                     found.update(view.published_tags or ["(the catalog's tags)"])
         if event in pushes:
-            for tag in found:
+            for tag in sorted(found):
                 per.setdefault(tag, set()).add(event)
     return {tag: "on " + ", ".join(sorted(events)) for tag, events in per.items()}
 
