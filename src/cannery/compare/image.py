@@ -64,7 +64,7 @@ class ImageView:
         self.chain = _chain(facts, arch)
         self.base = _base(self.chain, facts, arch)
         self.instructions = [i for s in self.chain for i in s.instructions]
-        self.env: dict[str, str] = {}  # ENV of the image, expanded, in first-set order
+        self.env: dict[str, str] = {}  # ENV of the image, expanded, in the order last set
         self.commands: list[Cmd] = []
         self._walk()
 
@@ -83,7 +83,7 @@ class ImageView:
                         if p.key in known and p.key.startswith(("TARGET", "BUILD")):
                             args[p.key] = known[p.key]
                         elif p.value is not None:
-                            args[p.key] = expand(p.value, {**args, **self.env})
+                            args[p.key] = expand(p.value, {**known, **args, **self.env})
                         elif p.key in global_args:
                             args[p.key] = global_args[p.key]
                 elif inst.keyword == "ENV":
