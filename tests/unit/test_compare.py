@@ -36,8 +36,8 @@ def test_identical_files_have_no_difference() -> None:
 
 def test_every_category_is_registered_once() -> None:
     names = [c.NAME for c in CATEGORIES]
-    assert names == ["base", "packages", "pip", "downloads", "git", "env", "settings", "labels",
-                     "order", "runs"]
+    assert names == ["base", "packages", "pip", "downloads", "git", "copies", "env", "settings",
+                     "labels", "order", "runs"]
 
 
 # ---------------------------------------------------------------- base
@@ -165,6 +165,19 @@ def test_git_source_only_on_one_side() -> None:
     original = "FROM ubuntu\nRUN git clone https://github.com/o/recipe /recipe\n"
     assert found(diff(original, "FROM ubuntu\n"), "git") == {
         ("https://github.com/o/recipe", "removed")}
+
+
+# ---------------------------------------------------------------- copies
+def test_copies_by_destination() -> None:
+    original = ("FROM ubuntu AS build\nFROM ubuntu\nWORKDIR /app\nCOPY . src/\n"
+                "COPY entrypoint.sh /usr/local/bin/\nCOPY --from=build /out /opt/out\n"
+                "ADD https://f.example/a.tgz /tmp/\n")
+    new = ("FROM ubuntu AS build\nFROM ubuntu\nCOPY . /opt/src/app\n"
+           "COPY --from=build /out/ /opt/out\n")
+    diffs = diff(original, new)
+    assert found(diffs, "copies") == {("/app/src", "removed"), ("/usr/local/bin", "removed"),
+                                      ("/opt/src/app", "added")}
+    assert one(diffs, "copies", "/app/src").original == ". from the build context"
 
 
 # ---------------------------------------------------------------- env

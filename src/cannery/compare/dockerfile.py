@@ -7,6 +7,7 @@ from types import ModuleType
 
 from cannery.compare.categories import (
     base,
+    copies,
     downloads,
     env,
     git,
@@ -22,8 +23,8 @@ from cannery.compare.model import Difference
 from cannery.lint.facts.dockerfile import DockerfileFacts
 
 # The registry: every category compared, in the order output lists them.
-CATEGORIES: tuple[ModuleType, ...] = (base, packages, pip, downloads, git, env, settings, labels,
-                                      order, runs)
+CATEGORIES: tuple[ModuleType, ...] = (base, packages, pip, downloads, git, copies, env, settings,
+                                      labels, order, runs)
 
 
 def category_names() -> list[str]:
