@@ -17,7 +17,8 @@ from cannery import __version__
 from cannery.errors import FatalError
 
 # Commands in the order a user needs them; a command not listed here comes after these.
-WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "copy", "lint", "schema")
+WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "copy", "lint", "compare",
+            "schema")
 
 
 class _WorkflowOrder(TyperGroup):
@@ -585,6 +586,42 @@ def lint(ctx: typer.Context) -> None:
     from cannery.commands.lint import run
 
     raise typer.Exit(run(list(ctx.args)))
+
+
+@app.command("compare")
+def compare(
+    paths: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Argument(
+            help="ORIGINAL NEW: two Dockerfiles, two workflows or two directories; with "
+            "--catalog, the images to compare (default: every image naming its original)",
+            metavar="ORIGINAL NEW | IMAGE",
+            show_default=False,
+        ),
+    ] = None,
+    catalog: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--catalog", "-c", help="Compare what this catalog renders (in memory) "
+                     "with each image's `original`", metavar="PATH"),
+    ] = None,
+    original: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--original", help="With --catalog: the checkout the `original` paths "
+                     "are relative to", metavar="DIR"),
+    ] = None,
+    lock: LockOpt = None,
+    accepted: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--accepted", help="Accepted differences (default with --catalog: "
+                     "compare-accepted.toml beside it)", metavar="FILE"),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare hand-written Dockerfiles or workflows with their replacements, per image and
+    category; exit 1 on any difference not accepted."""
+    from cannery.commands.compare import compare_cmd
+
+    raise typer.Exit(compare_cmd(list(paths or []), catalog, original, lock, accepted, as_json))
 
 
 @app.command("schema")

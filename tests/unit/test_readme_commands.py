@@ -214,6 +214,14 @@ def _baseline(tmp: Path, cli, shown: list[str]) -> None:  # type: ignore[no-unty
     assert (res.out + res.err).splitlines() == shown
 
 
+def _compare_pair(tmp: Path, cli, shown: list[str]) -> None:  # type: ignore[no-untyped-def]
+    os.chdir(ROOT)
+    res = cli("compare", "tests/compare/original/Dockerfile", "tests/compare/new/Dockerfile",
+              "--accepted", "tests/compare/compare-accepted.toml")
+    assert res.code == 1, res.err
+    assert res.out.splitlines() == shown
+
+
 # Needs the internet (the embedded catalog's registry, GitHub, the CANN server), or shows a
 # run against an e2e test's own registry on a free port: parsed only. The e2e test that runs
 # the same shape against local services is named beside each.
@@ -259,6 +267,8 @@ RUN: dict[str, Runner] = {
     "cannery lint --baseline-commit HEAD docker/": _baseline,
     "cannery lint .": _lint_dot,
     "cannery schema > cannery.schema.json": _schema_for_taplo,
+    "cannery compare tests/compare/original/Dockerfile tests/compare/new/Dockerfile "
+    "--accepted tests/compare/compare-accepted.toml": _compare_pair,
 }
 
 

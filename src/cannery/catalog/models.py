@@ -852,6 +852,16 @@ class Image(Strict):
         },
     )
     steps: list[Step] = Field([], description="Steps after the installs, in order")
+    original: str | None = Field(
+        None, json_schema_extra=_inside_repo(REL_PATH.pattern),
+        description="The hand-written Dockerfile this image replaces, relative to the checkout "
+        "`cannery compare --original DIR` names",
+    )
+
+    @field_validator("original")
+    @classmethod
+    def _original(cls, v: str) -> str:
+        return Ci._relative(v)
 
     @field_validator("env")
     @classmethod
@@ -1021,6 +1031,11 @@ class Ci(Strict):
     dockerfiles: str = Field("dockerfiles", json_schema_extra=_inside_repo(REL_PATH.pattern))
     bake: str = Field("docker-bake.json", json_schema_extra=_inside_repo(REL_PATH.pattern))
     docs: str = Field("TAGS.md", json_schema_extra=_inside_repo(REL_PATH.pattern))
+    original: str | None = Field(
+        None, json_schema_extra=_inside_repo(REL_PATH.pattern),
+        description="The hand-written workflow the rendered one replaces, relative to the "
+        "checkout `cannery compare --original DIR` names",
+    )
 
     @field_validator("runners")
     @classmethod
@@ -1050,7 +1065,7 @@ class Ci(Strict):
             )
         return v
 
-    @field_validator("workflow", "dockerfiles", "bake", "docs", "requirements")
+    @field_validator("workflow", "dockerfiles", "bake", "docs", "requirements", "original")
     @classmethod
     def _relative(cls, v: str) -> str:
         # Written below the catalog's directory: never outside it, never an odd file name.

@@ -1,0 +1,1 @@
+"""The Dockerfile categories `compare` checks, one module each (registry: compare.dockerfile)."""
