@@ -547,11 +547,12 @@ def test_cli_catalog_maps_each_image_to_its_original(tmp_path: Path, cli) -> Non
 def test_cli_catalog_compares_the_rendered_workflow_with_ci_original(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     """`[ci] original`: the rendered workflow (in memory) against the checkout's; what its
     `cannery build --push` publishes comes from the catalog's registries, tags and aliases."""
-    from tests.catalogs import minimal
+    from tests.catalogs import minimal, write_ci_lock
 
     catalog = write(tmp_path / "repo" / "cannery.toml",
                     minimal() + '\n[ci]\noriginal = ".github/workflows/images.yml"\n')
     write(tmp_path / "upstream" / ".github" / "workflows" / "images.yml", ORIGINAL_WORKFLOW)
+    write_ci_lock(catalog)  # the workflow is rendered only with CI's hashed pins of cannery
     r = cli("compare", "--catalog", str(catalog), "--original", str(tmp_path / "upstream"),
             "--json")
     assert r.code == 1, r.err

@@ -88,6 +88,8 @@ def test_update_of_a_wheel_component_whose_bytes_moved_re_resolves_its_python(
     sha = {"v": "1"}
 
     def python(req: PythonRequest) -> list[str]:
+        if req.image == "ci":  # [ci] install: a pin of cannery itself, or lock refuses it
+            return [f"cannery==0.1.0 --hash=sha256:{'c' * 64}"]
         return [f"dep=={sha['v']} --hash=sha256:{'a' * 64}"]
 
     resolvers = Resolvers(

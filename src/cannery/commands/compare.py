@@ -185,12 +185,14 @@ def compare_catalog(catalog: Path, original_dir: Path, lock: Path | None,
             spec.name, (str(path), _read(path)),
             (f"{spec.name} (rendered from {catalog})", render_dockerfile(spec))))
     if cat.ci.original is not None and not images:
+        from cannery.pydeps import ci_requirements
         from cannery.render.actions import load_pins
         from cannery.render.workflow import render_workflow
 
         specs = ctx.specs()
         rendered = render_workflow(cat, specs, load_pins(), catalog_file=ctx.catalog_file,
-                                   lock_file="cannery.lock")
+                                   lock_file="cannery.lock",
+                                   ci_pins=ci_requirements(cat, ctx.lock.ci))
         tags = sorted({f"{r.repository}:{t}" for s in specs for r in s.registries
                        for t in s.tags})
         hosts = sorted({r.repository.split("/", 1)[0] for s in specs for r in s.registries})
