@@ -9,8 +9,6 @@ the same checks."""
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,22 +32,10 @@ from cannery.oci.manifest import (
     parse_manifest,
 )
 from cannery.oci.reference import valid_digest
+from cannery.util.bounded import read_regular_file
 
 # A name for the layout where registry_checks wants a repository (it appears in messages only).
 LAYOUT_REF = Reference("localhost", "oci-layout")
-
-
-def _read(path: Path, cap: int) -> bytes:
-    """A regular file's bytes, at most ``cap`` of them (a symlink to /dev/zero or a huge file
-    is refused, not read into memory; a FIFO does not block the open); OSError when it
-    cannot be opened."""
-    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise InputError(f"{path}: not a regular file")
-        data = f.read(cap + 1)
-    if len(data) > cap:
-        raise InputError(f"{path}: larger than {cap} bytes")
-    return data
 
 
 class Layout:
@@ -62,7 +48,7 @@ class Layout:
         algo, _, hexd = digest.partition(":")
         path = self.root / "blobs" / algo / hexd
         try:
-            data = _read(path, cap)
+            data = read_regular_file(path, limit=cap)
         except OSError as exc:
             raise InputError(f"{self.root}: blob {digest} cannot be read ({exc.strerror})") \
                 from None
@@ -99,7 +85,8 @@ class Layout:
         `--platform`), in an index made here, so the same checks read both."""
         top_path = self.root / "index.json"
         try:
-            entries, _ = parse_index(_read(top_path, MANIFEST_CAP), str(top_path))
+            raw = read_regular_file(top_path, limit=MANIFEST_CAP)
+            entries, _ = parse_index(raw, str(top_path))
         except OSError as exc:
             raise InputError(f"{top_path}: cannot be read ({exc.strerror}); build into it "
                              "with `cannery build --output oci:DIR`") from None
