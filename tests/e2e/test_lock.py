@@ -748,6 +748,61 @@ def test_wheel_bundle_dependencies_are_locked(  # type: ignore[no-untyped-def]
     assert "xargs -0 python3 -m pip install --no-cache-dir" in step and "--no-deps" in step
 
 
+@pytest.mark.parametrize("kind", ["tar.gz", "zip"])
+def test_wheel_bundle_bomb_is_refused_in_bounded_memory(  # type: ignore[no-untyped-def]
+    kind: str, setup, test_ca, https_files, tmp_path: Path, capsys
+) -> None:
+    """A bundle of about 1 MiB holding a 1 GiB wheel of zeros: `cannery lock` stops at the
+    inflation ratio, one line naming the bundle and the member, exit 2, no lock written, its
+    own peak memory (VmHWM, measured in the child) under 200 MiB; it used to read every member
+    whole (1 GiB)."""
+    import tarfile
+    import zipfile
+    import zlib
+
+    from tests.e2e.peak import run_measured
+
+    server, www = https_files
+    bundle = www / f"bomb-{tmp_path.name}.{kind}"
+    name = "dist/kernel_bomb-1.0-py3-none-any.whl"
+    zeros = bytes(1 << 20)
+    if kind == "zip":
+        with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf, \
+                zf.open(name, "w", force_zip64=True) as member:
+            for _ in range(1024):
+                member.write(zeros)
+    else:
+        comp = zlib.compressobj(9, zlib.DEFLATED, 31)
+        info = tarfile.TarInfo(name)
+        info.size = 1 << 30
+        with bundle.open("wb") as out:
+            out.write(comp.compress(info.tobuf()))
+            for _ in range(1024):
+                out.write(comp.compress(zeros))
+            out.write(comp.compress(bytes(1024)) + comp.flush())
+    assert bundle.stat().st_size < 2 << 20
+    catalog: Path = setup["catalog"]
+    catalog.write_text(catalog.read_text().replace(
+        "pin = true\n",
+        f'pin = true\n\n[components.kernels]\nwheel = "{server.url}/{bundle.name}"\n', 1,
+    ).replace('components = ["torch", "vllm"', 'components = ["torch", "kernels", "vllm"'))
+    env = dict(os.environ, DOCKER_CONFIG=str(tmp_path / "no-docker"))
+    run = run_measured(["lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)],
+                       catalog.parent, env)
+    errors = [ln for ln in run.err.splitlines() if not ln.startswith("lock: ")]  # progress
+    assert run.code == 2 and len(errors) == 1, run.err
+    # a zip names the member (its compressed size is known), a .tar.gz inflates as one stream
+    where = f"{server.url}/{bundle.name}: the wheel bundle" + (
+        f", member {name}" if kind == "zip" else "")
+    assert errors[0] == (f"cannery: error: {where}: inflates to more than 100 times its "
+                         "compressed size (a decompression bomb?)")
+    assert not (catalog.parent / "cannery.lock").exists()
+    with capsys.disabled():
+        print(f"\nlock, a {bundle.stat().st_size / (1 << 20):.2f} MiB {kind} bundle holding a "
+              f"1 GiB wheel: peak VmHWM {run.peak_mib:.1f} MiB")
+    assert run.peak_kib < 200 << 10, run.peak_kib
+
+
 def test_a_tracked_branch_moves_only_with_update(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
     """A new commit on a branch a component tracks: `cannery lock` keeps the locked commit
     (and a --locked render uses it); `--update NAME` (what the scheduled workflow runs, as
