@@ -283,15 +283,15 @@ def test_verify_rebuild_refuses_a_layer_bomb_in_bounded_memory(  # type: ignore[
         normal.err
     bomb = _zeros_layer(1024)
     layer_digest, run = compare(bomb)
+    with capsys.disabled():
+        print(f"\nverify --rebuild, a {len(bomb) / (1 << 20):.2f} MiB layer of 1 GiB: peak "
+              f"VmHWM {run.peak_mib:.1f} MiB (a normal layer: {normal.peak_mib:.1f} MiB)")
+    assert run.peak_kib < 200 << 10, run.peak_kib
     lines = run.err.strip().splitlines()
     assert run.code == 2 and len(lines) == 1, run.out + run.err
     assert lines[0] == (f"cannery: error: {reg.host}/team/app@{layer_digest} (layer 1 of 1): "
                         "inflates to more than 100 times its compressed size "
                         "(a decompression bomb?)")
-    with capsys.disabled():
-        print(f"\nverify --rebuild, a {len(bomb) / (1 << 20):.2f} MiB layer of 1 GiB: peak "
-              f"VmHWM {run.peak_mib:.1f} MiB (a normal layer: {normal.peak_mib:.1f} MiB)")
-    assert run.peak_kib < 200 << 10, run.peak_kib
 
 
 def test_verify_rebuild_reads_no_more_of_a_layer_than_its_descriptor_says(

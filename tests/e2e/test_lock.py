@@ -789,6 +789,10 @@ def test_wheel_bundle_bomb_is_refused_in_bounded_memory(  # type: ignore[no-unty
     env = dict(os.environ, DOCKER_CONFIG=str(tmp_path / "no-docker"))
     run = run_measured(["lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)],
                        catalog.parent, env)
+    with capsys.disabled():
+        print(f"\nlock, a {bundle.stat().st_size / (1 << 20):.2f} MiB {kind} bundle holding a "
+              f"1 GiB wheel: peak VmHWM {run.peak_mib:.1f} MiB")
+    assert run.peak_kib < 200 << 10, run.peak_kib
     errors = [ln for ln in run.err.splitlines() if not ln.startswith("lock: ")]  # progress
     assert run.code == 2 and len(errors) == 1, run.err
     # a zip names the member (its compressed size is known), a .tar.gz inflates as one stream
@@ -797,10 +801,6 @@ def test_wheel_bundle_bomb_is_refused_in_bounded_memory(  # type: ignore[no-unty
     assert errors[0] == (f"cannery: error: {where}: inflates to more than 100 times its "
                          "compressed size (a decompression bomb?)")
     assert not (catalog.parent / "cannery.lock").exists()
-    with capsys.disabled():
-        print(f"\nlock, a {bundle.stat().st_size / (1 << 20):.2f} MiB {kind} bundle holding a "
-              f"1 GiB wheel: peak VmHWM {run.peak_mib:.1f} MiB")
-    assert run.peak_kib < 200 << 10, run.peak_kib
 
 
 def test_a_tracked_branch_moves_only_with_update(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
