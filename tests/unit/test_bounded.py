@@ -6,7 +6,10 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import signal
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,13 +38,29 @@ def test_a_regular_file_is_read_up_to_its_limit_and_refused_past_it(tmp_path: Pa
     assert exc.value.exit_code == 2
 
 
+@contextmanager
+def _at_most(seconds: int) -> Iterator[None]:
+    """Fail, rather than hang, when the body blocks (an open of a FIFO waiting for a writer)."""
+
+    def blocked(signum: int, frame: object) -> None:
+        raise TimeoutError(f"blocked for {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, blocked)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def test_devices_fifos_and_directories_are_refused_unread(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)  # no writer: an open without O_NONBLOCK would wait for ever
     link = tmp_path / "link"
     link.symlink_to("/dev/zero")  # stat size 0, endless to read
     for path in (fifo, link, Path("/dev/zero"), tmp_path):
-        with pytest.raises(NotRegularFile) as exc:
+        with _at_most(5), pytest.raises(NotRegularFile) as exc:
             read_regular_file(path, limit=1 << 20)
         assert str(exc.value) == f"{path}: not a regular file"
         assert isinstance(exc.value, InputError)
