@@ -190,15 +190,17 @@ def test_head_without_content_length_never_gives_size_0(
 # ------------------------------------------------------- verify --rebuild's layers (issue 33)
 
 
-def _zeros_layer(mib: int, name: str = "big") -> bytes:
-    """A gzip tar layer holding one file of ``mib`` MiB of zeros, compressed a MiB at a time
-    (never whole in memory): 1 GiB is about 1 MiB on the wire."""
-    comp = zlib.compressobj(9, zlib.DEFLATED, 31)
-    info = tarfile.TarInfo(name)
+def _zeros_layer(mib: int, noise: int = 0) -> bytes:
+    """A gzip tar layer holding one file ``big`` of ``mib`` MiB, each MiB ``noise`` random
+    bytes then zeros, compressed a MiB at a time (never whole in memory): without noise,
+    1 GiB is about 1 MiB on the wire; 12 KiB of noise a MiB keeps it within the ratio cap."""
+    comp = zlib.compressobj(9 if not noise else 1, zlib.DEFLATED, 31)
+    info = tarfile.TarInfo("big")
     info.size, info.mode = mib << 20, 0o644
-    zeros = bytes(1 << 20)
+    zeros = bytes((1 << 20) - noise)
     parts = [comp.compress(info.tobuf())]
-    parts += [comp.compress(zeros) for _ in range(mib)]
+    for _ in range(mib):
+        parts += [comp.compress(os.urandom(noise)), comp.compress(zeros)]
     parts.append(comp.compress(bytes(1024)))  # the end-of-archive blocks
     return b"".join(parts) + comp.flush()
 
@@ -261,28 +263,31 @@ with OCIClient(ssl_context(Path(ca)), credentials=Credentials({}, Path(layout)))
 """
 
 
+def _compare_in_child(
+    tmp_path: Path, reg: HostileRegistry, ca: LocalCA, layer: bytes
+) -> tuple[str, Measured]:
+    """The rebuilt layout against a registry manifest whose one layer is ``layer``, compared
+    in a child that measures its own peak: (the layer's digest, the run)."""
+    script = tmp_path / "compare.py"
+    script.write_text(_COMPARE)
+    digest, layer_digest = _served(reg, layer)
+    env = dict(os.environ, DOCKER_CONFIG=str(tmp_path / "no-docker"))
+    return layer_digest, run_measured(
+        ["--script", str(script), str(ca.ca_cert), f"{reg.host}/team/app", digest,
+         str(_rebuilt(tmp_path))], tmp_path, env)
+
+
 def test_verify_rebuild_refuses_a_layer_bomb_in_bounded_memory(  # type: ignore[no-untyped-def]
     tmp_path: Path, reg: HostileRegistry, test_ca: LocalCA, capsys
 ) -> None:
     """A 1 MiB layer under a valid digest that inflates to 1 GiB of zeros: the comparison
     stops at the inflation ratio, one line naming the layer, exit 2, in well under 200 MiB
     (it used to inflate it whole: 2 GiB). A normal layer's comparison is measured beside it."""
-    script = tmp_path / "compare.py"
-    script.write_text(_COMPARE)
-    layout = _rebuilt(tmp_path)
-    env = dict(os.environ, DOCKER_CONFIG=str(tmp_path / "no-docker"))
-
-    def compare(layer: bytes) -> tuple[str, Measured]:
-        digest, layer_digest = _served(reg, layer)
-        run = run_measured(["--script", str(script), str(test_ca.ca_cert),
-                            f"{reg.host}/team/app", digest, str(layout)], tmp_path, env)
-        return layer_digest, run
-
-    _, normal = compare(_small_layer(b"registry"))
+    _, normal = _compare_in_child(tmp_path, reg, test_ca, _small_layer(b"registry"))
     assert normal.code == 0 and "first differing layer 1 of 1: big (content)" in normal.out, \
         normal.err
     bomb = _zeros_layer(1024)
-    layer_digest, run = compare(bomb)
+    layer_digest, run = _compare_in_child(tmp_path, reg, test_ca, bomb)
     with capsys.disabled():
         print(f"\nverify --rebuild, a {len(bomb) / (1 << 20):.2f} MiB layer of 1 GiB: peak "
               f"VmHWM {run.peak_mib:.1f} MiB (a normal layer: {normal.peak_mib:.1f} MiB)")
@@ -292,6 +297,20 @@ def test_verify_rebuild_refuses_a_layer_bomb_in_bounded_memory(  # type: ignore[
     assert lines[0] == (f"cannery: error: {reg.host}/team/app@{layer_digest} (layer 1 of 1): "
                         "inflates to more than 100 times its compressed size "
                         "(a decompression bomb?)")
+
+
+def test_verify_rebuild_hashes_a_large_file_a_chunk_at_a_time(  # type: ignore[no-untyped-def]
+    tmp_path: Path, reg: HostileRegistry, test_ca: LocalCA, capsys
+) -> None:
+    """A 300 MiB file in a 5 MiB layer (within the ratio cap): compared, naming the file, in
+    well under the file's size of memory: it is hashed as it is inflated, never held whole."""
+    layer = _zeros_layer(300, noise=12 << 10)
+    _, run = _compare_in_child(tmp_path, reg, test_ca, layer)
+    with capsys.disabled():
+        print(f"\nverify --rebuild, a 300 MiB file in a {len(layer) / (1 << 20):.1f} MiB layer: "
+              f"peak VmHWM {run.peak_mib:.1f} MiB")
+    assert run.code == 0 and "first differing layer 1 of 1: big (content)" in run.out, run.err
+    assert run.peak_kib < 200 << 10, run.peak_kib
 
 
 def test_verify_rebuild_reads_no_more_of_a_layer_than_its_descriptor_says(
