@@ -803,6 +803,48 @@ def test_wheel_bundle_bomb_is_refused_in_bounded_memory(  # type: ignore[no-unty
     assert not (catalog.parent / "cannery.lock").exists()
 
 
+def test_wheel_bundle_members_are_copied_a_chunk_at_a_time(  # type: ignore[no-untyped-def]
+    setup, test_ca, https_files, tmp_path: Path, capsys
+) -> None:
+    """A 300 MiB wheel in a 5 MiB .tar.gz (within the ratio cap) is copied to its file as it
+    is inflated: `cannery lock` stays well under the wheel's size in memory (the stand-in
+    wheel is no zip, so uv refuses it once it is on disk: one line, exit 2)."""
+    import tarfile
+    import zlib
+
+    from tests.e2e.peak import run_measured
+
+    server, www = https_files
+    bundle = www / f"big-{tmp_path.name}.tar.gz"
+    comp = zlib.compressobj(1, zlib.DEFLATED, 31)
+    info = tarfile.TarInfo("kernel_big-1.0-py3-none-any.whl")
+    info.size = 300 << 20
+    noise = 12 << 10  # random bytes a MiB: inflating stays within the ratio cap
+    zeros = bytes((1 << 20) - noise)
+    with bundle.open("wb") as out:
+        out.write(comp.compress(info.tobuf()))
+        for _ in range(300):
+            out.write(comp.compress(os.urandom(noise)) + comp.compress(zeros))
+        out.write(comp.compress(bytes(1024)) + comp.flush())
+    catalog: Path = setup["catalog"]
+    catalog.write_text(catalog.read_text().replace(
+        "pin = true\n",
+        f'pin = true\n\n[components.kernels]\nwheel = "{server.url}/{bundle.name}"\n', 1,
+    ).replace('components = ["torch", "vllm"', 'components = ["torch", "kernels", "vllm"'))
+    env = dict(os.environ, DOCKER_CONFIG=str(tmp_path / "no-docker"))
+    run = run_measured(["lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)],
+                       catalog.parent, env)
+    with capsys.disabled():
+        print(f"\nlock, a {bundle.stat().st_size / (1 << 20):.1f} MiB bundle holding a 300 MiB "
+              f"wheel: peak VmHWM {run.peak_mib:.1f} MiB")
+    assert run.peak_kib < 200 << 10, run.peak_kib
+    errors = [ln for ln in run.err.splitlines() if not ln.startswith("lock: ")]  # progress
+    assert run.code == 2 and len(errors) == 1, run.err
+    # the whole wheel was copied out (no cap refused it): uv is what refused it
+    assert errors[0].startswith("cannery: error: Python dependencies of one/"), errors[0]
+    assert "uv pip compile" in errors[0] and "the wheel bundle" not in errors[0], errors[0]
+
+
 def test_a_tracked_branch_moves_only_with_update(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
     """A new commit on a branch a component tracks: `cannery lock` keeps the locked commit
     (and a --locked render uses it); `--update NAME` (what the scheduled workflow runs, as
