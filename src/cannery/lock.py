@@ -34,6 +34,7 @@ from cannery.errors import LockError
 from cannery.pydeps import LOCKED_LINE, PythonRequest, python_requests
 from cannery.util import toml
 from cannery.util.background import in_background
+from cannery.util.bounded import NotRegularFile, OverLimit, read_regular_file
 from cannery.util.patterns import (
     COMMIT,
     COMMIT_PATTERN,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from cannery.catalog.models import Catalog
 
 HEADER = "# cannery.lock: written by `cannery lock`; edit the catalog, not this file.\n"
+LOCK_LIMIT = 64 << 20  # a lock file larger than this is refused unread
 # The most bytes a `url` input may have: a CANN toolkit `.run` is a few GiB; an endless answer
 # stops here instead of running for ever.
 DOWNLOAD_LIMIT = 16 << 30
@@ -136,9 +138,11 @@ def git_key(url: str, ref: str) -> str:
 def read_lock(path: Path) -> Lock:
     """The lock at ``path``; an absent file is an empty lock."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_file(path, limit=LOCK_LIMIT).decode("utf-8")
     except FileNotFoundError:
         return Lock()
+    except (NotRegularFile, OverLimit) as exc:  # a symlink to /dev/zero, a FIFO
+        raise LockError(exc.message) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise LockError(f"{path}: cannot read: {exc}") from None
     try:

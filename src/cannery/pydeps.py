@@ -24,6 +24,7 @@ from cannery.catalog.models import Catalog
 from cannery.catalog.platforms import UNAME_ARCH, arches_of
 from cannery.errors import LockError
 from cannery.util import toml
+from cannery.util.bounded import NotRegularFile, OverLimit, read_regular_file
 from cannery.util.cache import cache_dir
 from cannery.util.cmd import CommandError, run
 
@@ -33,6 +34,7 @@ LOCKED_LINE = re.compile(
 )
 # The most bytes a wheel bundle may have, downloaded and (its wheels together) unpacked.
 BUNDLE_LIMIT = 8 << 30
+PYPROJECT_LIMIT = 4 << 20  # a git component's pyproject.toml
 # pip's own fallback build requirements for a source tree without pyproject.toml.
 LEGACY_BUILD_REQUIRES = ("setuptools>=40.8.0", "wheel")
 
@@ -132,7 +134,10 @@ def _build_requires(tree: Path) -> list[str]:
     if not pyproject.is_file():
         return list(LEGACY_BUILD_REQUIRES)
     try:
-        data = toml.loads(pyproject.read_text(encoding="utf-8"))
+        # the checkout is the remote's: its pyproject.toml may be a symlink to anything
+        data = toml.loads(read_regular_file(pyproject, limit=PYPROJECT_LIMIT).decode("utf-8"))
+    except (NotRegularFile, OverLimit) as exc:
+        raise LockError(f"{pyproject.name} of {tree.name}: cannot read: {exc.message}") from None
     except (OSError, UnicodeDecodeError, toml.TOMLDecodeError) as exc:
         raise LockError(f"{pyproject.name} of {tree.name}: cannot read: {exc}") from None
     system = data.get("build-system")

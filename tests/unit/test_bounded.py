@@ -117,3 +117,29 @@ def test_copies_are_chunked_and_stop_at_their_limit() -> None:
                       limit=1 << 40, what="m")
     with pytest.raises(OverLimit, match=r"^m: larger than 5 bytes$"):
         copy_inflated(io.BytesIO(bytes(6)), sizes.append, compressed=6, limit=5, what="m")
+
+
+def test_catalog_and_lock_that_are_not_regular_files_are_one_line_exit_2(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli
+) -> None:
+    """A catalog or a lock that is a FIFO or a symlink to /dev/zero (a pull request can commit
+    one) is refused unread, naming it: never waited on, never read until memory runs out.
+    (The FIFO comes first: a read that does wait fails here in 10 s.)"""
+    from tests.catalogs import minimal
+
+    catalog = tmp_path / "catalog.toml"
+    lock = tmp_path / "cannery.lock"
+    out = ("--out", str(tmp_path / "o"))
+    os.mkfifo(catalog)
+    with _at_most(10):
+        res = cli("render", "dockerfile", "--catalog", str(catalog), *out)
+    assert res.code == 2 and res.err.strip() == f"cannery: error: {catalog}: not a regular file"
+    catalog.unlink()
+    catalog.write_text(minimal())
+    for make in (os.mkfifo, lambda p: p.symlink_to("/dev/zero")):
+        make(lock)
+        with _at_most(10):
+            res = cli("render", "dockerfile", "--locked", "--catalog", str(catalog), *out)
+        assert res.code == 2, res.err
+        assert res.err.strip() == f"cannery: error: {lock}: not a regular file"
+        lock.unlink()
