@@ -30,15 +30,19 @@ from __future__ import annotations
 import io
 import os
 import stat
-import tarfile
 import zlib
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import IO, TYPE_CHECKING
 
 from cannery.errors import InputError, NetworkError
 
-if TYPE_CHECKING:  # httpx is imported by the callers that have an answer (lint never does)
+# `cannery lint` reads files through this module: it imports neither typing nor tarfile at run
+# time (tests/lint/test_start_up.py), and httpx only where an answer is read.
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    import tarfile
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+    from typing import IO
+
     import httpx
 
 CHUNK = 1 << 20  # what a copy or an inflate holds at a time
@@ -235,37 +239,29 @@ def inflate(src: IO[bytes], *, limit: int | None = None, what: Path | str) -> IO
     return io.BufferedReader(_Inflating(src, limit, what), CHUNK)
 
 
-_LONG_HEADERS = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
-                 tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
-
-
-class _HeaderTooLong(tarfile.TarError):
-    pass
-
-
-class _CappedHeader(tarfile.TarInfo):
-    """A tar header whose long-name or pax extension (read whole by ``tarfile``) is refused
-    past HEADER_LIMIT before it is read."""
-
-    def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
-        if self.type in _LONG_HEADERS and self.size > HEADER_LIMIT:
-            raise _HeaderTooLong(f"a {self.size}-byte extended header is over "
-                                 f"{shown_size(HEADER_LIMIT)}")
-        return super()._proc_member(tar)  # type: ignore[misc,no-any-return]
-
-
 def tar_members(
     stream: IO[bytes], *, what: Path | str
 ) -> Iterator[tuple[tarfile.TarInfo, IO[bytes] | None]]:
     """The members of the (uncompressed) tar ``stream``, read once from start to end: each
     with its content as a stream (regular files; None for others), to be read before the next
     member. :class:`OverLimit` naming ``what`` for a long-name or pax header over
-    :data:`HEADER_LIMIT`, :class:`~cannery.errors.InputError` for a malformed archive."""
+    :data:`HEADER_LIMIT` (``tarfile`` reads one whole), refused before it is read;
+    :class:`~cannery.errors.InputError` for a malformed archive."""
+    import tarfile
+
+    long_headers = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
+                    tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
+
+    class CappedHeader(tarfile.TarInfo):
+        def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
+            if self.type in long_headers and self.size > HEADER_LIMIT:
+                raise OverLimit(what, HEADER_LIMIT, f"a {self.size}-byte extended header is "
+                                f"over {shown_size(HEADER_LIMIT)}")
+            return super()._proc_member(tar)  # type: ignore[misc,no-any-return]
+
     try:
-        with tarfile.open(fileobj=stream, mode="r|", tarinfo=_CappedHeader) as tar:
+        with tarfile.open(fileobj=stream, mode="r|", tarinfo=CappedHeader) as tar:
             for member in tar:
                 yield member, (tar.extractfile(member) if member.isfile() else None)
-    except _HeaderTooLong as exc:
-        raise OverLimit(what, HEADER_LIMIT, str(exc)) from None
     except (tarfile.TarError, EOFError) as exc:
         raise InputError(f"{what}: not a valid tar archive ({exc})") from None
