@@ -667,14 +667,14 @@ def resolve_url(
     verify: ssl.SSLContext,
     timeout: float = 60.0,
     into: Path | None = None,
-    limit: int = DOWNLOAD_LIMIT,
+    limit: int | None = None,
 ) -> tuple[str, int]:
     """Stream ``url`` over verified TLS and return (sha256 hex, size) of the bytes as sent,
     keeping them in ``into`` if given. Redirects are followed, except from HTTPS to anything
     else. ``Accept-Encoding: identity`` is asked for and an answer in any other encoding is
     refused (what is hashed is what the build's ``curl`` saves, and a gzip bomb is never
-    inflated); an answer over ``limit`` bytes is refused, by its length or as it arrives. On
-    any failure nothing is left at ``into``."""
+    inflated); an answer over ``limit`` bytes (by default DOWNLOAD_LIMIT) is refused, by its
+    length or as it arrives. On any failure nothing is left at ``into``."""
     import httpx
 
     from cannery.errors import NetworkError
@@ -708,7 +708,8 @@ def resolve_url(
                     if sink:
                         sink.write(chunk)
 
-                read_http_body(resp, limit=limit, what=shown(url), sink=take)
+                read_http_body(resp, limit=DOWNLOAD_LIMIT if limit is None else limit,
+                               what=shown(url), sink=take)
     except BaseException as exc:
         if into:
             into.unlink(missing_ok=True)  # nothing half-written is kept

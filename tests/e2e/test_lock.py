@@ -748,6 +748,65 @@ def test_wheel_bundle_dependencies_are_locked(  # type: ignore[no-untyped-def]
     assert "xargs -0 python3 -m pip install --no-cache-dir" in step and "--no-deps" in step
 
 
+def test_url_input_and_wheel_bundle_over_their_limits_are_refused(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca, https_files, tmp_path: Path, monkeypatch
+) -> None:
+    """The limits on what `lock` downloads and unpacks, made small here to be reached: a `url`
+    input over DOWNLOAD_LIMIT, a bundle over BUNDLE_LIMIT, and a small bundle whose wheels
+    inflate past BUNDLE_LIMIT are each one line naming the URL and the limit, exit 2, no lock
+    written."""
+    import io
+    import tarfile
+    import zipfile
+
+    import cannery.lock
+    import cannery.pydeps
+
+    server, www = https_files
+    catalog: Path = setup["catalog"]
+    lockfile = catalog.parent / "cannery.lock"
+    ca = ("--ca-cert", str(test_ca.ca_cert))
+    run_file = max(len(p.read_bytes()) for p in www.glob("Ascend-cann-toolkit_*.run"))
+    monkeypatch.setattr(cannery.lock, "DOWNLOAD_LIMIT", run_file - 1)
+    res = cli("lock", "--catalog", str(catalog), *ca)
+    assert res.code == 2 and "Ascend-cann-toolkit_8.5.2_linux-" in res.err, res.err
+    assert f"bytes is over the {run_file - 1} bytes limit" in res.err and not lockfile.exists()
+    monkeypatch.undo()
+
+    text = catalog.read_text()
+    for kind in ("tar.gz", "zip"):
+        bundle = www / f"limits-{tmp_path.name}.{kind}"
+        url = f"{server.url}/{bundle.name}"
+        catalog.write_text(text.replace(
+            "pin = true\n", f'pin = true\n\n[components.kernels]\nwheel = "{url}"\n', 1,
+        ).replace('components = ["torch", "vllm"', 'components = ["torch", "kernels", "vllm"'))
+        names = ("a-1.0-py3-none-any.whl", "b-1.0-py3-none-any.whl")
+        raw = io.BytesIO()
+        if kind == "zip":
+            with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
+                for name in names:
+                    zf.writestr(name, bytes(3000))
+        else:
+            with tarfile.open(fileobj=raw, mode="w:gz") as tf:
+                for name in names:
+                    info = tarfile.TarInfo(name)
+                    info.size = 3000
+                    tf.addfile(info, io.BytesIO(bytes(3000)))
+        bundle.write_bytes(raw.getvalue())
+        size = len(raw.getvalue())
+        # the wheels together over the limit: a .tar.gz inflates as one stream, a zip's
+        # second wheel has what the first left of it
+        over = (f"{url}: the wheel bundle: inflates to more than 5000 bytes" if kind == "tar.gz"
+                else f"{url}: the wheel bundle, member {names[1]}: larger than 2000 bytes")
+        for limit, want in ((size - 1, f"{url}: answer of {size} bytes is over the "
+                             f"{size - 1} bytes limit"), (5000, over)):
+            monkeypatch.setattr(cannery.pydeps, "BUNDLE_LIMIT", limit)
+            res = cli("lock", "--catalog", str(catalog), *ca)
+            errors = [ln for ln in res.err.splitlines() if not ln.startswith("lock: ")]
+            assert res.code == 2 and errors == [f"cannery: error: {want}"], res.err
+            assert not lockfile.exists()
+
+
 @pytest.mark.parametrize("kind", ["tar.gz", "zip"])
 def test_wheel_bundle_bomb_is_refused_in_bounded_memory(  # type: ignore[no-untyped-def]
     kind: str, setup, test_ca, https_files, tmp_path: Path, capsys
