@@ -81,6 +81,9 @@ def test_inflate_reads_every_member_of_a_gzip_stream_a_chunk_at_a_time() -> None
     stream = inflate(io.BytesIO(gzip.compress(data) + gzip.compress(b"tail")), what="x")
     assert stream.read(5) == data[:5]
     assert stream.read() == data[5:] + b"tail"
+    padded = gzip.compress(b"a") + bytes(3 << 20) + gzip.compress(b"b") + bytes(10)
+    assert inflate(io.BytesIO(padded), what="x").read() == b"ab"  # zero padding, as gzip reads
+    assert gzip.decompress(padded) == b"ab"
 
 
 def test_inflate_stops_at_its_limit_and_at_the_ratio() -> None:

@@ -212,7 +212,10 @@ class _Inflating(io.RawIOBase):
                 if not self._z.eof:
                     raise InputError(f"{self._what}: not a gzip stream, or cut short")
                 return False
-        if self._z.eof:  # the next member of a multi-member gzip
+        if self._z.eof:  # past a member: zero padding (as gzip allows), or the next member
+            self._feed = self._feed.lstrip(b"\0")
+            if not self._feed:
+                return True  # read on: more padding, another member, or the end
             self._z = zlib.decompressobj(wbits=31)
         try:
             out = self._z.decompress(self._feed, CHUNK)
