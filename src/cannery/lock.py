@@ -34,6 +34,7 @@ from cannery.errors import LockError
 from cannery.pydeps import LOCKED_LINE, PythonRequest, ci_requests, python_requests
 from cannery.util import toml
 from cannery.util.background import in_background
+from cannery.util.bounded import NotRegularFile, OverLimit, read_regular_file
 from cannery.util.patterns import (
     COMMIT,
     COMMIT_PATTERN,
@@ -47,6 +48,10 @@ if TYPE_CHECKING:
     from cannery.catalog.models import Catalog
 
 HEADER = "# cannery.lock: written by `cannery lock`; edit the catalog, not this file.\n"
+LOCK_LIMIT = 64 << 20  # a lock file larger than this is refused unread
+# The most bytes a `url` input may have: a CANN toolkit `.run` is a few GiB; an endless answer
+# stops here instead of running for ever.
+DOWNLOAD_LIMIT = 16 << 30
 
 
 def parse_time(text: str) -> dt.datetime:
@@ -142,9 +147,11 @@ def git_key(url: str, ref: str) -> str:
 def read_lock(path: Path) -> Lock:
     """The lock at ``path``; an absent file is an empty lock."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_file(path, limit=LOCK_LIMIT).decode("utf-8")
     except FileNotFoundError:
         return Lock()
+    except (NotRegularFile, OverLimit) as exc:  # a symlink to /dev/zero, a FIFO
+        raise LockError(exc.message) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise LockError(f"{path}: cannot read: {exc}") from None
     try:
@@ -710,15 +717,24 @@ def resolve_prefix(url: str, prefix: str, env: dict[str, str]) -> str:
 
 
 def resolve_url(
-    url: str, verify: ssl.SSLContext, timeout: float = 60.0, into: Path | None = None
+    url: str,
+    verify: ssl.SSLContext,
+    timeout: float = 60.0,
+    into: Path | None = None,
+    limit: int | None = None,
 ) -> tuple[str, int]:
-    """Stream ``url`` over verified TLS and return (sha256 hex, size), keeping the bytes in
-    ``into`` if given. Redirects are followed, except from HTTPS to anything else."""
+    """Stream ``url`` over verified TLS and return (sha256 hex, size) of the bytes as sent,
+    keeping them in ``into`` if given. Redirects are followed, except from HTTPS to anything
+    else. ``Accept-Encoding: identity`` is asked for and an answer in any other encoding is
+    refused (what is hashed is what the build's ``curl`` saves, and a gzip bomb is never
+    inflated); an answer over ``limit`` bytes (by default DOWNLOAD_LIMIT) is refused, by its
+    length or as it arrives. On any failure nothing is left at ``into``."""
     import httpx
 
     from cannery.errors import NetworkError
     from cannery.oci import http_reason
     from cannery.oci.client import shown
+    from cannery.util.bounded import read_http_body
 
     def no_downgrade(resp: httpx.Response) -> None:
         # Called for every hop: a redirect off TLS would pin bytes fetched without it.
@@ -734,15 +750,24 @@ def resolve_url(
     try:
         with httpx.Client(
             verify=verify, timeout=timeout, follow_redirects=True, event_hooks=hooks
-        ) as http, http.stream("GET", url) as resp:
+        ) as http, http.stream("GET", url, headers={"Accept-Encoding": "identity"}) as resp:
             if resp.status_code != 200:
                 raise NetworkError(f"{url}: download failed: HTTP {resp.status_code}")
             with open(into, "wb") if into else contextlib.nullcontext() as sink:
-                for chunk in resp.iter_bytes(1 << 20):
+
+                def take(chunk: bytes) -> None:
+                    nonlocal size
                     digest.update(chunk)
                     size += len(chunk)
                     if sink:
                         sink.write(chunk)
-    except httpx.HTTPError as exc:
-        raise NetworkError(f"{url}: download failed: {http_reason(exc)}") from None
+
+                read_http_body(resp, limit=DOWNLOAD_LIMIT if limit is None else limit,
+                               what=shown(url), sink=take)
+    except BaseException as exc:
+        if into:
+            into.unlink(missing_ok=True)  # nothing half-written is kept
+        if isinstance(exc, httpx.HTTPError):
+            raise NetworkError(f"{url}: download failed: {http_reason(exc)}") from None
+        raise
     return digest.hexdigest(), size

@@ -17,13 +17,14 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
-from typing import Protocol
+from typing import IO, Protocol
 
 from cannery.catalog.inputs import bundle_kind, bundle_wheel_fits, fill_url
 from cannery.catalog.models import Catalog
 from cannery.catalog.platforms import UNAME_ARCH, arches_of
 from cannery.errors import LockError
 from cannery.util import toml
+from cannery.util.bounded import NotRegularFile, OverLimit, read_regular_file
 from cannery.util.cache import cache_dir
 from cannery.util.cmd import CommandError, run
 
@@ -31,6 +32,9 @@ from cannery.util.cmd import CommandError, run
 LOCKED_LINE = re.compile(
     r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?==[^\s;]+( --hash=sha256:[0-9a-f]{64})+$"
 )
+# The most bytes a wheel bundle may have, downloaded and (its wheels together) unpacked.
+BUNDLE_LIMIT = 8 << 30
+PYPROJECT_LIMIT = 4 << 20  # a git component's pyproject.toml
 # pip's own fallback build requirements for a source tree without pyproject.toml.
 LEGACY_BUILD_REQUIRES = ("setuptools>=40.8.0", "wheel")
 
@@ -195,7 +199,10 @@ def _build_requires(tree: Path) -> list[str]:
     if not pyproject.is_file():
         return list(LEGACY_BUILD_REQUIRES)
     try:
-        data = toml.loads(pyproject.read_text(encoding="utf-8"))
+        # the checkout is the remote's: its pyproject.toml may be a symlink to anything
+        data = toml.loads(read_regular_file(pyproject, limit=PYPROJECT_LIMIT).decode("utf-8"))
+    except (NotRegularFile, OverLimit) as exc:
+        raise LockError(f"{pyproject.name} of {tree.name}: cannot read: {exc.message}") from None
     except (OSError, UnicodeDecodeError, toml.TOMLDecodeError) as exc:
         raise LockError(f"{pyproject.name} of {tree.name}: cannot read: {exc}") from None
     system = data.get("build-system")
@@ -268,35 +275,53 @@ def parse_compiled(text: str) -> list[str]:
 def _bundle_wheels(url: str, dest: Path, ca_file: str | None) -> list[Path]:
     """The wheels of the bundle at ``url`` (a .zip or .tar.gz), downloaded over verified TLS
     and written to ``dest`` under their own base names: no member path is followed, so a
-    hostile archive writes nowhere else (the Dockerfile installs the same ``*.whl`` files)."""
+    hostile archive writes nowhere else (the Dockerfile installs the same ``*.whl`` files).
+
+    Bounded: the download is refused past BUNDLE_LIMIT; each wheel is copied to its file a chunk
+    at a time (never whole in memory), and the wheels together are refused past BUNDLE_LIMIT
+    or past the inflation ratio :mod:`cannery.util.bounded` allows (a small archive holding a
+    huge wheel of zeros)."""
     import ssl
-    import tarfile
     import zipfile
 
     from cannery.lock import resolve_url
+    from cannery.util.bounded import copy_capped, copy_inflated, inflate, tar_members
 
     dest.mkdir(parents=True)
     archive = dest / "bundle"
-    resolve_url(url, ssl.create_default_context(cafile=ca_file), timeout=600, into=archive)
-    members: list[tuple[str, bytes]] = []
-    try:
-        if bundle_kind(url) == "zip":
-            with zipfile.ZipFile(archive) as zf:
-                members = [(i.filename, zf.read(i)) for i in zf.infolist()
-                           if i.filename.endswith(".whl") and not i.is_dir()]
-        else:
-            with tarfile.open(archive, "r:gz") as tf:
-                for m in tf.getmembers():
-                    f = tf.extractfile(m) if m.isfile() and m.name.endswith(".whl") else None
-                    if f is not None:
-                        members.append((m.name, f.read()))
-    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
-        raise LockError(f"{url}: cannot read the wheel bundle: {exc}") from None
-    out = []
-    for name, data in members:
+    resolve_url(url, ssl.create_default_context(cafile=ca_file), timeout=600, into=archive,
+                limit=BUNDLE_LIMIT)
+    what = f"{url}: the wheel bundle"
+    out: set[Path] = set()
+    total = 0
+
+    def keep(name: str, src: IO[bytes], compressed: int | None) -> None:
+        nonlocal total
         path = dest / PurePosixPath(name).name
-        path.write_bytes(data)
-        out.append(path)
+        member = f"{what}, member {name}"
+        with path.open("wb") as fh:
+            if compressed is None:  # from inflate(), which holds it to the ratio
+                total += copy_capped(src, fh.write, limit=BUNDLE_LIMIT - total, what=member)
+            else:
+                total += copy_inflated(src, fh.write, compressed=compressed,
+                                       limit=BUNDLE_LIMIT - total, what=member)
+        out.add(path)
+
+    try:
+        with archive.open("rb") as raw:
+            if bundle_kind(url) == "zip":
+                with zipfile.ZipFile(raw) as zf:
+                    for i in zf.infolist():
+                        if i.filename.endswith(".whl") and not i.is_dir():
+                            with zf.open(i) as member:
+                                keep(i.filename, member, i.compress_size)
+            else:
+                stream = inflate(raw, limit=BUNDLE_LIMIT, what=what)
+                for m, content in tar_members(stream, what=what):
+                    if content is not None and m.name.endswith(".whl"):
+                        keep(m.name, content, None)
+    except (OSError, zipfile.BadZipFile, EOFError) as exc:
+        raise LockError(f"{url}: cannot read the wheel bundle: {exc}") from None
     if not out:
         raise LockError(f"{url}: the bundle holds no .whl file")
     return sorted(out)

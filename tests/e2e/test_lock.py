@@ -751,6 +751,162 @@ def test_wheel_bundle_dependencies_are_locked(  # type: ignore[no-untyped-def]
     assert "xargs -0 python3 -m pip install --no-cache-dir" in step and "--no-deps" in step
 
 
+def test_url_input_and_wheel_bundle_over_their_limits_are_refused(  # type: ignore[no-untyped-def]
+    setup, cli, test_ca, https_files, tmp_path: Path, monkeypatch
+) -> None:
+    """The limits on what `lock` downloads and unpacks, made small here to be reached: a `url`
+    input over DOWNLOAD_LIMIT, a bundle over BUNDLE_LIMIT, and a small bundle whose wheels
+    inflate past BUNDLE_LIMIT are each one line naming the URL and the limit, exit 2, no lock
+    written."""
+    import io
+    import tarfile
+    import zipfile
+
+    import cannery.lock
+    import cannery.pydeps
+
+    server, www = https_files
+    catalog: Path = setup["catalog"]
+    lockfile = catalog.parent / "cannery.lock"
+    ca = ("--ca-cert", str(test_ca.ca_cert))
+    run_file = max(len(p.read_bytes()) for p in www.glob("Ascend-cann-toolkit_*.run"))
+    monkeypatch.setattr(cannery.lock, "DOWNLOAD_LIMIT", run_file - 1)
+    res = cli("lock", "--catalog", str(catalog), *ca)
+    assert res.code == 2 and "Ascend-cann-toolkit_8.5.2_linux-" in res.err, res.err
+    assert f"bytes is over the {run_file - 1} bytes limit" in res.err and not lockfile.exists()
+    monkeypatch.undo()
+
+    text = catalog.read_text()
+    for kind in ("tar.gz", "zip"):
+        bundle = www / f"limits-{tmp_path.name}.{kind}"
+        url = f"{server.url}/{bundle.name}"
+        catalog.write_text(text.replace(
+            "pin = true\n", f'pin = true\n\n[components.kernels]\nwheel = "{url}"\n', 1,
+        ).replace('components = ["torch", "vllm"', 'components = ["torch", "kernels", "vllm"'))
+        names = ("a-1.0-py3-none-any.whl", "b-1.0-py3-none-any.whl")
+        raw = io.BytesIO()
+        if kind == "zip":
+            with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
+                for name in names:
+                    zf.writestr(name, bytes(3000))
+        else:
+            with tarfile.open(fileobj=raw, mode="w:gz") as tf:
+                for name in names:
+                    info = tarfile.TarInfo(name)
+                    info.size = 3000
+                    tf.addfile(info, io.BytesIO(bytes(3000)))
+        bundle.write_bytes(raw.getvalue())
+        size = len(raw.getvalue())
+        # the wheels together over the limit: a .tar.gz inflates as one stream, a zip's
+        # second wheel has what the first left of it
+        over = (f"{url}: the wheel bundle: inflates to more than 5000 bytes" if kind == "tar.gz"
+                else f"{url}: the wheel bundle, member {names[1]}: larger than 2000 bytes")
+        for limit, want in ((size - 1, f"{url}: answer of {size} bytes is over the "
+                             f"{size - 1} bytes limit"), (5000, over)):
+            monkeypatch.setattr(cannery.pydeps, "BUNDLE_LIMIT", limit)
+            res = cli("lock", "--catalog", str(catalog), *ca)
+            errors = [ln for ln in res.err.splitlines() if not ln.startswith("lock: ")]
+            assert res.code == 2 and errors == [f"cannery: error: {want}"], res.err
+            assert not lockfile.exists()
+
+
+@pytest.mark.parametrize("kind", ["tar.gz", "zip"])
+def test_wheel_bundle_bomb_is_refused_in_bounded_memory(  # type: ignore[no-untyped-def]
+    kind: str, setup, test_ca, https_files, tmp_path: Path, capsys
+) -> None:
+    """A bundle of about 1 MiB holding a 1 GiB wheel of zeros: `cannery lock` stops at the
+    inflation ratio, one line naming the bundle and the member, exit 2, no lock written, its
+    own peak memory (VmHWM, measured in the child) under 200 MiB; it used to read every member
+    whole (1 GiB)."""
+    import tarfile
+    import zipfile
+    import zlib
+
+    from tests.e2e.peak import run_measured
+
+    server, www = https_files
+    bundle = www / f"bomb-{tmp_path.name}.{kind}"
+    name = "dist/kernel_bomb-1.0-py3-none-any.whl"
+    zeros = bytes(1 << 20)
+    if kind == "zip":
+        with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf, \
+                zf.open(name, "w", force_zip64=True) as member:
+            for _ in range(1024):
+                member.write(zeros)
+    else:
+        comp = zlib.compressobj(9, zlib.DEFLATED, 31)
+        info = tarfile.TarInfo(name)
+        info.size = 1 << 30
+        with bundle.open("wb") as out:
+            out.write(comp.compress(info.tobuf()))
+            for _ in range(1024):
+                out.write(comp.compress(zeros))
+            out.write(comp.compress(bytes(1024)) + comp.flush())
+    assert bundle.stat().st_size < 2 << 20
+    catalog: Path = setup["catalog"]
+    catalog.write_text(catalog.read_text().replace(
+        "pin = true\n",
+        f'pin = true\n\n[components.kernels]\nwheel = "{server.url}/{bundle.name}"\n', 1,
+    ).replace('components = ["torch", "vllm"', 'components = ["torch", "kernels", "vllm"'))
+    env = dict(os.environ, DOCKER_CONFIG=str(tmp_path / "no-docker"))
+    run = run_measured(["lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)],
+                       catalog.parent, env)
+    with capsys.disabled():
+        print(f"\nlock, a {bundle.stat().st_size / (1 << 20):.2f} MiB {kind} bundle holding a "
+              f"1 GiB wheel: peak VmHWM {run.peak_mib:.1f} MiB")
+    assert run.peak_kib < 200 << 10, run.peak_kib
+    errors = [ln for ln in run.err.splitlines() if not ln.startswith("lock: ")]  # progress
+    assert run.code == 2 and len(errors) == 1, run.err
+    # a zip names the member (its compressed size is known), a .tar.gz inflates as one stream
+    where = f"{server.url}/{bundle.name}: the wheel bundle" + (
+        f", member {name}" if kind == "zip" else "")
+    assert errors[0] == (f"cannery: error: {where}: inflates to more than 100 times its "
+                         "compressed size (a decompression bomb?)")
+    assert not (catalog.parent / "cannery.lock").exists()
+
+
+def test_wheel_bundle_members_are_copied_a_chunk_at_a_time(  # type: ignore[no-untyped-def]
+    setup, test_ca, https_files, tmp_path: Path, capsys
+) -> None:
+    """A 300 MiB wheel in a 5 MiB .tar.gz (within the ratio cap) is copied to its file as it
+    is inflated: `cannery lock` stays well under the wheel's size in memory (the stand-in
+    wheel is no zip, so uv refuses it once it is on disk: one line, exit 2)."""
+    import tarfile
+    import zlib
+
+    from tests.e2e.peak import run_measured
+
+    server, www = https_files
+    bundle = www / f"big-{tmp_path.name}.tar.gz"
+    comp = zlib.compressobj(1, zlib.DEFLATED, 31)
+    info = tarfile.TarInfo("kernel_big-1.0-py3-none-any.whl")
+    info.size = 300 << 20
+    noise = 12 << 10  # random bytes a MiB: inflating stays within the ratio cap
+    zeros = bytes((1 << 20) - noise)
+    with bundle.open("wb") as out:
+        out.write(comp.compress(info.tobuf()))
+        for _ in range(300):
+            out.write(comp.compress(os.urandom(noise)) + comp.compress(zeros))
+        out.write(comp.compress(bytes(1024)) + comp.flush())
+    catalog: Path = setup["catalog"]
+    catalog.write_text(catalog.read_text().replace(
+        "pin = true\n",
+        f'pin = true\n\n[components.kernels]\nwheel = "{server.url}/{bundle.name}"\n', 1,
+    ).replace('components = ["torch", "vllm"', 'components = ["torch", "kernels", "vllm"'))
+    env = dict(os.environ, DOCKER_CONFIG=str(tmp_path / "no-docker"))
+    run = run_measured(["lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)],
+                       catalog.parent, env)
+    with capsys.disabled():
+        print(f"\nlock, a {bundle.stat().st_size / (1 << 20):.1f} MiB bundle holding a 300 MiB "
+              f"wheel: peak VmHWM {run.peak_mib:.1f} MiB")
+    assert run.peak_kib < 200 << 10, run.peak_kib
+    errors = [ln for ln in run.err.splitlines() if not ln.startswith("lock: ")]  # progress
+    assert run.code == 2 and len(errors) == 1, run.err
+    # the whole wheel was copied out (no cap refused it): uv is what refused it
+    assert errors[0].startswith("cannery: error: Python dependencies of one/"), errors[0]
+    assert "uv pip compile" in errors[0] and "the wheel bundle" not in errors[0], errors[0]
+
+
 def test_a_tracked_branch_moves_only_with_update(setup, cli, test_ca) -> None:  # type: ignore[no-untyped-def]
     """A new commit on a branch a component tracks: `cannery lock` keeps the locked commit
     (and a --locked render uses it); `--update NAME` (what the scheduled workflow runs, as

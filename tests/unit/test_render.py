@@ -60,6 +60,35 @@ def test_check_fails_on_hand_edit(tmp_path: Path, cli) -> None:  # type: ignore[
     assert cli("render", "dockerfile", "--out", str(out), "--check").code == 1
 
 
+def test_check_reads_a_fifo_or_dev_zero_in_a_rendered_files_place_as_a_difference(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli
+) -> None:
+    """`render --check` in CI on a pull request that put a FIFO or a symlink to /dev/zero
+    where a rendered file goes: a difference naming it (exit 1), not a hang or a crash."""
+    import os
+    import signal
+
+    out = tmp_path / "out"
+    assert cli("render", "dockerfile", "--out", str(out)).code == 0
+    target = out / "qwen3-5-a2.Dockerfile"
+
+    def blocked(signum: int, frame: object) -> None:
+        raise TimeoutError("render --check waited on a FIFO")
+
+    for make in (os.mkfifo, lambda p: p.symlink_to("/dev/zero")):
+        target.unlink()
+        make(target)
+        old = signal.signal(signal.SIGALRM, blocked)
+        signal.alarm(10)
+        try:
+            res = cli("render", "dockerfile", "--out", str(out), "--check")
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
+        assert res.code == 1, res.err
+        assert f"{target}: not a regular file" in res.err
+
+
 def test_unknown_image_exits_2(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     res = cli("render", "dockerfile", "nope", "--out", str(tmp_path))
     assert res.code == 2 and "unknown image nope" in res.err

@@ -23,10 +23,12 @@ from cannery.catalog.locate import LineMap
 from cannery.catalog.models import IMAGE_TAG, TAG_FIELDS, Catalog
 from cannery.errors import CatalogError, Location
 from cannery.util import toml
+from cannery.util.bounded import NotRegularFile, OverLimit, read_regular_file
 from cannery.util.pynames import requirement_name
 from cannery.util.text import did_you_mean
 
 EMBEDDED = "<embedded>/default.toml"
+CATALOG_LIMIT = 16 << 20  # a catalog file larger than this is refused unread
 # Where each install layout puts the toolkit (ASCEND.md): CANN ≥ 8.5 and ≤ 8.3.
 LAYOUT_HOME = {
     "cann": "/usr/local/Ascend/cann-{version}",
@@ -250,9 +252,11 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
     else:
         shown = str(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_regular_file(path, limit=CATALOG_LIMIT).decode("utf-8")
         except FileNotFoundError:
             raise CatalogError([f"{shown}: no such catalog file"]) from None
+        except (NotRegularFile, OverLimit) as exc:  # a symlink to /dev/zero, a FIFO
+            raise CatalogError([exc.message]) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise CatalogError([f"{shown}: cannot read: {exc}"]) from None
     try:

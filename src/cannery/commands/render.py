@@ -18,6 +18,7 @@ from cannery.errors import CheckFailed, InputError
 from cannery.lock import Lock
 from cannery.plan import ImageSpec, plan
 from cannery.render import dockerfile_name
+from cannery.util.bounded import NotRegularFile, OverLimit, read_regular_file
 from cannery.util.fs import atomic_write_many
 
 KINDS = ("dockerfile", "workflow", "bake", "docs")
@@ -87,17 +88,26 @@ def render_kind(
 
 
 def _stale(files: dict[Path, str]) -> list[Path]:
+    """The files on disk that differ from their rendering, each shown as a diff (or why it
+    cannot be: missing, not a regular file, far larger than the rendering). Read as regular
+    files only and within 1 MiB past the rendering's size: a FIFO or a symlink to /dev/zero
+    committed in a rendered file's place is a difference, never a hang."""
     stale = []
     for path, text in files.items():
+        current: str | None = None
         try:
-            current: str | None = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            current = None
+            current = read_regular_file(path, limit=len(text.encode()) + (1 << 20)).decode()
+        except FileNotFoundError:
+            problem = "missing"
+        except (NotRegularFile, OverLimit) as exc:
+            problem = exc.message.removeprefix(f"{path}: ")
+        except (OSError, UnicodeDecodeError) as exc:
+            problem = f"cannot be read ({exc})"
         if current == text:
             continue
         stale.append(path)
         if current is None:
-            err.print(f"{path}: missing", markup=False)
+            err.print(f"{path}: {problem}", markup=False)
             continue
         diff = difflib.unified_diff(
             text.splitlines(True), current.splitlines(True),

@@ -57,11 +57,12 @@ from cannery.oci.manifest import (
     parse_manifest,
 )
 from cannery.oci.reference import Reference, valid_digest
+from cannery.util.bounded import CHUNK as _CHUNK
+from cannery.util.bounded import read_http_body
 
 log = logging.getLogger("cannery.oci")
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
-_CHUNK = 1 << 20
 MANIFEST_CAP = 4 << 20  # the distribution spec's limit for a manifest a registry must accept
 CONFIG_CAP = 8 << 20  # the default cap on a blob read into memory (an image config)
 TOKEN_CAP = 1 << 20
@@ -867,36 +868,9 @@ def _read(
     sink: Callable[[bytes], None] | None,
     strict: bool,
 ) -> bytes:
-    """The body as sent (no content decoding), at most ``cap`` bytes. ``strict``: a larger
-    body is refused; else (an error body) it is cut at the cap. With ``sink``, each chunk goes
-    there and nothing is kept."""
-    what = shown(str(resp.url))
-    encoding = resp.headers.get("content-encoding", "identity").strip().lower()
-    if encoding not in ("", "identity"):
-        # Asked for identity: a compressed answer is refused, never inflated (a gzip bomb).
-        raise NetworkError(f"{what}: answered with Content-Encoding {encoding[:20]} although "
-                           "identity was asked for")
-    declared = _length(Answer(0, resp.headers, b"", ""))
-    if strict and declared is not None and declared > cap:
-        raise NetworkError(f"{what}: answer of {declared} bytes is over the {_size(cap)} limit")
-    kept = bytearray()
-    total = 0
-    for chunk in resp.iter_raw(_CHUNK):
-        total += len(chunk)
-        if total > cap:
-            if strict:
-                raise NetworkError(f"{what}: answer is over the {_size(cap)} limit")
-            kept += chunk[: cap - len(kept)]
-            break
-        if sink is not None:
-            sink(chunk)
-        else:
-            kept += chunk
-    return bytes(kept)
-
-
-def _size(n: int) -> str:
-    return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n} bytes"
+    """The body as sent, at most ``cap`` bytes (``strict``: a larger one is refused; else it
+    is cut): :func:`cannery.util.bounded.read_http_body`, named by the URL it came from."""
+    return read_http_body(resp, limit=cap, what=shown(str(resp.url)), sink=sink, strict=strict)
 
 
 def _content(body: Body) -> bytes | Iterator[bytes] | None:

@@ -10,11 +10,8 @@ the two layers yourself (Debian package ``diffoscope``); cannery does not call i
 from __future__ import annotations
 
 import contextlib
-import gzip
 import hashlib
-import io
 import shutil
-import tarfile
 import tempfile
 from pathlib import Path
 
@@ -25,6 +22,7 @@ from cannery.errors import FatalError
 from cannery.oci.client import OCIClient, malformed
 from cannery.oci.manifest import MalformedManifest, digest_of, load_object, parse_manifest
 from cannery.oci.reference import Reference
+from cannery.util.bounded import copy_capped, inflate, tar_members
 from cannery.util.cmd import run, stream
 from cannery.verify.model import Check
 
@@ -82,16 +80,22 @@ def rebuild_platform(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _members(layer: bytes) -> dict[str, tuple[str, ...]]:
-    """path → (type, mode, uid, gid, link, sha256 of content) of a (gzip) tar layer."""
-    data = gzip.decompress(layer) if layer[:2] == b"\x1f\x8b" else layer
+def _members(layer: Path, what: str) -> dict[str, tuple[str, ...]]:
+    """path → (type, mode, uid, gid, link, sha256 of content) of a (gzip) tar layer, read as a
+    stream: each member hashed a chunk at a time, the inflating held to the ratio
+    :func:`~cannery.util.bounded.inflate` allows (a layer of a few MiB holding GiB of zeros is
+    refused, naming ``what``)."""
     out: dict[str, tuple[str, ...]] = {}
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
-        for m in tar:
+    with layer.open("rb") as f:
+        gzipped = f.read(2) == b"\x1f\x8b"
+        f.seek(0)
+        stream = inflate(f, what=what) if gzipped else f
+        for m, data in tar_members(stream, what=what):
             content = ""
-            if m.isfile():
-                f = tar.extractfile(m)
-                content = hashlib.sha256(f.read() if f else b"").hexdigest()
+            if data is not None:
+                digest = hashlib.sha256()
+                copy_capped(data, digest.update, limit=m.size, what=f"{what}: {m.name}")
+                content = digest.hexdigest()
             out[m.name.removeprefix("./")] = (
                 # Permission bits only: some writers put the file type into the mode field too.
                 m.type.decode(), oct(m.mode & 0o7777), str(m.uid), str(m.gid), m.linkname,
@@ -103,10 +107,14 @@ def _members(layer: bytes) -> dict[str, tuple[str, ...]]:
 _FIELDS = ("type", "mode", "uid", "gid", "link", "content")
 
 
-def layer_differences(ours: bytes, theirs: bytes) -> list[str]:
-    """The paths that differ between two layers, with what differs (sorted, at most
-    MAX_FILES, then a count)."""
-    a, b = _members(theirs), _members(ours)
+def layer_differences(
+    ours: Path, theirs: Path, ours_name: str = "the rebuilt layer",
+    theirs_name: str = "the registry's layer",
+) -> list[str]:
+    """The paths that differ between two layer files, with what differs (sorted, at most
+    MAX_FILES, then a count). A layer that is not a (gzip) tar, or inflates past the ratio
+    limit, is an InputError naming it."""
+    a, b = _members(theirs, theirs_name), _members(ours, ours_name)
     out = []
     for path in sorted(set(a) | set(b)):
         if path not in b:
@@ -151,9 +159,14 @@ def compare(
                          f"{'rebuild' if t is None else 'registry'}", platform)
         with tempfile.TemporaryDirectory() as tmp:
             theirs_layer = Path(tmp) / "layer"
-            client.fetch_blob(repo, t, theirs_layer)
-            files = layer_differences((layout / o.partition(":")[2]).read_bytes(),
-                                      theirs_layer.read_bytes())
+            # No more bytes than the manifest's descriptor says (a registry cannot stream
+            # an endless layer under a valid digest).
+            client.fetch_blob(repo, t, theirs_layer, size=theirs[n].size)
+            files = layer_differences(
+                layout / o.partition(":")[2], theirs_layer,
+                f"{layout / o.partition(':')[2]} (rebuilt {where})",
+                f"{repo.host}/{repo.repository}@{t} ({where})",
+            )
         return Check("rebuild", False,
                      f"{head}; first differing {where}: "
                      f"{', '.join(files) or 'same files (tar headers or compression differ)'}",
