@@ -92,3 +92,29 @@ def apply(image: str, diffs: list[Difference], accepted: list[Accepted]) -> None
                 d.why = entry.why
                 entry.used = True
                 break
+
+
+# The README of a family shows its accepted list as a table, generated from the list so the two
+# cannot disagree (tests/unit/test_example_accepted.py; scripts/accepted-tables.py rewrites it).
+TABLE_START = "<!-- cannery: accepted differences, generated from compare-accepted.toml -->"
+TABLE_END = "<!-- cannery: end of accepted differences -->"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def accepted_table(entries: list[Accepted]) -> str:
+    """The Markdown table of ``entries``, in the list's order, between the two markers."""
+    rows = [TABLE_START, "| image | category | item | change | why |", "|---|---|---|---|---|"]
+    rows += [f"| `{_cell(e.image)}` | {e.category} | `{_cell(e.item)}` | {e.change or 'any'} "
+             f"| {_cell(e.why)} |" for e in entries]
+    return "\n".join([*rows, TABLE_END]) + "\n"
+
+
+def with_table(readme: str, table: str) -> str | None:
+    """``readme`` with its generated block replaced by ``table``; None when it has no block."""
+    start, end = readme.find(TABLE_START), readme.find(TABLE_END)
+    if start < 0 or end < start:
+        return None
+    return readme[:start] + table + readme[end + len(TABLE_END):].removeprefix("\n")
