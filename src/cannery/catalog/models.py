@@ -66,9 +66,9 @@ ABS_PATH = r"^/[A-Za-z0-9_.+/-]*$"
 # A value that can appear in an image tag (os_version, chip, recipe, the toolkit version).
 TAG_VALUE = r"^[A-Za-z0-9_.-]*$"
 CRON = r"^ *[^ \t\n]+([ \t]+[^ \t\n]+){4} *$"
-# A release as written (v0.18.0, 8.2.RC1, 2.8.0.post2, 1.0+local): it reaches labels, comments
-# and messages.
-VERSION = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
+# A release as written (v0.18.0, 8.2.RC1, 2.8.0.post2, 1.0+local), or "" (none): it reaches
+# labels, comments and messages.
+VERSION = r"^([A-Za-z0-9][A-Za-z0-9._+-]*)?$"
 # A git ref in characters no shell, Dockerfile or YAML reads as syntax (it is a word of the
 # rendered `git fetch`); `_git_ref` adds `git check-ref-format`'s rules on top.
 GIT_REF = r"^[A-Za-z0-9_][A-Za-z0-9_./+-]*$"
