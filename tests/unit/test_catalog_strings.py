@@ -217,7 +217,8 @@ def live_substitutions(script: str) -> list[int]:
     i = 0
     while i < len(script):
         top, ch = stack[-1], script[i]
-        if script.startswith(MARK, i) and ("sub" in stack or "tick" in stack):
+        # every payload opens its substitution right before MARK: live if that opener was
+        if script.startswith(MARK, i) and top in ("sub", "tick"):
             live.append(i)
         if top == "single":
             if ch == "'":
@@ -252,6 +253,8 @@ def test_live_substitutions_follows_shell_quoting() -> None:
     assert live_substitutions(f'echo "a$({MARK})"') == [9]
     assert live_substitutions(f"echo \"'`{MARK}`'\"") == [8]
     assert live_substitutions(f"x=\"$(printf '%s' a)\" y='`{MARK}`'") == []
+    assert live_substitutions(f"x=$(printf '%s' 'a$({MARK})')") == []
+    assert live_substitutions(f"x=$(printf '%s' a$({MARK}))") == [19]
 
 
 BASELINE: list[Rendered] = []
