@@ -401,12 +401,12 @@ def test_no_primitive_prints_a_control_character(bad: str) -> None:
     bug) stops the render rather than end an instruction early."""
     from cannery.render import instructions as i
 
-    value = f"v1{bad}RUN touch /pwned"
-    for inst in (i.Label((("k", value),)), i.Env((("K", value),)), i.Arg("A", value),
-                 i.From(value), i.Workdir(value), i.User(value), i.Copy(value, "/x"),
-                 i.Run([value])):
-        with pytest.raises(ValueError, match="cannot hold"):
-            inst.render()
+    for value in (f"v1{bad}RUN touch /pwned", f"v1{bad}"):
+        for inst in (i.Label((("k", value),)), i.Env((("K", value),)), i.Arg("A", value),
+                     i.From(value), i.Workdir(value), i.User(value), i.Copy(value, "/x"),
+                     i.Run([value])):
+            with pytest.raises(ValueError, match="cannot hold"):
+                inst.render()
 
 
 def test_a_comment_is_comment_lines_only() -> None:
@@ -419,3 +419,14 @@ def test_a_comment_is_comment_lines_only() -> None:
     assert all(line.startswith("# ") for line in text.split("\n"))
     with pytest.raises(ValueError, match="cannot hold"):
         Comment("a\x00b").render()
+
+
+@pytest.mark.parametrize("value", ["a\n", "main\n", "a\r", "${{ x }}\n"])
+def test_a_workflow_scalar_keeps_its_line_breaks_inside_quotes(value: str) -> None:
+    """A YAML scalar with a trailing line break is quoted, not written plain (where the break
+    would end the line and the value would lose it)."""
+    from cannery.render.yamltext import scalar
+
+    text = scalar(value)
+    assert text.startswith('"') and "\n" not in text
+    assert yaml.safe_load(f"k: {text}\nj: 1\n") == {"k": value, "j": 1}

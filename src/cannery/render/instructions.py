@@ -30,7 +30,7 @@ def _line(text: str) -> str:
 
 def _quote_value(value: str) -> str:
     """An ENV value: bare when safe, else double-quoted (``$`` stays live for substitution)."""
-    if value and _PLAIN.match(value):
+    if value and _PLAIN.fullmatch(value):
         return value
     return '"' + _line(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
