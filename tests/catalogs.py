@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 MINIMAL = """\
 [catalog]
 name = "test"
@@ -133,3 +136,186 @@ def write_ci_lock(catalog_path: object) -> None:
     lock = read_lock(lock_path)
     entries = ci_entries(load_catalog(path).catalog)
     lock_path.write_text(dump_lock(lock.model_copy(update={"ci": entries})))
+
+
+# What minimal() leaves out, so that every string field of every table is set at least once
+# (tests/unit/test_catalog_strings.py walks them all).
+EVERY_FIELD = """
+[catalog]
+version = "0.9.2"
+mirrors = ["mirror"]
+
+[registries.mirror]
+repository = "mirror.example.com/test/images"
+user_secret = "MIRROR_USER"
+password_secret = "MIRROR_PASSWORD"
+media_types = "docker"
+
+[registries.local]
+user_var = "LOCAL_USER"
+password_secret = "LOCAL_PASSWORD"
+
+[bases.b910-again]
+extends = "b910"
+os_version = "22.04"
+
+[toolkits.cann852]
+provided = "image"
+layout = "cann"
+env_scripts = ["/usr/local/Ascend/cann-8.5.2/set_env.sh"]
+install_args = ["--quiet", "--install"]
+
+[[toolkits.cann852.packages]]
+name = "ops"
+url = "https://files.example.com/cann/ops_{version}_{uname_arch}.run"
+family = "A2"
+
+[components.torch]
+extra_index = { amd64 = "https://download.example.com/whl/cpu", arm64 = [
+  "https://a.example.com/simple"] }
+
+[components.vllm]
+package = "vllm"
+subdir = "python"
+extras = ["all_npu"]
+pyproject = "pyproject.npu.toml"
+requirements = ["requirements/npu.txt"]
+pip_args = ["--no-build-isolation"]
+build_env = { VLLM_TARGET_DEVICE = "empty" }
+dest = "/opt/src/vllm"
+
+[components.wheel]
+wheel = "https://files.example.com/w/x-1.0-{arch}.whl"
+version = "1.0"
+
+[components.local]
+path = "."
+version = "0.1"
+
+[components.vllm-again]
+extends = "vllm"
+ref = "v0.18.1"
+
+[images.one]
+original = "docker/one.Dockerfile"
+components = ["torch", "vllm", "vllm-ascend", "wheel", "local"]
+labels = { "org.example.owner" = "ml team" }
+env = { APP_MODE = "serve", LD_LIBRARY_PATH = { prepend = ["/opt/lib"] }, PATH = { append = [
+  "/opt/bin"] }, PYTHONPATH = { replace = ["/opt/py"] } }
+workdir = "/workspace"
+user = "app"
+entrypoint = ["/bin/bash", "-lc"]
+cmd = ["serve"]
+aliases = ["latest-{recipe}"]
+pip_tools = ["pip==25.1"]
+installer = "pip"
+smoke_imports = ["torch"]
+packages = ["jq"]
+revision_from = "vllm"
+
+[images.one.python]
+version = "3.11.10"
+install = "source"
+url = "https://files.example.com/python/Python-{version}.tgz"
+build_packages = ["gcc", "make"]
+
+[images.three]
+base = "b910"
+recipe = "p"
+platforms = ["linux/amd64"]
+tag = "p-{recipe}-{chip}"
+registry = "mirror"
+mirrors = ["local"]
+python = { version = "3.11.10", install = "packages", packages = ["python3.11"] }
+
+# (in the small image: the loader lints the Dockerfile of an image with `run` steps)
+[[images.three.stages]]
+name = "tools"
+base = "b910"
+packages = ["gcc"]
+outputs = ["/opt/tools"]
+steps = [{ run = "mkdir -p /opt/tools" }]
+
+[[images.three.steps]]
+uninstall = ["triton"]
+
+[[images.three.steps]]
+alternatives = { name = "cc", link = "/usr/bin/cc", path = "/usr/bin/gcc", priority = 10 }
+
+[[images.three.steps]]
+symlink = { target = "/opt/tools", link = "/usr/local/tools" }
+
+[[images.three.steps]]
+run = "echo ready"
+
+[families.X1]
+description = "a test family"
+chip = "x1"
+socs = ["x1soc"]
+
+[compat]
+source = "the test's own table"
+date = "2026-01-01"
+
+[[compat.rows]]
+vllm_ascend = "v0.1.0"
+vllm = "v0.1.0"
+python = "3.11"
+cann = "8.5.2"
+torch = "2.9.0"
+torch_npu = "2.9.0"
+
+[ci]
+runners = { "linux/amd64" = "ubuntu-latest", "linux/arm64" = "ubuntu-24.04-arm" }
+branches = ["main"]
+schedule = "0 3 * * 1"
+release_tags = ["v*"]
+install = "cannery==0.1"
+environment = "image-registry"
+python = "3.12"
+workflow = ".github/workflows/images.yml"
+dockerfiles = "docker"
+bake = "docker-bake.json"
+docs = "TAGS.md"
+requirements = ".github/workflows/cannery-requirements.txt"
+original = ".github/workflows/upstream.yml"
+
+[build_mirrors]
+packages = { "http://archive.ubuntu.com/ubuntu/" = "https://mirror.example.com/ubuntu/" }
+python = { "https://127.0.0.1:9/simple/" = "https://pypi-mirror.example.com/simple/" }
+"""
+
+
+def every_field() -> str:
+    """minimal() with every string field of every table set at least once (a deep merge of
+    EVERY_FIELD into it: the tables are merged key by key, array tables appended)."""
+    from cannery.util import toml
+
+    doc = toml.loads(minimal())
+    _merge(doc, toml.loads(EVERY_FIELD))
+    return "\n".join(f"{toml_inline(k)} = {toml_inline(v)}" for k, v in doc.items()) + "\n"
+
+
+def _merge(into: dict[str, Any], more: dict[str, Any]) -> None:
+    for key, value in more.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        elif isinstance(value, list) and isinstance(into.get(key), list) and value and \
+                isinstance(value[0], dict):
+            into[key] = [*into[key], *value]
+        else:
+            into[key] = value
+
+
+def toml_inline(value: Any) -> str:
+    """Inline TOML for a JSON-like value (json.dumps strings are valid TOML basic strings)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {toml_inline(v)}"
+                               for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_inline(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return json.dumps(value)

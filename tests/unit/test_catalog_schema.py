@@ -105,7 +105,7 @@ GOOD = toml.loads(minimal())
 # stage's base and two stages of one name; and deleting a base's python (the image's
 # components need one: only validate sees both tables).
 FIELDS: list[tuple[tuple[str, ...], str, list[Any]]] = [
-    (("catalog",), "name", ["x", ""]),
+    (("catalog",), "name", ["x", "", "${{ github.token }}", "a\rb"]),
     (("catalog",), "version", ["0.9.2", "a b", "", 1]),
     (("components", "vllm"), "install", ["none", "pip"]),
     (("components", "vllm"), "dest", ["/workspace/vllm"]),
@@ -120,7 +120,7 @@ FIELDS: list[tuple[tuple[str, ...], str, list[Any]]] = [
     (("bases", "b910"), "os", ["ubuntu", "openeuler", "debian", "centos"]),
     (("bases", "b910"), "os_version", ["22.04", "24.03-lts", "a b"]),
     (("bases", "b910"), "toolkit_version", ["8.5.1", "9.0.0"]),
-    (("toolkits", "cann852"), "devlib", ["/d"]),
+    (("toolkits", "cann852"), "devlib", ["/d", "/d/{version}/{uname_arch}", "/d/$(id)"]),
     (("toolkits", "cann852"), "provided", ["image", "host", "hosted"]),
     (("toolkits", "cann852"), "install_args", [["--quiet"], []]),
     (("toolkits", "cann852"), "env_scripts", [["/s.sh"]]),
@@ -141,7 +141,8 @@ FIELDS: list[tuple[tuple[str, ...], str, list[Any]]] = [
     (("components", "torch"), "toolkit_build", [True, False]),
     (("components", "torch"), "wheel", ["https://w.example.com/x-{arch}.whl"]),
     (("components", "torch"), "git", ["https://g.example.com/x.git"]),
-    (("components", "vllm-ascend"), "ref", ["main", "0123abc", "0" * 40]),
+    (("components", "vllm-ascend"), "ref", ["main", "0123abc", "0" * 40, "a/../b", "-x",
+                                            "v1$(id)", "x.lock", "releases/v1"]),
     (("components", "vllm-ascend"), "git", ["https://g.example.com/x.git", "http://g.example.com",
                                             "file:///srv/x.git", "git@h.example.com:x.git", "git://h.example.com/x",
                                             "https://u:p@h.example.com/x"]),
@@ -203,12 +204,12 @@ FIELDS: list[tuple[tuple[str, ...], str, list[Any]]] = [
     (("images", "one"), "packages", [["jq", "g++"], ["a b"], ["-x"]]),
     (("images", "one"), "pip_tools", [["pip"]]),
     (("images", "one"), "smoke_imports", [["torch"]]),
-    (("images", "one"), "labels", [{"a.b": "c"}, {"a": 1}]),
+    (("images", "one"), "labels", [{"a.b": "c"}, {"a": 1}, {"a b": "c"}, {"a": "b\nc"}]),
     (("ci",), "schedule", ["0 3 * * 1", "0 3 * *", "0  3 * * 1 "]),
     (("ci",), "environment", ["prod", None, "-x"]),
     (("ci",), "python", ["3.12", "3.x"]),
     (("ci",), "workflow", [".github/workflows/x.yml", "../x.yml", "a/", "/abs"]),
-    (("ci",), "branches", [["main"], []]),
+    (("ci",), "branches", [["main"], [], ["releases/*"], ["${{ github.head_ref }}"]]),
     (("envs", "cann"), "EXTRA_PATH", [["/a", "/b"], "/a", 1, ["/a", 2]]),
     (("envs", "cann"), "1BAD", ["x"]),
 ]

@@ -24,6 +24,7 @@ from cannery.catalog.models import IMAGE_TAG, TAG_FIELDS, Catalog
 from cannery.errors import CatalogError, Location
 from cannery.util import toml
 from cannery.util.bounded import NotRegularFile, OverLimit, read_regular_file
+from cannery.util.patterns import CONTROL
 from cannery.util.pynames import requirement_name
 from cannery.util.text import did_you_mean
 
@@ -265,6 +266,11 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
         raise CatalogError([toml.syntax_error(shown, text, exc)]) from None
 
     col = _Collector(shown, LineMap(text))
+    # First, before any name or value is used (extends, messages): no string of the file, key
+    # or value, holds a control character (`cannery schema` says the same of every string).
+    _control_chars(raw, (), col)
+    if col.errors:
+        raise CatalogError(col.problems())
     _merge_knowledge(raw)
     _resolve_extends(raw, col)
     if col.errors:
@@ -304,6 +310,33 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
         raise CatalogError(col.problems())
     digest = hashlib.sha256(text.encode()).hexdigest()
     return LoadedCatalog(catalog, shown, digest, col.warnings)
+
+
+def _control_char(text: str) -> str | None:
+    """Why ``text`` cannot be a catalog string (it holds a CONTROL character), or None."""
+    found = re.search(CONTROL, text)
+    if found is None:
+        return None
+    return (f"{text!r} holds the control character {found.group()!r}: no catalog string may "
+            "(a line break would end the line it is rendered into)")
+
+
+def _control_chars(node: Any, at: tuple[str | int, ...], col: _Collector) -> None:
+    """An error at each key and string value of the TOML document that holds a control
+    character (a key's error is at the key itself)."""
+    items: list[tuple[str | int, Any]] = (
+        list(node.items()) if isinstance(node, dict)
+        else list(enumerate(node)) if isinstance(node, list) else []
+    )
+    for key, value in items:
+        if isinstance(key, str) and (why := _control_char(key)) is not None:
+            # named by its table, at the key's own line (the key itself is not printable)
+            where = Location(col.path, col.lines.line_of((*at, key)), _fmt_path(at) or None)
+            col.errors.append(Problem(where, f"key {why}"))
+        elif isinstance(value, str) and (why := _control_char(value)) is not None:
+            col.error((*at, key), why)
+        else:
+            _control_chars(value, (*at, key), col)
 
 
 # Keys of earlier versions → their names now.

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from cannery.util import toml
+
 _KEY = r'(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|\'[^\']*\')'
 _DOTTED = rf"{_KEY}(?:\s*\.\s*{_KEY})*"
 _HEADER = re.compile(rf"^\s*(\[\[?)\s*({_DOTTED})\s*\]\]?")
@@ -22,7 +24,17 @@ Path = tuple[str | int, ...]
 
 def _split(dotted: str) -> list[str]:
     parts = re.findall(_KEY, dotted)
-    return [p[1:-1] if p[:1] in "\"'" else p for p in parts]
+    return [_unquote(p) for p in parts]
+
+
+def _unquote(key: str) -> str:
+    """A key as TOML reads it: quotes removed, a basic string's escapes decoded."""
+    if key[:1] == '"' and "\\" in key:
+        try:
+            return str(toml.loads(f"k = {key}")["k"])
+        except toml.TOMLDecodeError:
+            return key[1:-1]
+    return key[1:-1] if key[:1] in "\"'" else key
 
 
 class LineMap:

@@ -66,6 +66,22 @@ ABS_PATH = r"^/[A-Za-z0-9_.+/-]*$"
 # A value that can appear in an image tag (os_version, chip, recipe, the toolkit version).
 TAG_VALUE = r"^[A-Za-z0-9_.-]*$"
 CRON = r"^ *[^ \t\n]+([ \t]+[^ \t\n]+){4} *$"
+# A release as written (v0.18.0, 8.2.RC1, 2.8.0.post2, 1.0+local), or "" (none): it reaches
+# labels, comments and messages.
+VERSION = r"^([A-Za-z0-9][A-Za-z0-9._+-]*)?$"
+# A git ref in characters no shell, Dockerfile or YAML reads as syntax (it is a word of the
+# rendered `git fetch`); `_git_ref` adds `git check-ref-format`'s rules on top.
+GIT_REF = r"^[A-Za-z0-9_][A-Za-z0-9_./+-]*$"
+_GIT_REF_NOT = (r"[.][.]", "//", r"[./]$", r"(^|/)[.]", r"[.]lock(/|$)")
+# Free text that reaches the generated workflow (the catalog's name, the cannery requirement):
+# no '$', braces, backtick or backslash, so nothing in it can become a GitHub expression
+# (${{ … }}) or a shell substitution, whatever the YAML or shell around it.
+WORKFLOW_TEXT = r"^[^$`{}\\]*$"
+# The toolkit's build-only library directory: an absolute path, with {version} and
+# {uname_arch} filled in; it is written inside double quotes in the build step.
+DEVLIB_PATH = r"^/([A-Za-z0-9_.+/-]|\{(version|uname_arch)\})*$"
+# An image label key: reverse-DNS style (org.opencontainers.image.source), never quoted.
+LABEL_KEY = r"^[A-Za-z0-9][A-Za-z0-9._/-]*$"
 OS_FAMILIES = {"ubuntu": "apt", "debian": "apt", "openeuler": "dnf"}
 
 
@@ -113,7 +129,7 @@ def _https(url: str, pattern: str = HTTPS_URL) -> str:
 
 
 class CatalogMeta(Strict):
-    name: str
+    name: str = Field(pattern=WORKFLOW_TEXT)
     source: str = Field(description="Source repository, the org.opencontainers.image.source label")
     registry: str | None = Field(None, description="Default registry for images (a registries key)")
     mirrors: list[str] = Field(
@@ -241,6 +257,22 @@ class Package(Strict):
         return _url_template(v)
 
 
+def _git_ref_schema() -> JsonDict:
+    """JSON Schema of a git ref (what `_git_ref` checks)."""
+    nots: list[JsonValue] = [{"not": {"pattern": p}} for p in _GIT_REF_NOT]
+    return {"allOf": [{"pattern": GIT_REF}, *nots]}
+
+
+def _git_ref(v: str) -> str:
+    if not _full(GIT_REF, v) or any(re.search(p, v) for p in _GIT_REF_NOT):
+        raise ValueError(
+            f"ref {v!r}: give a tag, branch or commit in letters, digits and . _ / + -, "
+            "starting with a letter, digit or '_' (no '..', '//' or '/.'; not ending in '.', "
+            "'/' or '.lock')"
+        )
+    return v
+
+
 def _url_template(v: str) -> str:
     for name in re.findall(r"\{([^}]*)\}", v):
         if name not in URL_FIELDS:
@@ -276,7 +308,9 @@ class Toolkit(Strict):
     env: str | None = Field(
         None, description="Name of the env table (an envs key) set_env.sh corresponds to"
     )
-    devlib: str | None = Field(None, description="Build-only stub library dir; never in image ENV")
+    devlib: str | None = Field(
+        None, pattern=DEVLIB_PATH, description="Build-only stub library dir; never in image ENV"
+    )
     env_scripts: list[str] = Field(
         [],
         description="Scripts the toolkit ships to set its env ({version}: the toolkit's): the "
@@ -394,9 +428,14 @@ class Component(Strict):
         None, min_length=1,
         description="Tag, branch, full commit, or a commit prefix of 7-39 hex digits; "
                     "`cannery lock` pins it to a full commit",
+        json_schema_extra=_git_ref_schema(),
     )
-    package: str | None = Field(None, description="Distribution name, if not the component name")
-    version: str | None = Field(None, description="Release this source corresponds to (for compat)")
+    package: str | None = Field(
+        None, pattern=EXTRA_NAME, description="Distribution name, if not the component name"
+    )
+    version: str | None = Field(
+        None, pattern=VERSION, description="Release this source corresponds to (for compat)"
+    )
     install: Literal["pip", "editable", "none"] = Field(
         "pip", description="git and path only: editable keeps the tree; none only fetches it "
                            "and installs its requirements files"
@@ -466,6 +505,11 @@ class Component(Strict):
                 "specifiers and the image installs them from the lock (say it in the specifiers)"
             )
         return v
+
+    @field_validator("ref")
+    @classmethod
+    def _ref(cls, v: str | None) -> str | None:
+        return _git_ref(v) if v is not None else v
 
     @field_validator("path")
     @classmethod
@@ -833,7 +877,9 @@ class Image(Strict):
         [], description="Compatibility warnings accepted for this image",
         json_schema_extra={"items": {"type": "string", "enum": list(COMPAT_CODES)}},
     )
-    labels: dict[str, str] = {}
+    labels: dict[str, str] = Field(
+        {}, json_schema_extra={"propertyNames": {"pattern": LABEL_KEY}}
+    )
     # Image settings for the running container; set after every build step.
     env: dict[str, str | PathEdit] = Field(
         {}, description="Runtime env: a value, or {append|prepend|replace = [...]} for a path list",
@@ -869,6 +915,14 @@ class Image(Strict):
         for var in v:
             if not _full(ENV_NAME, var):
                 raise ValueError(f"{var!r} is not a valid environment variable name")
+        return v
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            if not _full(LABEL_KEY, key):
+                raise ValueError(f"label key {key!r}: use letters, digits and . _ / - only")
         return v
 
     @field_validator("aliases")
@@ -970,7 +1024,8 @@ class Ci(Strict):
     branches: list[str] = Field(
         ["main"], description="Branches whose pushes build and publish the images they touch, "
         "and whose pull requests build them without pushing; [] for no branch push builds "
-        "(release tags, the schedule and manual runs only; pull requests into any branch)"
+        "(release tags, the schedule and manual runs only; pull requests into any branch)",
+        json_schema_extra={"items": {"type": "string", "pattern": GIT_TAG_FILTER}},
     )
     branch_pushes: bool = Field(
         True, description="Pushes to `branches` build and publish the images they touch; "
@@ -1007,7 +1062,8 @@ class Ci(Strict):
         "", description="pip requirement CI installs cannery from (default: this cannery's "
         "exact version): `cannery lock` resolves it with uv for `python` and the runners' "
         "platforms into hashes, `cannery render` writes them to `requirements`, and the jobs "
-        "install that file with pip --require-hashes --no-deps"
+        "install that file with pip --require-hashes --no-deps",
+        pattern=WORKFLOW_TEXT,
     )
     install_action: str | None = Field(
         None, description="Instead of pip: an action that installs cannery, "
@@ -1071,6 +1127,17 @@ class Ci(Strict):
         # Written below the catalog's directory: never outside it, never an odd file name.
         if not REL_PATH.fullmatch(v) or ".." in v.split("/") or v.endswith("/"):
             raise ValueError(f"{v!r}: give a relative path inside the repository")
+        return v
+
+    @field_validator("branches")
+    @classmethod
+    def _branches(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            if not _full(GIT_TAG_FILTER, pattern):
+                raise ValueError(
+                    f"branch pattern {pattern!r}: use letters, digits, '.', '_', '-', '/' and "
+                    "the filter characters * ? + (e.g. \"releases/*\")"
+                )
         return v
 
     @field_validator("release_tags")

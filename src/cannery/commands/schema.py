@@ -4,6 +4,7 @@ import json
 from typing import Any
 
 from cannery.catalog.models import Catalog
+from cannery.util.patterns import CONTROL
 
 # Tables whose entries may `extends` a sibling (cannery.catalog.load.EXTENDABLE): such an entry
 # inherits its required keys, so they are required only of an entry that extends nothing.
@@ -27,7 +28,26 @@ def catalog_schema() -> dict[str, Any]:
         model.setdefault("allOf", []).append(rule)
     # SoC families and the compatibility table come from cannery's own data when absent.
     schema["required"] = ["catalog"]
+    _no_control(schema)
     return schema
+
+
+def _no_control(node: object) -> None:
+    """Every string the schema describes, and every key of every table, holds no CONTROL
+    character (what `catalog validate` checks first, cannery.catalog.load._control_chars)."""
+    if isinstance(node, list):
+        for item in node:
+            _no_control(item)
+    if not isinstance(node, dict):
+        return
+    for key, item in node.items():
+        if key not in ("enum", "const", "pattern", "default", "examples"):
+            _no_control(item)
+    if node.get("type") == "string":
+        node.setdefault("allOf", []).append({"not": {"pattern": CONTROL}})
+    if node.get("type") == "object":
+        node.setdefault("propertyNames", {}).setdefault("allOf", []).append(
+            {"not": {"pattern": CONTROL}})
 
 
 def schema_cmd() -> int:

@@ -160,7 +160,7 @@ def _downloads_run(
         lines.append(f'curl -fsSL --proto =https --tlsv1.2 -o /tmp/{v}.run "${{{v}_url}}";')
         lines.append(f'echo "${{{v}_sha256}}  /tmp/{v}.run" | sha256sum -c -;')
         if install is not None:
-            lines.append(f"bash /tmp/{v}.run {' '.join(install)};")
+            lines.append(f"bash /tmp/{v}.run {' '.join(_q(a) for a in install)};")
             lines.append(f"rm -f /tmp/{v}.run;")
     return lines
 
@@ -214,7 +214,7 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
     installer = UV if spec.installer == "uv" else PIP
     pip = installer + _index_url(spec, resolves=comp.path is not None or not spec.python_pinned)
     pip += f" -c {CONSTRAINTS}" if constrained else ""
-    extra = [*comp.pip_args]
+    extra = [_q(a) for a in comp.pip_args]  # shell words, each quoted where it needs it
     if spec.python_pinned and comp.path is None:
         if comp.pip:
             return []  # installed, with hashes, by the locked Python step

@@ -10,16 +10,29 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cannery.util.patterns import CONTROL
+
 _PLAIN = re.compile(r"^[A-Za-z0-9_./:@%+=,${}-]*$")
 # The one build argument a label may carry: the checkout's commit (cannery.plan.CHECKOUT_ARG).
 _ARG_REF = re.compile(r"\$\{CANNERY_CHECKOUT\}")
+_CONTROL = re.compile(CONTROL)
+
+
+def _line(text: str) -> str:
+    """``text`` unchanged if it holds no control character. A line break would end the
+    instruction there and start another, and no quoting can carry one, so none is ever
+    printed: the catalog and the lock refuse them, and this stops any other way in."""
+    found = _CONTROL.search(text)
+    if found:
+        raise ValueError(f"{text!r}: a Dockerfile line cannot hold {found.group()!r}")
+    return text
 
 
 def _quote_value(value: str) -> str:
     """An ENV value: bare when safe, else double-quoted (``$`` stays live for substitution)."""
-    if value and _PLAIN.match(value):
+    if value and _PLAIN.fullmatch(value):
         return value
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + _line(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _quote_label(value: str) -> str:
@@ -27,7 +40,7 @@ def _quote_label(value: str) -> str:
     value that is exactly ``${CANNERY_CHECKOUT}``, which the build fills in."""
     if _ARG_REF.fullmatch(value):
         return f'"{value}"'
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
+    return '"' + _line(value).replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
 
 
 @dataclass(frozen=True)
@@ -35,7 +48,9 @@ class Comment:
     text: str
 
     def render(self) -> str:
-        return "\n".join(f"# {line}".rstrip() for line in self.text.splitlines())
+        # One `# ` line per line of the text (split at every line break Python knows, a
+        # superset of BuildKit's): no part of it can be read as an instruction.
+        return "\n".join(f"# {_line(line)}".rstrip() for line in self.text.splitlines())
 
 
 @dataclass(frozen=True)
@@ -50,7 +65,7 @@ class From:
     alias: str | None = None
 
     def render(self) -> str:
-        return f"FROM {self.image}" + (f" AS {self.alias}" if self.alias else "")
+        return f"FROM {_line(self.image)}" + (f" AS {self.alias}" if self.alias else "")
 
 
 @dataclass(frozen=True)
@@ -69,7 +84,7 @@ class Env:
     pairs: tuple[tuple[str, str], ...]
 
     def render(self) -> str:
-        items = [f"{k}={_quote_value(v)}" for k, v in self.pairs]
+        items = [f"{_line(k)}={_quote_value(v)}" for k, v in self.pairs]
         return "ENV " + " \\\n    ".join(items)
 
 
@@ -78,7 +93,7 @@ class Label:
     pairs: tuple[tuple[str, str], ...]
 
     def render(self) -> str:
-        items = [f"{k}={_quote_label(v)}" for k, v in self.pairs]
+        items = [f"{_line(k)}={_quote_label(v)}" for k, v in self.pairs]
         return "LABEL " + " \\\n      ".join(items)
 
 
@@ -109,7 +124,7 @@ class Copy:
 
     def render(self) -> str:
         src = f"--from={self.stage} " if self.stage else ""
-        return f"COPY {src}{self.source} {self.dest}"
+        return _line(f"COPY {src}{self.source} {self.dest}")
 
 
 @dataclass(frozen=True)
@@ -125,7 +140,7 @@ class Workdir:
     path: str
 
     def render(self) -> str:
-        return f"WORKDIR {self.path}"
+        return f"WORKDIR {_line(self.path)}"
 
 
 @dataclass(frozen=True)
@@ -133,7 +148,7 @@ class User:
     name: str
 
     def render(self) -> str:
-        return f"USER {self.name}"
+        return f"USER {_line(self.name)}"
 
 
 @dataclass(frozen=True)
@@ -146,7 +161,7 @@ class Run:
         object.__setattr__(self, "lines", tuple(lines))
 
     def render(self) -> str:
-        return "RUN " + " \\\n    ".join(self.lines)
+        return "RUN " + " \\\n    ".join(_line(line) for line in self.lines)
 
 
 Instruction = (

@@ -60,7 +60,7 @@ def scalar(value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"cannot write {type(value).__name__} as YAML")
     if (
-        _PLAIN.match(value)
+        _PLAIN.fullmatch(value)  # (match would let a trailing line break through)
         and not _SPECIAL.match(value)
         and ": " not in value
         and " #" not in value

@@ -11,3 +11,8 @@ COMMIT = re.compile(COMMIT_PATTERN)
 SHORT_COMMIT = re.compile(r"^[0-9a-f]{7,39}$")
 SHA256_HEX_PATTERN = r"^[0-9a-f]{64}$"
 OCI_DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
+# What no catalog string (key or value) and no rendered Dockerfile value may hold: control
+# characters (a newline ends a Dockerfile instruction or a YAML line and starts the next) and
+# the line separators YAML 1.1 and Python also take as line breaks. A regex that JSON Schema
+# (ECMA-262) reads the same.
+CONTROL = r"[\x00-\x1f\x7f-\x9f\u2028\u2029]"
