@@ -544,6 +544,26 @@ def test_cli_catalog_maps_each_image_to_its_original(tmp_path: Path, cli) -> Non
                              "no such file")
 
 
+def test_cli_catalog_compares_only_the_platforms_the_image_is_built_for(
+        tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """An arm64-only image's rendered file has no amd64 stage: compared for amd64 as well, its
+    FROM would read `arch-amd64` and its per-arch ENV would differ, none of which is built."""
+    from tests.catalogs import minimal
+
+    text = minimal().replace('platforms = ["linux/amd64", "linux/arm64"]\n',
+                             'platforms = ["linux/arm64"]\noriginal = "Dockerfile"\n', 1)
+    catalog = write(tmp_path / "repo" / "cannery.toml", text)
+    write(tmp_path / "upstream" / "Dockerfile",
+          "FROM registry.example.com/cann:8.5.1-910b-ubuntu22.04-py3.11\n")
+    r = cli("compare", "--catalog", str(catalog), "--original", str(tmp_path / "upstream"),
+            "one", "--json")
+    assert r.code == 1, r.err
+    (image,) = json.loads(r.out)["images"]
+    assert [d for d in image["differences"] if d["category"] == "base"] == []
+    assert [d for d in image["differences"] if d["arches"]] == []
+    assert any(d["category"] == "env" for d in image["differences"])  # compared, for arm64
+
+
 def test_cli_catalog_compares_the_rendered_workflow_with_ci_original(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     """`[ci] original`: the rendered workflow (in memory) against the checkout's; what its
     `cannery build --push` publishes comes from the catalog's registries, tags and aliases."""

@@ -78,14 +78,17 @@ def _workflow(label: str, text: str, published_tags: list[str] | None = None,
     return view
 
 
-def compare_dockerfile_texts(image: str, original: tuple[str, str],
-                             new: tuple[str, str]) -> Compared:
-    """Compare (label, text) pairs of two Dockerfiles."""
+def compare_dockerfile_texts(image: str, original: tuple[str, str], new: tuple[str, str],
+                             arches: tuple[str, ...] = ()) -> Compared:
+    """Compare (label, text) pairs of two Dockerfiles, as built for ``arches`` (TARGETARCH
+    values; default: amd64 and arm64)."""
     from cannery.compare.dockerfile import compare_facts
+    from cannery.compare.image import ARCHES
 
     a = _dockerfile(*original)
     b = _dockerfile(*new)
-    return Compared(image, "dockerfile", original[0], new[0], compare_facts(a, b))
+    return Compared(image, "dockerfile", original[0], new[0],
+                    compare_facts(a, b, arches or ARCHES))
 
 
 def compare_workflow_texts(image: str, original: tuple[str, str], new: tuple[str, str],
@@ -181,9 +184,11 @@ def compare_catalog(catalog: Path, original_dir: Path, lock: Path | None,
         rel = cat.images[spec.name].original
         assert rel is not None
         path = original_dir / rel
+        # only the architectures the image is built for: a single-platform image's rendered
+        # file has no stage for the other, which would read as a difference of its own
         results.append(compare_dockerfile_texts(
             spec.name, (str(path), _read(path)),
-            (f"{spec.name} (rendered from {catalog})", render_dockerfile(spec))))
+            (f"{spec.name} (rendered from {catalog})", render_dockerfile(spec)), spec.arches))
     if cat.ci.original is not None and not images:
         from cannery.pydeps import ci_requirements
         from cannery.render.actions import load_pins

@@ -88,9 +88,6 @@ RUN set -eu; \
 # deepspeed: deepspeed>=0.10.0,<=0.18.4
 RUN python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt 'deepspeed>=0.10.0,<=0.18.4'
 
-# metrics: nltk jieba rouge-chinese
-RUN python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt nltk jieba rouge-chinese
-
 # llamafactory: this repository's checkout (.) (editable)
 # Copied from the build context (.git left out by the rendered .dockerignore); the
 # commit, read from git at build time, is in the label
@@ -100,6 +97,9 @@ RUN set -eu; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -e /app
+
+# metrics: nltk jieba rouge-chinese
+RUN python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt nltk jieba rouge-chinese
 
 # Runtime environment of the image (catalog env), for the running container.
 ENV VLLM_WORKER_MULTIPROC_METHOD=spawn \
@@ -118,5 +118,5 @@ LABEL org.opencontainers.image.source="https://github.com/hiyouga/LLaMA-Factory"
       io.cannery.component.torch-npu="torch==2.10.0 torch-npu==2.10.0.post2 torchvision==0.25.0 torchaudio==2.10.0 decorator" \
       io.cannery.component.triton-ascend="triton-ascend==3.2.1" \
       io.cannery.component.deepspeed="deepspeed>=0.10.0,<=0.18.4" \
-      io.cannery.component.metrics="nltk jieba rouge-chinese" \
-      io.cannery.component.llamafactory="${CANNERY_CHECKOUT}"
+      io.cannery.component.llamafactory="${CANNERY_CHECKOUT}" \
+      io.cannery.component.metrics="nltk jieba rouge-chinese"
