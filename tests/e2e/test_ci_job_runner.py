@@ -3,8 +3,8 @@ require a password.
 
 A small catalog is locked and rendered into a git repository, in each shape of registry login
 the examples' workflows have: ``mirror``, a first registry and a mirror, each with its own
-secrets in its own variables (llamafactory-npu); ``single``, each image to one registry, its
-secrets in the plain ``CANNERY_REGISTRY_USER`` / ``_PASSWORD`` (cann-bases, mindspeed-rl,
+secrets in its own variables (llamafactory-npu, cann-bases); ``single``, each image to one
+registry, its secrets in the plain ``CANNERY_REGISTRY_USER`` / ``_PASSWORD`` (mindspeed-rl,
 verl-ascend, vllm-ascend). (Each example's own workflow file is checked for a login before
 every registry write by tests/unit/test_workflow_logins.py; its images cannot be built here.)
 Its workflow's jobs then run in order for a manual run (``workflow_dispatch``, no images

@@ -56,7 +56,29 @@ def test_base_digest_pin_is_named_as_such() -> None:
     assert "digest" in d.note
 
 
+def test_base_docker_hub_names_are_compared_as_docker_resolves_them() -> None:
+    assert found(diff("FROM ubuntu:22.04\n", "FROM docker.io/library/ubuntu:22.04\n"),
+                 "base") == set()
+    assert found(diff("FROM openeuler/openeuler:24.03\n",
+                      "FROM index.docker.io/openeuler/openeuler:24.03\n"), "base") == set()
+    d = one(diff("FROM openeuler/openeuler:24.03\n",
+                 "FROM docker.io/openeuler/openeuler:24.03-lts\n"), "base", "FROM")
+    assert (d.original, d.new, d.note) == ("openeuler/openeuler:24.03",
+                                           "docker.io/openeuler/openeuler:24.03-lts", "")
+    pinned = one(diff("FROM ubuntu:22.04\n",
+                      "FROM docker.io/library/ubuntu:22.04@sha256:" + "a" * 64 + "\n"),
+                 "base", "FROM")
+    assert "digest" in pinned.note
+
+
 # ---------------------------------------------------------------- packages
+def test_packages_command_substitution_among_loop_words_is_one_item() -> None:
+    original = "FROM ubuntu\nRUN apt-get install -y git\n"
+    new = ("FROM ubuntu\nRUN missing=$(for p in git $(cat /opt/list); do echo \"$p\"; done);"
+           " apt-get install -y ${missing}\n")
+    assert found(diff(original, new), "packages") == {("apt:$(cat /opt/list)", "added")}
+
+
 def test_packages_per_manager_and_recommends() -> None:
     original = "FROM ubuntu\nRUN apt-get update && apt-get install -y wget vim git\n"
     new = ("FROM ubuntu\nRUN set -eu; missing=$(for p in git wget curl; do dpkg-query -W \"$p\""
@@ -368,6 +390,14 @@ def test_workflow_tags_per_event() -> None:
 def test_workflow_registries() -> None:
     new = NEW_WORKFLOW.replace("docker login quay.io", "docker login ghcr.io")
     assert found(wdiff(new=new), "registries") == {("quay.io", "removed"), ("ghcr.io", "added")}
+
+
+def test_workflow_registry_of_a_login_skips_option_values_and_names_its_host() -> None:
+    new = NEW_WORKFLOW.replace(
+        'echo "$PASSWORD" | docker login quay.io -u "$USER" --password-stdin',
+        'echo "$PASSWORD" | skopeo login --username "${{ secrets.QUAY_USER }}" --password-stdin'
+        ' quay.io/o')
+    assert found(wdiff(new=new), "registries") == set()
 
 
 def test_workflow_secrets_and_vars() -> None:

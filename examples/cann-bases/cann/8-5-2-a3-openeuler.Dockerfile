@@ -2,7 +2,7 @@
 # Do not edit: change the catalog, then run `cannery render dockerfile`.
 # Tag: quay.io/ascend/cann:8.5.2-a3-openeuler24.03-py3.11
 # Platforms: linux/amd64, linux/arm64
-# cannery: UNLOCKED base image docker.io/openeuler/openeuler:24.03-lts (no digest); run `cannery lock`.
+# cannery: UNLOCKED base image docker.io/openeuler/openeuler:24.03 (no digest); run `cannery lock`.
 # cannery: UNLOCKED toolkit installer for amd64 (no sha256); run `cannery lock`.
 # cannery: UNLOCKED toolkit installer for arm64 (no sha256); run `cannery lock`.
 # cannery: UNLOCKED ops installer for amd64 (no sha256); run `cannery lock`.
@@ -19,8 +19,8 @@ ARG TARGETARCH
 # Python 3.11.15, built from its source tarball (sha256 from cannery.lock) in a
 # builder stage: the compiler and headers stay here. The final image gets the
 # prefix /usr/local/python3.11.15 and installs the packages of the shared libraries it links.
-FROM docker.io/openeuler/openeuler:24.03-lts AS cannery-python
-RUN echo 'cannery: UNLOCKED base image docker.io/openeuler/openeuler:24.03-lts has no digest; run cannery lock' >&2; exit 1
+FROM docker.io/openeuler/openeuler:24.03 AS cannery-python
+RUN echo 'cannery: UNLOCKED base image docker.io/openeuler/openeuler:24.03 has no digest; run cannery lock' >&2; exit 1
 ARG TARGETARCH
 ARG SOURCE_DATE_EPOCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
@@ -69,13 +69,13 @@ RUN set -eu; \
     rm -f /tmp/python-libs
 
 # Per-platform values; a platform with no stage here fails the build at FROM.
-FROM docker.io/openeuler/openeuler:24.03-lts AS arch-amd64
+FROM docker.io/openeuler/openeuler:24.03 AS arch-amd64
 ENV CANN_ARCH=x86_64
-FROM docker.io/openeuler/openeuler:24.03-lts AS arch-arm64
+FROM docker.io/openeuler/openeuler:24.03 AS arch-arm64
 ENV CANN_ARCH=aarch64
 
 FROM arch-${TARGETARCH} AS image
-RUN echo 'cannery: UNLOCKED base image docker.io/openeuler/openeuler:24.03-lts has no digest; run cannery lock' >&2; exit 1
+RUN echo 'cannery: UNLOCKED base image docker.io/openeuler/openeuler:24.03 has no digest; run cannery lock' >&2; exit 1
 ARG TARGETARCH
 # The build passes the lock's timestamp here, so Python writes hash-based .pyc files
 # and tools clamp file times; unset, nothing changes.
@@ -90,7 +90,7 @@ ENV PATH=/usr/local/python3.11.15/bin:${PATH}
 
 # System packages (change least often).
 RUN set -eu; \
-    missing=$(for p in gcc gcc-c++ make cmake git vim wget jq curl numactl-devel sqlite-devel unzip pciutils net-tools blas-devel gcc-gfortran patchelf ca-certificates $(cat /opt/cannery/python-runtime-packages); do rpm -q --quiet "$p" || echo "$p"; done); \
+    missing=$(for p in bash glibc sqlite-devel gcc gcc-c++ make cmake git vim wget jq curl numactl-devel unzip pciutils net-tools lapack-devel gcc-gfortran util-linux findutils ca-certificates $(cat /opt/cannery/python-runtime-packages); do rpm -q --quiet "$p" || echo "$p"; done); \
     if [ -n "${missing}" ]; then \
       dnf install -y --setopt=persistdir=/tmp/cannery-dnf --setopt=install_weak_deps=False ${missing}; \
       rm -rf /tmp/cannery-dnf; \
@@ -183,5 +183,5 @@ RUN ln -sf /usr/include/c++/12/${CANN_ARCH}-openEuler-linux /usr/include/c++/12/
 
 LABEL org.opencontainers.image.source="https://github.com/Ascend/cann-container-image" \
       org.opencontainers.image.version="8.5.2-a3-openeuler24.03-py3.11" \
-      org.opencontainers.image.base.name="docker.io/openeuler/openeuler:24.03-lts" \
+      org.opencontainers.image.base.name="docker.io/openeuler/openeuler:24.03" \
       io.cannery.toolkit="cann-8.5.2"

@@ -91,7 +91,7 @@ ENV PATH=/usr/local/python3.11.15/bin:${PATH}
 
 # System packages (change least often).
 RUN set -eu; \
-    missing=$(for p in gcc g++ make cmake git vim wget jq curl build-essential libnuma-dev libsqlite3-dev unzip pciutils net-tools libblas-dev gfortran patchelf libblas3 ca-certificates $(cat /opt/cannery/python-runtime-packages); do \
+    missing=$(for p in apt-transport-https bash libc6 libsqlite3-dev gcc g++ make cmake git vim wget jq curl build-essential libnuma-dev unzip pciutils net-tools libblas-dev gfortran patchelf libblas3 ca-certificates $(cat /opt/cannery/python-runtime-packages); do \
       dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"; \
     done); \
     if [ -n "${missing}" ]; then \

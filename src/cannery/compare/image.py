@@ -161,7 +161,7 @@ class ImageView:
                 continue
             value = _expand_word(w.text, values, self.arch)
             if not w.text.startswith(('"', "'")) and w.text != value and re.search(r"\s", value):
-                out.extend(Word(w.text, part, w.pos, w.start, w.end) for part in value.split())
+                out.extend(Word(w.text, part, w.pos, w.start, w.end) for part in _fields(value))
             else:
                 out.append(Word(w.text, value, w.pos, w.start, w.end))
         return out
@@ -256,6 +256,31 @@ def _test(text: str, values: dict[str, str], arch: str) -> bool | None:
         return None
     same = fnmatch.fnmatchcase(left, right) if m.group(1) == "[[" else left == right
     return same if m.group(3) != "!=" else not same
+
+
+def _fields(value: str) -> list[str]:
+    """``value`` split into words at whitespace, as an unquoted expansion is; a ``$(…)`` it
+    holds (a loop word whose output only the build knows) stays one word."""
+    out: list[str] = []
+    word, depth, i = "", 0, 0
+    while i < len(value):
+        c = value[i]
+        if value.startswith("$(", i):
+            depth += 1
+            word += "$("
+            i += 2
+            continue
+        if depth and c == ")":
+            depth -= 1
+        elif not depth and c.isspace():
+            if word:
+                out.append(word)
+            word = ""
+            i += 1
+            continue
+        word += c
+        i += 1
+    return [*out, word] if word else out
 
 
 def _loops(node: Any) -> list[Any]:

@@ -230,11 +230,30 @@ def _registries(view: WorkflowView) -> dict[str, str]:
             for cmd in step.run.commands if step.run is not None else []:
                 if cmd.subcommand() == "login" and cmd.name in ("docker", "podman", "buildah",
                                                                "skopeo", "helm", "oras"):
-                    ops = cmd.operands()
-                    out[ops[0].value if ops else "docker.io"] = "used"
+                    server = _login_server(cmd.argv)
+                    out[server.split("/", 1)[0] if server else "docker.io"] = "used"
     for reg in view.published_registries:
         out[reg] = "used"
     return out
+
+
+# Options of `docker|podman|skopeo|… login` whose value is the next word (not the server).
+LOGIN_VALUE_OPTS = frozenset({"-u", "--username", "-p", "--password", "--authfile",
+                              "--cert-dir", "--compat-auth-file", "--config"})
+
+
+def _login_server(argv: list[str]) -> str:
+    """The server a login names (a host, or host/namespace for skopeo), "" for none."""
+    words = argv[argv.index("login") + 1:] if "login" in argv else []
+    i = 0
+    while i < len(words):
+        if words[i] in LOGIN_VALUE_OPTS:
+            i += 2
+            continue
+        if not words[i].startswith("-"):
+            return words[i]
+        i += 1
+    return ""
 
 
 def registries(a: WorkflowView, b: WorkflowView) -> list[Difference]:
