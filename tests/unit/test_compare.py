@@ -692,3 +692,33 @@ def test_catalog_mode_on_an_example_whose_originals_are_its_rendered_files(
     (workflow,) = [i for i in doc["images"] if i["kind"] == "workflow"]
     assert {d["category"] for d in workflow["differences"]} == {"tags"}
     assert r.code == 1
+
+
+def test_pip_editable_values_are_paths_and_git_urls_name_the_repository() -> None:
+    """`-e MindSpeed`, `-e.` and `-e python[all_npu]` are directories of the working directory
+    (the clone), not package names; `git+URL@ref` pairs with a checkout of URL. Each was a
+    false difference against verl's Dockerfiles."""
+    original = ("FROM python\nRUN git clone https://gitcode.com/A/MindSpeed.git && "
+                "git clone https://github.com/o/vllm.git && git clone https://github.com/o/sg.git"
+                " && pip install -e MindSpeed && cd vllm && pip install -v -e. && cd .. && "
+                "cd sg && pip install -e python[all_npu] && "
+                "pip install git+https://github.com/o/mlm.git@core_r0.16.0\n")
+    new = ("FROM python\nRUN git clone https://gitcode.com/A/MindSpeed /opt/src/ms && "
+           "git clone https://github.com/o/vllm /opt/src/vllm && "
+           "git clone https://github.com/o/sg /opt/src/sg && "
+           "git clone https://github.com/o/mlm /opt/src/mlm && "
+           "pip install -e /opt/src/ms && pip install -e /opt/src/vllm && "
+           "pip install -e '/opt/src/sg/python[all_npu]' && pip install /opt/src/mlm\n")
+    pips = found(diff(original, new), "pip")
+    assert pips == {("https://github.com/o/mlm", "changed")}, pips
+    mlm = one(diff(original, new), "pip", "https://github.com/o/mlm")
+    assert (mlm.original, mlm.new) == ("git+https://github.com/o/mlm.git@core_r0.16.0", "path")
+
+
+def test_pip_wheel_saved_under_its_basename_is_named_by_the_wheel() -> None:
+    """A wheel downloaded to `/tmp/$(basename "$url")` is the wheel the URL names."""
+    url = "https://example.org/dl/torch_npu-2.8.0.post2-cp311-cp311-manylinux_2_28_x86_64.whl"
+    original = f"FROM python\nRUN wget {url} && pip install {url.rsplit('/', 1)[1]}\n"
+    new = (f"FROM python\nRUN u={url}; wheel=\"/tmp/$(basename \"$u\")\"; "
+           "curl -o \"$wheel\" \"$u\"; pip install \"$wheel\"\n")
+    assert found(diff(original, new), "pip") == set()

@@ -48,7 +48,8 @@ def _bake_matches(bake: dict, catalog: Path | None, root: Path) -> None:  # type
     for s in specs:
         t = targets[s.name]
         assert t["platforms"] == list(s.platforms)
-        assert t["tags"] == [s.reference]
+        assert t["tags"] == [f"{s.repository}:{tag}" for tag in s.tags]  # tag, then aliases
+        assert t["tags"][0] == s.reference
         # SOC_VERSION is set inside the one RUN that compiles, not passed as a build arg; the
         # per-platform inputs label is `cannery build`'s, not the bake file's.
         assert "args" not in t and "io.cannery.inputs" not in t["labels"]
@@ -180,9 +181,9 @@ def _runs(path: Path) -> list[str]:
 
 def test_sglang_project_subdir_pyproject_and_extras() -> None:
     runs = _runs(EXAMPLE / "docker/ascend/sglang-a2.Dockerfile")
-    (run,) = [r for r in runs if "/opt/src/sglang" in r]
-    cp = "cp /opt/src/sglang/python/pyproject_npu.toml /opt/src/sglang/python/pyproject.toml"
-    install = "-e '/opt/src/sglang/python[all_npu]'"
+    (run,) = [r for r in runs if "git init -q /sglang;" in r]  # dest = "/sglang", as verl's
+    cp = "cp /sglang/python/pyproject_npu.toml /sglang/python/pyproject.toml"
+    install = "-e '/sglang/python[all_npu]'"
     assert cp in run and install in run
     assert run.index("checkout -q FETCH_HEAD") < run.index(cp) < run.index(install)
 
@@ -235,4 +236,4 @@ def test_workflow_and_bake_agree() -> None:
         assert {f"{name}-{leg['arch']}" for leg in legs} <= set(bake)
         verify = next(s for s in wf["jobs"][f"merge-{name}"]["steps"] if "IMAGE_REF" in
                       s.get("env", {}))
-        assert [verify["env"]["IMAGE_REF"]] == bake[name]["tags"]
+        assert verify["env"]["IMAGE_REF"] == bake[name]["tags"][0]  # the tag; aliases follow

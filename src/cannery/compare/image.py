@@ -362,7 +362,14 @@ def _expand_word(text: str, values: dict[str, str], arch: str) -> str:
     """A shell word's value: quotes removed, probes and known variables substituted."""
     from cannery.lint.facts.shell import unquote
 
-    return expand(unquote(_probes(text, arch)), values)
+    return _basenames(expand(unquote(_probes(text, arch)), values))
+
+
+def _basenames(text: str) -> str:
+    """``$(basename WORD)`` replaced by WORD's last path part, once WORD is known (a URL or a
+    path without ``$`` left in it): a wheel saved under its own name stays recognisable."""
+    return re.sub(r"\$\(\s*basename\s+[\"']?([^$()\s\"']+)[\"']?\s*\)",
+                  lambda m: posixpath.basename(m.group(1)), text)
 
 
 def _probes(text: str, arch: str) -> str:

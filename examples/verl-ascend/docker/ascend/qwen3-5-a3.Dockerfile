@@ -34,7 +34,7 @@ CMD ["/bin/bash"]
 
 # System packages (change least often).
 RUN set -eu; \
-    missing=$(for p in gcc g++ cmake libnuma-dev git curl jq build-essential ca-certificates; do \
+    missing=$(for p in gcc g++ cmake libnuma-dev wget git curl jq vim build-essential ca-certificates; do \
       dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"; \
     done); \
     if [ -n "${missing}" ]; then \
@@ -144,13 +144,13 @@ ARG BUILD_JOBS=""
 # the commit is in the label io.cannery.component.mindspeed.
 RUN set -eu; \
     echo 'cannery: UNLOCKED git ref core_r0.16.0 of mindspeed has no commit; run cannery lock' >&2; exit 1; \
-    git init -q /opt/src/mindspeed; \
-    git -C /opt/src/mindspeed fetch -q --depth 1 https://gitcode.com/Ascend/MindSpeed.git core_r0.16.0; \
-    git -C /opt/src/mindspeed checkout -q FETCH_HEAD; \
+    git init -q /MindSpeed; \
+    git -C /MindSpeed fetch -q --depth 1 https://gitcode.com/Ascend/MindSpeed.git core_r0.16.0; \
+    git -C /MindSpeed checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/mindspeed; \
-    rm -rf /opt/src/mindspeed/.git
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /MindSpeed; \
+    rm -rf /MindSpeed/.git
 
 # megatron-lm at ref core_r0.16.0 (editable)
 # cannery: UNLOCKED git ref 'core_r0.16.0': run `cannery lock` to pin a commit.
@@ -158,13 +158,13 @@ RUN set -eu; \
 # the commit is in the label io.cannery.component.megatron-lm.
 RUN set -eu; \
     echo 'cannery: UNLOCKED git ref core_r0.16.0 of megatron-lm has no commit; run cannery lock' >&2; exit 1; \
-    git init -q /opt/src/megatron-lm; \
-    git -C /opt/src/megatron-lm fetch -q --depth 1 https://github.com/NVIDIA/Megatron-LM.git core_r0.16.0; \
-    git -C /opt/src/megatron-lm checkout -q FETCH_HEAD; \
+    git init -q /Megatron-LM; \
+    git -C /Megatron-LM fetch -q --depth 1 https://github.com/NVIDIA/Megatron-LM.git core_r0.16.0; \
+    git -C /Megatron-LM checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/megatron-lm; \
-    rm -rf /opt/src/megatron-lm/.git
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /Megatron-LM; \
+    rm -rf /Megatron-LM/.git
 
 # megatron-bridge at de93536e9028
 # The source tree is removed once installed; the commit is in the label
@@ -185,15 +185,15 @@ RUN set -eu; \
 # the commit is in the label io.cannery.component.vllm-0-18.
 RUN set -eu; \
     echo 'cannery: UNLOCKED git ref v0.18.0 of vllm-0-18 has no commit; run cannery lock' >&2; exit 1; \
-    git init -q /opt/src/vllm-0-18; \
-    git -C /opt/src/vllm-0-18 fetch -q --depth 1 https://github.com/vllm-project/vllm.git v0.18.0; \
-    git -C /opt/src/vllm-0-18 checkout -q FETCH_HEAD; \
+    git init -q /vllm; \
+    git -C /vllm fetch -q --depth 1 https://github.com/vllm-project/vllm.git v0.18.0; \
+    git -C /vllm checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     export VLLM_TARGET_DEVICE=empty; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/vllm-0-18/requirements/build.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/vllm-0-18; \
-    rm -rf /opt/src/vllm-0-18/.git
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /vllm/requirements/build.txt; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /vllm; \
+    rm -rf /vllm/.git
 
 # vllm-ascend-qwen3-5 v0.18.0 at 54879467c417 (editable)
 # Build env for this step only: COMPILE_CUSTOM_KERNELS, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
@@ -201,28 +201,28 @@ RUN set -eu; \
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.vllm-ascend-qwen3-5.
 RUN set -eu; \
-    git init -q /opt/src/vllm-ascend-qwen3-5; \
-    git -C /opt/src/vllm-ascend-qwen3-5 fetch -q --depth 1 https://github.com/vllm-project/vllm-ascend.git 54879467c41784a446aa5b486a391d9bfbf488fa; \
-    git -C /opt/src/vllm-ascend-qwen3-5 checkout -q FETCH_HEAD; \
+    git init -q /vllm-ascend; \
+    git -C /vllm-ascend fetch -q --depth 1 https://github.com/vllm-project/vllm-ascend.git 54879467c41784a446aa5b486a391d9bfbf488fa; \
+    git -C /vllm-ascend checkout -q FETCH_HEAD; \
     export MAX_JOBS=1 CMAKE_BUILD_PARALLEL_LEVEL=1 MAKEFLAGS=-j1; \
     export COMPILE_CUSTOM_KERNELS=1; \
     export SOC_VERSION=ascend910_9392; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-8.5.2/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -r /opt/src/vllm-ascend-qwen3-5/requirements.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -e /opt/src/vllm-ascend-qwen3-5; \
-    rm -rf /opt/src/vllm-ascend-qwen3-5/.git
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -r /vllm-ascend/requirements.txt; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -e /vllm-ascend; \
+    rm -rf /vllm-ascend/.git
 
 # transformers at cc7ab9be508c (editable)
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.transformers.
 RUN set -eu; \
-    git init -q /opt/src/transformers; \
-    git -C /opt/src/transformers fetch -q --depth 1 https://github.com/huggingface/transformers.git cc7ab9be508ce6ed3637bba9e50367b29b742dc6; \
-    git -C /opt/src/transformers checkout -q FETCH_HEAD; \
+    git init -q /transformers; \
+    git -C /transformers fetch -q --depth 1 https://github.com/huggingface/transformers.git cc7ab9be508ce6ed3637bba9e50367b29b742dc6; \
+    git -C /transformers checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/transformers; \
-    rm -rf /opt/src/transformers/.git
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /transformers; \
+    rm -rf /transformers/.git
 
 # qwen3-5-extras: accelerate==1.13.0 mathruler
 RUN python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt accelerate==1.13.0 mathruler
@@ -231,14 +231,14 @@ RUN python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt accele
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.verl-qwen3-5.
 RUN set -eu; \
-    git init -q /opt/src/verl-qwen3-5; \
-    git -C /opt/src/verl-qwen3-5 fetch -q --depth 1 https://github.com/verl-project/verl.git 4045d67063052dcb800c918c107b8d5a87046006; \
-    git -C /opt/src/verl-qwen3-5 checkout -q FETCH_HEAD; \
+    git init -q /verl; \
+    git -C /verl fetch -q --depth 1 https://github.com/verl-project/verl.git 4045d67063052dcb800c918c107b8d5a87046006; \
+    git -C /verl checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/verl-qwen3-5/requirements-npu.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/verl-qwen3-5; \
-    rm -rf /opt/src/verl-qwen3-5/.git
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /verl/requirements-npu.txt; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /verl; \
+    rm -rf /verl/.git
 
 LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-8.5.2-a3-ubuntu22.04-py3.11-qwen3-5" \

@@ -9,8 +9,9 @@
 # cannery: UNLOCKED component sgl-kernel-npu-910b: wheel for amd64 (no sha256); run `cannery lock`.
 # cannery: UNLOCKED component sgl-kernel-npu-910b: wheel for arm64 (no sha256); run `cannery lock`.
 # cannery: UNLOCKED component mindspeed: git ref core_r0.16.0 (no commit); run `cannery lock`.
-# cannery: UNLOCKED component megatron-lm: git ref core_r0.16.0 (no commit); run `cannery lock`.
-# cannery: UNLOCKED component verl: git ref main (no commit); run `cannery lock`.
+# cannery: UNLOCKED component megatron-lm-pip: git ref core_r0.16.0 (no commit); run `cannery lock`.
+# cannery: UNLOCKED component verl-sglang: git ref main (no commit); run `cannery lock`.
+# cannery: UNLOCKED component verl-recipe: git ref main (no commit); run `cannery lock`.
 # cannery: UNPINNED Python dependencies: pip resolves them at build time, so this
 # file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
@@ -33,7 +34,7 @@ CMD ["/bin/bash"]
 
 # System packages (change least often).
 RUN set -eu; \
-    missing=$(for p in gcc g++ cmake libnuma-dev git curl jq build-essential ca-certificates; do \
+    missing=$(for p in gcc g++ cmake libnuma-dev wget git curl jq vim build-essential net-tools iputils-ping unzip ca-certificates; do \
       dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"; \
     done); \
     if [ -n "${missing}" ]; then \
@@ -103,14 +104,14 @@ ARG BUILD_JOBS=""
 # the commit is in the label io.cannery.component.sglang.
 RUN set -eu; \
     echo 'cannery: UNLOCKED git ref v0.5.10 of sglang has no commit; run cannery lock' >&2; exit 1; \
-    git init -q /opt/src/sglang; \
-    git -C /opt/src/sglang fetch -q --depth 1 https://github.com/sgl-project/sglang.git v0.5.10; \
-    git -C /opt/src/sglang checkout -q FETCH_HEAD; \
+    git init -q /sglang; \
+    git -C /sglang fetch -q --depth 1 https://github.com/sgl-project/sglang.git v0.5.10; \
+    git -C /sglang checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    cp /opt/src/sglang/python/pyproject_npu.toml /opt/src/sglang/python/pyproject.toml; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e '/opt/src/sglang/python[all_npu]'; \
-    rm -rf /opt/src/sglang/.git
+    cp /sglang/python/pyproject_npu.toml /sglang/python/pyproject.toml; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e '/sglang/python[all_npu]'; \
+    rm -rf /sglang/.git
 
 # sgl-kernel-npu-910b: a zip of wheels, checked against its sha256 from cannery.lock; its wheels for this platform installed
 RUN set -eu; \
@@ -132,45 +133,64 @@ RUN set -eu; \
 # the commit is in the label io.cannery.component.mindspeed.
 RUN set -eu; \
     echo 'cannery: UNLOCKED git ref core_r0.16.0 of mindspeed has no commit; run cannery lock' >&2; exit 1; \
-    git init -q /opt/src/mindspeed; \
-    git -C /opt/src/mindspeed fetch -q --depth 1 https://gitcode.com/Ascend/MindSpeed.git core_r0.16.0; \
-    git -C /opt/src/mindspeed checkout -q FETCH_HEAD; \
+    git init -q /MindSpeed; \
+    git -C /MindSpeed fetch -q --depth 1 https://gitcode.com/Ascend/MindSpeed.git core_r0.16.0; \
+    git -C /MindSpeed checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/mindspeed; \
-    rm -rf /opt/src/mindspeed/.git
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /MindSpeed; \
+    rm -rf /MindSpeed/.git
 
-# megatron-lm at ref core_r0.16.0 (editable)
+# megatron-lm-pip at ref core_r0.16.0
 # cannery: UNLOCKED git ref 'core_r0.16.0': run `cannery lock` to pin a commit.
-# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
-# the commit is in the label io.cannery.component.megatron-lm.
+# The source tree is removed once installed; the commit is in the label
+# io.cannery.component.megatron-lm-pip.
 RUN set -eu; \
-    echo 'cannery: UNLOCKED git ref core_r0.16.0 of megatron-lm has no commit; run cannery lock' >&2; exit 1; \
-    git init -q /opt/src/megatron-lm; \
-    git -C /opt/src/megatron-lm fetch -q --depth 1 https://github.com/NVIDIA/Megatron-LM.git core_r0.16.0; \
-    git -C /opt/src/megatron-lm checkout -q FETCH_HEAD; \
+    echo 'cannery: UNLOCKED git ref core_r0.16.0 of megatron-lm-pip has no commit; run cannery lock' >&2; exit 1; \
+    git init -q /opt/src/megatron-lm-pip; \
+    git -C /opt/src/megatron-lm-pip fetch -q --depth 1 https://github.com/NVIDIA/Megatron-LM.git core_r0.16.0; \
+    git -C /opt/src/megatron-lm-pip checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/megatron-lm; \
-    rm -rf /opt/src/megatron-lm/.git
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt /opt/src/megatron-lm-pip; \
+    rm -rf /opt/src/megatron-lm-pip
+
+# verl-sglang at ref main (editable)
+# cannery: UNLOCKED git ref 'main': run `cannery lock` to pin a commit.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.verl-sglang.
+RUN set -eu; \
+    case "${TARGETARCH}" in \
+      amd64) set -- --extra-index-url=https://triton-ascend.osinfra.cn/pypi/simple ;; \
+      arm64) set -- --extra-index-url=https://triton-ascend.osinfra.cn/pypi/simple ;; \
+      *) echo "cannery: no package index choice for verl-sglang for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
+    esac; \
+    echo 'cannery: UNLOCKED git ref main of verl-sglang has no commit; run cannery lock' >&2; exit 1; \
+    git init -q /verl; \
+    git -C /verl fetch -q --depth 1 https://github.com/volcengine/verl.git main; \
+    git -C /verl checkout -q FETCH_HEAD; \
+    jobs="${BUILD_JOBS:-$(nproc)}"; \
+    export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt "$@" -r /verl/requirements-npu.txt; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt "$@" -e /verl; \
+    rm -rf /verl/.git
+
+# verl-recipe at ref main (none)
+# cannery: UNLOCKED git ref 'main': run `cannery lock` to pin a commit.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.verl-recipe.
+RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref main of verl-recipe has no commit; run cannery lock' >&2; exit 1; \
+    git init -q /verl/recipe; \
+    git -C /verl/recipe fetch -q --depth 1 https://github.com/verl-project/verl-recipe.git main; \
+    git -C /verl/recipe checkout -q FETCH_HEAD; \
+    rm -rf /verl/recipe/.git
 
 # sglang-extras: mbridge click==8.2.1 cachetools nvtx opencv-python-headless==4.10.0.84
 RUN python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt mbridge click==8.2.1 cachetools nvtx opencv-python-headless==4.10.0.84
 
-# verl at ref main (editable)
-# cannery: UNLOCKED git ref 'main': run `cannery lock` to pin a commit.
-# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
-# the commit is in the label io.cannery.component.verl.
-RUN set -eu; \
-    echo 'cannery: UNLOCKED git ref main of verl has no commit; run cannery lock' >&2; exit 1; \
-    git init -q /opt/src/verl; \
-    git -C /opt/src/verl fetch -q --depth 1 https://github.com/verl-project/verl.git main; \
-    git -C /opt/src/verl checkout -q FETCH_HEAD; \
-    jobs="${BUILD_JOBS:-$(nproc)}"; \
-    export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/verl/requirements-npu.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/verl; \
-    rm -rf /opt/src/verl/.git
+# Removed after the installs: timm.
+RUN python3 -m pip uninstall -y timm
 
 LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-8.5.0-910b-ubuntu22.04-py3.11-sglang" \
@@ -183,6 +203,7 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       io.cannery.component.sglang="v0.5.10@v0.5.10" \
       io.cannery.component.sgl-kernel-npu-910b="2026.02.01" \
       io.cannery.component.mindspeed="core_r0.16.0" \
-      io.cannery.component.megatron-lm="core_r0.16.0" \
-      io.cannery.component.sglang-extras="mbridge click==8.2.1 cachetools nvtx opencv-python-headless==4.10.0.84" \
-      io.cannery.component.verl="main"
+      io.cannery.component.megatron-lm-pip="core_r0.16.0" \
+      io.cannery.component.verl-sglang="main" \
+      io.cannery.component.verl-recipe="main" \
+      io.cannery.component.sglang-extras="mbridge click==8.2.1 cachetools nvtx opencv-python-headless==4.10.0.84"

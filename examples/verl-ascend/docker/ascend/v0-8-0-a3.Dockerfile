@@ -8,6 +8,7 @@
 # cannery: UNLOCKED component mindspeed: git ref core_r0.16.0 (no commit); run `cannery lock`.
 # cannery: UNLOCKED component megatron-lm: git ref core_r0.16.0 (no commit); run `cannery lock`.
 # cannery: UNLOCKED component verl-0-8-0: git ref v0.8.0 (no commit); run `cannery lock`.
+# cannery: UNLOCKED component verl-recipe: git ref main (no commit); run `cannery lock`.
 # cannery: UNPINNED Python dependencies: pip resolves them at build time, so this
 # file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
@@ -30,7 +31,7 @@ CMD ["/bin/bash"]
 
 # System packages (change least often).
 RUN set -eu; \
-    missing=$(for p in gcc g++ cmake libnuma-dev git curl jq build-essential ca-certificates; do \
+    missing=$(for p in gcc g++ cmake libnuma-dev wget git curl jq vim build-essential ca-certificates; do \
       dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"; \
     done); \
     if [ -n "${missing}" ]; then \
@@ -89,15 +90,15 @@ ARG BUILD_JOBS=""
 # the commit is in the label io.cannery.component.vllm-0-18.
 RUN set -eu; \
     echo 'cannery: UNLOCKED git ref v0.18.0 of vllm-0-18 has no commit; run cannery lock' >&2; exit 1; \
-    git init -q /opt/src/vllm-0-18; \
-    git -C /opt/src/vllm-0-18 fetch -q --depth 1 https://github.com/vllm-project/vllm.git v0.18.0; \
-    git -C /opt/src/vllm-0-18 checkout -q FETCH_HEAD; \
+    git init -q /vllm; \
+    git -C /vllm fetch -q --depth 1 https://github.com/vllm-project/vllm.git v0.18.0; \
+    git -C /vllm checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     export VLLM_TARGET_DEVICE=empty; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/vllm-0-18/requirements/build.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/vllm-0-18; \
-    rm -rf /opt/src/vllm-0-18/.git
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /vllm/requirements/build.txt; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /vllm; \
+    rm -rf /vllm/.git
 
 # vllm-ascend-0-18 at ref releases/v0.18.0 (editable)
 # cannery: UNLOCKED git ref 'releases/v0.18.0': run `cannery lock` to pin a commit.
@@ -105,18 +106,23 @@ RUN set -eu; \
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.vllm-ascend-0-18.
 RUN set -eu; \
+    case "${TARGETARCH}" in \
+      amd64) set -- --extra-index-url=https://triton-ascend.osinfra.cn/pypi/simple ;; \
+      arm64) set -- --extra-index-url=https://triton-ascend.osinfra.cn/pypi/simple ;; \
+      *) echo "cannery: no package index choice for vllm-ascend-0-18 for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
+    esac; \
     echo 'cannery: UNLOCKED git ref releases/v0.18.0 of vllm-ascend-0-18 has no commit; run cannery lock' >&2; exit 1; \
-    git init -q /opt/src/vllm-ascend-0-18; \
-    git -C /opt/src/vllm-ascend-0-18 fetch -q --depth 1 https://github.com/vllm-project/vllm-ascend.git releases/v0.18.0; \
-    git -C /opt/src/vllm-ascend-0-18 checkout -q FETCH_HEAD; \
+    git init -q /vllm-ascend; \
+    git -C /vllm-ascend fetch -q --depth 1 https://github.com/vllm-project/vllm-ascend.git releases/v0.18.0; \
+    git -C /vllm-ascend checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     export COMPILE_CUSTOM_KERNELS=1; \
     export SOC_VERSION=ascend910_9392; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-9.0.0/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation -r /opt/src/vllm-ascend-0-18/requirements.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-build-isolation --no-deps -e /opt/src/vllm-ascend-0-18; \
-    rm -rf /opt/src/vllm-ascend-0-18/.git
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt "$@" --no-build-isolation -r /vllm-ascend/requirements.txt; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt "$@" --no-build-isolation --no-deps -e /vllm-ascend; \
+    rm -rf /vllm-ascend/.git
 
 # mindspeed at ref core_r0.16.0 (editable)
 # cannery: UNLOCKED git ref 'core_r0.16.0': run `cannery lock` to pin a commit.
@@ -124,13 +130,13 @@ RUN set -eu; \
 # the commit is in the label io.cannery.component.mindspeed.
 RUN set -eu; \
     echo 'cannery: UNLOCKED git ref core_r0.16.0 of mindspeed has no commit; run cannery lock' >&2; exit 1; \
-    git init -q /opt/src/mindspeed; \
-    git -C /opt/src/mindspeed fetch -q --depth 1 https://gitcode.com/Ascend/MindSpeed.git core_r0.16.0; \
-    git -C /opt/src/mindspeed checkout -q FETCH_HEAD; \
+    git init -q /MindSpeed; \
+    git -C /MindSpeed fetch -q --depth 1 https://gitcode.com/Ascend/MindSpeed.git core_r0.16.0; \
+    git -C /MindSpeed checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/mindspeed; \
-    rm -rf /opt/src/mindspeed/.git
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /MindSpeed; \
+    rm -rf /MindSpeed/.git
 
 # megatron-lm at ref core_r0.16.0 (editable)
 # cannery: UNLOCKED git ref 'core_r0.16.0': run `cannery lock` to pin a commit.
@@ -138,37 +144,34 @@ RUN set -eu; \
 # the commit is in the label io.cannery.component.megatron-lm.
 RUN set -eu; \
     echo 'cannery: UNLOCKED git ref core_r0.16.0 of megatron-lm has no commit; run cannery lock' >&2; exit 1; \
-    git init -q /opt/src/megatron-lm; \
-    git -C /opt/src/megatron-lm fetch -q --depth 1 https://github.com/NVIDIA/Megatron-LM.git core_r0.16.0; \
-    git -C /opt/src/megatron-lm checkout -q FETCH_HEAD; \
+    git init -q /Megatron-LM; \
+    git -C /Megatron-LM fetch -q --depth 1 https://github.com/NVIDIA/Megatron-LM.git core_r0.16.0; \
+    git -C /Megatron-LM checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/megatron-lm; \
-    rm -rf /opt/src/megatron-lm/.git
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /Megatron-LM; \
+    rm -rf /Megatron-LM/.git
 
-# megatron-bridge at de93536e9028
-# The source tree is removed once installed; the commit is in the label
-# io.cannery.component.megatron-bridge.
+# megatron-bridge-src at de93536e9028 (none)
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.megatron-bridge-src.
 RUN set -eu; \
-    git init -q /opt/src/megatron-bridge; \
-    git -C /opt/src/megatron-bridge fetch -q --depth 1 https://github.com/NVIDIA-NeMo/Megatron-Bridge.git de93536e9028ecf1e4dc28608dc80f336dcdfe59; \
-    git -C /opt/src/megatron-bridge checkout -q FETCH_HEAD; \
-    jobs="${BUILD_JOBS:-$(nproc)}"; \
-    export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt --no-deps --no-build-isolation /opt/src/megatron-bridge; \
-    rm -rf /opt/src/megatron-bridge
+    git init -q /Megatron-Bridge; \
+    git -C /Megatron-Bridge fetch -q --depth 1 https://github.com/NVIDIA-NeMo/Megatron-Bridge.git de93536e9028ecf1e4dc28608dc80f336dcdfe59; \
+    git -C /Megatron-Bridge checkout -q FETCH_HEAD; \
+    rm -rf /Megatron-Bridge/.git
 
 # transformers at cc7ab9be508c (editable)
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.transformers.
 RUN set -eu; \
-    git init -q /opt/src/transformers; \
-    git -C /opt/src/transformers fetch -q --depth 1 https://github.com/huggingface/transformers.git cc7ab9be508ce6ed3637bba9e50367b29b742dc6; \
-    git -C /opt/src/transformers checkout -q FETCH_HEAD; \
+    git init -q /transformers; \
+    git -C /transformers fetch -q --depth 1 https://github.com/huggingface/transformers.git cc7ab9be508ce6ed3637bba9e50367b29b742dc6; \
+    git -C /transformers checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/transformers; \
-    rm -rf /opt/src/transformers/.git
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /transformers; \
+    rm -rf /transformers/.git
 
 # train-extras: mbridge nvidia-modelopt[torch]>=0.37.0 flash-linear-attention==0.5.0 qwen_vl_utils viztracer mathruler
 RUN python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt mbridge 'nvidia-modelopt[torch]>=0.37.0' flash-linear-attention==0.5.0 qwen_vl_utils viztracer mathruler
@@ -178,15 +181,34 @@ RUN python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt mbridg
 # .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
 # the commit is in the label io.cannery.component.verl-0-8-0.
 RUN set -eu; \
+    case "${TARGETARCH}" in \
+      amd64) set -- --extra-index-url=https://triton-ascend.osinfra.cn/pypi/simple ;; \
+      arm64) set -- --extra-index-url=https://triton-ascend.osinfra.cn/pypi/simple ;; \
+      *) echo "cannery: no package index choice for verl-0-8-0 for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
+    esac; \
     echo 'cannery: UNLOCKED git ref v0.8.0 of verl-0-8-0 has no commit; run cannery lock' >&2; exit 1; \
-    git init -q /opt/src/verl-0-8-0; \
-    git -C /opt/src/verl-0-8-0 fetch -q --depth 1 https://github.com/verl-project/verl.git v0.8.0; \
-    git -C /opt/src/verl-0-8-0 checkout -q FETCH_HEAD; \
+    git init -q /verl; \
+    git -C /verl fetch -q --depth 1 https://github.com/verl-project/verl.git v0.8.0; \
+    git -C /verl checkout -q FETCH_HEAD; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -r /opt/src/verl-0-8-0/requirements-npu.txt; \
-    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt -e /opt/src/verl-0-8-0; \
-    rm -rf /opt/src/verl-0-8-0/.git
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt "$@" -r /verl/requirements-npu.txt; \
+    python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt "$@" -e /verl; \
+    rm -rf /verl/.git
+
+# verl-recipe at ref main (none)
+# cannery: UNLOCKED git ref 'main': run `cannery lock` to pin a commit.
+# .git is removed (stat data, reflogs and FETCH_HEAD differ on every build);
+# the commit is in the label io.cannery.component.verl-recipe.
+RUN set -eu; \
+    echo 'cannery: UNLOCKED git ref main of verl-recipe has no commit; run cannery lock' >&2; exit 1; \
+    git init -q /verl/recipe; \
+    git -C /verl/recipe fetch -q --depth 1 https://github.com/verl-project/verl-recipe.git main; \
+    git -C /verl/recipe checkout -q FETCH_HEAD; \
+    rm -rf /verl/recipe/.git
+
+# Runtime environment of the image (catalog env), for the running container.
+ENV PYTHONPATH=/Megatron-Bridge/src${PYTHONPATH:+:${PYTHONPATH}}
 
 LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.version="verl-9.0.0-a3-ubuntu22.04-py3.11-v0.8.0" \
@@ -199,7 +221,8 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       io.cannery.component.vllm-ascend-0-18="releases/v0.18.0" \
       io.cannery.component.mindspeed="core_r0.16.0" \
       io.cannery.component.megatron-lm="core_r0.16.0" \
-      io.cannery.component.megatron-bridge="de93536e9028ecf1e4dc28608dc80f336dcdfe59" \
+      io.cannery.component.megatron-bridge-src="de93536e9028ecf1e4dc28608dc80f336dcdfe59" \
       io.cannery.component.transformers="cc7ab9be508ce6ed3637bba9e50367b29b742dc6" \
       io.cannery.component.train-extras="mbridge nvidia-modelopt[torch]>=0.37.0 flash-linear-attention==0.5.0 qwen_vl_utils viztracer mathruler" \
-      io.cannery.component.verl-0-8-0="v0.8.0"
+      io.cannery.component.verl-0-8-0="v0.8.0" \
+      io.cannery.component.verl-recipe="main"

@@ -3,7 +3,8 @@ resolved from, and the options that change what gets installed (``--no-deps`` â€
 
 A requirement that is a local path inside a git checkout is named by the repository
 (``https://github.com/o/r`` or ``â€¦/r/sub``), so a tree moved from ``/verl`` to
-``/opt/src/verl`` still pairs up; the move is the git category's. ``pip uninstall`` gives an
+``/opt/src/verl`` still pairs up; the move is the git category's. A ``git+URL@ref``
+requirement is named by the same repository URL. ``pip uninstall`` gives an
 item ``uninstall:NAME``. A requirement both sides install is compared field by field: the
 specifier (item ``NAME``), where it resolves from (``NAME:index``) and the options that change
 what is installed (``NAME:flags``), so an accepted list can accept one without the others."""
@@ -12,13 +13,15 @@ from __future__ import annotations
 
 import re
 
-from cannery.compare.categories.git import sources
+from cannery.compare.categories.git import normal_url, sources
 from cannery.compare.image import Cmd, ImageView, join
 from cannery.compare.model import ADDED, CHANGED, REMOVED, Difference
 from cannery.lint.rules._shell import PIP_VALUE_OPTIONS, basename
 from cannery.util.pynames import canonical_name
 
 NAME = "pip"
+# Short options whose value may be written attached to them (`-e.`, `-rrequirements.txt`).
+SHORT_ATTACHED = ("-e", "-r", "-c", "-i", "-f")
 # Options that change what an install puts in the image (shown as flags).
 SET_FLAGS = {"--no-deps": "--no-deps", "-U": "--upgrade", "--upgrade": "--upgrade",
              "--pre": "--pre", "--no-build-isolation": "--no-build-isolation",
@@ -88,6 +91,9 @@ def requirements(view: ImageView) -> list[Requirement]:
         i = 0
         while i < len(argv):
             a = argv[i]
+            if a[:2] in SHORT_ATTACHED and len(a) > 2:  # `-e.`, `-rreq.txt`: value attached
+                argv = [*argv[:i], a[:2], a[2:], *argv[i + 1:]]
+                a = argv[i]
             opt, eq, inline = a.partition("=")
             takes = opt in PIP_VALUE_OPTIONS and opt.startswith("-")
             value = inline if (eq and opt.startswith("--")) else (
@@ -115,7 +121,7 @@ def requirements(view: ImageView) -> list[Requirement]:
             if kind == "-r":
                 key, spec = "requirements:" + text, "-r"
             else:
-                key, spec = _requirement(text, c.cwd, trees)
+                key, spec = _requirement(text, c.cwd, trees, editable=kind == "-e")
                 if kind == "-e":
                     spec = ("editable " + spec).strip()
             if verb == "uninstall":
@@ -135,11 +141,13 @@ def _path_key(path: str, trees: list[tuple[str, str]]) -> str:
     return path
 
 
-def _requirement(text: str, cwd: str, trees: list[tuple[str, str]]) -> tuple[str, str]:
-    """(item, specifier) of one requirement word."""
+def _requirement(text: str, cwd: str, trees: list[tuple[str, str]],
+                 editable: bool = False) -> tuple[str, str]:
+    """(item, specifier) of one requirement word. The value of ``-e`` is a path or a VCS URL,
+    never a name: ``-e MindSpeed`` is the directory MindSpeed of the working directory."""
     extras = ""
     m = re.match(r"^(.*?)(\[[^\]]*\])$", text)
-    if m and ("/" in m.group(1) or m.group(1).startswith(".")):
+    if m and ("/" in m.group(1) or m.group(1).startswith(".") or editable):
         text, extras = m.group(1), m.group(2)
     if re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*\s*@\s*\S", text):
         name, _, url = text.partition("@")
@@ -151,9 +159,11 @@ def _requirement(text: str, cwd: str, trees: list[tuple[str, str]]) -> tuple[str
             return canonical_name(parts[0]), f"{parts[1]} ({wheel})"
         if re.match(r"^(https?|file)://", text):
             return text, "url"
-    if text.startswith(("git+", "hg+", "svn+")):
+    if text.startswith("git+"):  # named by its repository, as a checkout of it is
+        return normal_url(text.split("@")[0]), text
+    if text.startswith(("hg+", "svn+")):
         return text.split("@")[0], text
-    if text.startswith((".", "/", "~")) or "/" in text:
+    if text.startswith((".", "/", "~")) or "/" in text or (editable and "://" not in text):
         path = join(cwd, text.rstrip("/"))
         return _path_key(path, trees), ("path " + extras).strip()
     m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*(.*)$", text)
