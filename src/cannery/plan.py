@@ -131,11 +131,13 @@ class StepSpec:
 @dataclass(frozen=True)
 class EnvSpec:
     """A runtime variable: ``mode`` is set (one value), or append | prepend | replace (a path
-    list relative to what the toolkit or the base already set)."""
+    list relative to what the toolkit or the base already set); a prepend may also carry
+    ``appended``, entries added after the current value."""
 
     name: str
     mode: str
     values: tuple[str, ...]
+    appended: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -430,7 +432,7 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         runtime_env=tuple(
             EnvSpec(var, "set", (v,))
             if isinstance(v, str)
-            else EnvSpec(var, v.mode, tuple(v.items))
+            else EnvSpec(var, v.mode, tuple(v.items), tuple(v.appended))
             for var, v in img.env.items()
         ),
         workdir=img.workdir,

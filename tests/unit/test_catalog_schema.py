@@ -160,6 +160,8 @@ FIELDS: list[tuple[tuple[str, ...], str, list[Any]]] = [
     (("components", "vllm-ascend"), "dest", ["/vllm-workspace/x", "rel", "/a b"]),
     (("images", "one"), "env", [{"A": "1"}, {"LD_PRELOAD": {"prepend": ["/x"]}},
                                 {"P": {"append": ["/a"], "replace": ["/b"]}}, {"P": {}},
+                                {"P": {"prepend": ["/a"], "append": ["/b"]}},
+                                {"P": {"prepend": ["/a"], "replace": ["/b"]}},
                                 {"1A": "x"}, {"A": 1}]),
     (("images", "one"), "workdir", ["/workspace", "workspace"]),
     (("images", "one"), "python", [

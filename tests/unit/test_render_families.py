@@ -10,8 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import dockerfile
+import pytest
 
 from cannery.catalog.load import load_catalog
+from cannery.errors import FatalError
 from cannery.lock import Lock
 from cannery.plan import ImageSpec, plan
 from cannery.pydeps import python_requests
@@ -199,6 +201,44 @@ def test_runtime_env_seen_by_a_shell(tmp_path: Path) -> None:
     assert proc.stdout.strip() == (
         "/tk/lib64:/usr/local/lib|/usr/lib/aarch64-linux-gnu/libjemalloc.so.2|ascend910b1"
     )
+
+
+BOTH_SIDES = SETTINGS.replace(
+    'env.LD_LIBRARY_PATH = { append = ["/usr/local/lib"] }',
+    'env.LD_LIBRARY_PATH = { prepend = ["/drv/lib64", "/usr/lib64"], append = ["/usr/local/lib"] }')
+
+
+def test_a_path_list_prepended_and_appended_to(tmp_path: Path) -> None:
+    """prepend and append together: entries on both sides of the inherited value, one ENV
+    value (a second pair for the same name in one ENV would see the old value); through bash,
+    with the value inherited and without it."""
+    from cannery.render.dockerfile import runtime_env
+    from cannery.verify.expect import env_matches, expected_env
+
+    spec = _load(tmp_path, BOTH_SIDES)
+    pairs = runtime_env(spec)
+    assert [k for k, _ in pairs].count("LD_LIBRARY_PATH") == 1
+    value = dict(pairs)["LD_LIBRARY_PATH"]
+    for inherited, seen in (("/tk/lib64", "/drv/lib64:/usr/lib64:/tk/lib64:/usr/local/lib"),
+                            ("", "/drv/lib64:/usr/lib64:/usr/local/lib")):
+        proc = _bash(f'LD_LIBRARY_PATH="{value}"; echo "$LD_LIBRARY_PATH"', tmp_path,
+                     {"LD_LIBRARY_PATH": inherited})
+        assert proc.stdout.strip() == seen
+    # verify: the prepended entries, then the toolkit's, lead the value; more may follow
+    want, inherits = expected_env(spec, "arm64")["LD_LIBRARY_PATH"]
+    assert want.startswith("/drv/lib64:/usr/lib64:/usr/local/Ascend/") and inherits
+    assert env_matches(want + ":/usr/local/lib", want, inherits)
+    # a variable the toolkit sets to one exact value: the appended entry follows it
+    opp = _load(tmp_path, BOTH_SIDES.replace(
+        'env.SOC_VERSION = "ascend910b1"',
+        'env.SOC_VERSION = "ascend910b1"\n'
+        'env.ASCEND_HOME_PATH = { prepend = ["/a"], append = ["/b"] }'))
+    want, inherits = expected_env(opp, "arm64")["ASCEND_HOME_PATH"]
+    assert want.startswith("/a:/usr/local/Ascend/") and env_matches(want + ":/b", want, inherits)
+    # and the catalog says the same through its schema and model: replace stays alone
+    bad = BOTH_SIDES.replace('append = ["/usr/local/lib"]', 'replace = ["/usr/local/lib"]')
+    with pytest.raises(FatalError, match="replace drops the current value"):
+        _load(tmp_path, bad)
 
 
 def test_verify_expects_the_image_env(tmp_path: Path) -> None:

@@ -568,9 +568,14 @@ def _one_of(*keys: str) -> JsonDict:
 
 class PathEdit(Strict):
     """A search-path variable changed relative to what is already set (the toolkit's list, or
-    the base image's): exactly one of the three."""
+    the base image's): append, prepend, both (entries on either side of the current value), or
+    replace alone."""
 
-    model_config = ConfigDict(json_schema_extra=_one_of("append", "prepend", "replace"))
+    model_config = ConfigDict(json_schema_extra={
+        "anyOf": [{"required": [k]} for k in ("append", "prepend", "replace")],
+        "not": {"required": ["replace"],
+                "anyOf": [{"required": ["append"]}, {"required": ["prepend"]}]},
+    })
 
     append: list[str] | None = Field(None, description="Added after the current value")
     prepend: list[str] | None = Field(None, description="Added before the current value")
@@ -578,17 +583,25 @@ class PathEdit(Strict):
 
     @model_validator(mode="after")
     def _one(self) -> PathEdit:
-        if sum(x is not None for x in (self.append, self.prepend, self.replace)) != 1:
-            raise ValueError("give exactly one of append, prepend, replace")
+        if self.replace is not None and (self.append is not None or self.prepend is not None):
+            raise ValueError("replace drops the current value: give it alone, or append and/or "
+                             "prepend")
+        if self.append is None and self.prepend is None and self.replace is None:
+            raise ValueError("give append, prepend (or both), or replace")
         return self
 
     @property
     def mode(self) -> str:
-        return next(k for k in ("append", "prepend", "replace") if getattr(self, k) is not None)
+        return next(k for k in ("prepend", "append", "replace") if getattr(self, k) is not None)
 
     @property
     def items(self) -> list[str]:
         return list(getattr(self, self.mode))
+
+    @property
+    def appended(self) -> list[str]:
+        """With both prepend and append: the entries added after the current value."""
+        return list(self.append or ()) if self.mode == "prepend" else []
 
 
 class Alternative(Strict):

@@ -937,6 +937,8 @@ def runtime_env(spec: ImageSpec) -> tuple[tuple[str, str], ...]:
             text = f"${{{var}:+${{{var}}}:}}{joined}"
         elif e.mode == "prepend":
             text = f"{joined}${{{var}:+:${{{var}}}}}"
+            if e.appended:
+                text += ":" + ":".join(_expand(v, known) for v in e.appended)
         else:  # set, replace
             text = joined
             known[var] = text
