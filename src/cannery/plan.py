@@ -84,6 +84,7 @@ class ComponentSpec:
     path: str | None = None
     dest: str | None = None
     checkout: str | None = None  # the checkout's commit, once read (verify compares labels)
+    bundle_wheels: tuple[str, ...] = ()  # a bundle's wheels to install, by name pattern
 
     @property
     def label_version(self) -> str:
@@ -349,6 +350,7 @@ def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) 
         git=git,
         pip=tuple(comp.pip or ()),
         wheels=wheels,
+        bundle_wheels=tuple(comp.bundle_wheels or ()),
         install=comp.install,
         requirements=tuple(comp.requirements),
         pip_args=tuple(comp.pip_args),

@@ -130,6 +130,7 @@ FIELDS: list[tuple[tuple[str, ...], str, list[Any]]] = [
     ]),
     (("toolkits", "cann852", "packages", 0), "name", ["toolkit"]),
     (("components", "torch"), "pin", [True, False]),
+    (("components", "torch"), "bundle_wheels", [["torch_npu-*_{uname_arch}.whl"], [], ["$(x)"]]),
     (("components", "torch"), "extra_index", [
         {"amd64": "https://i.example.com/simple"},
         {"arm64": ["https://a.example.com/simple", "https://b.example.com/simple"]},
