@@ -141,7 +141,7 @@ RUN set -eu; \
     wheel="/tmp/$(basename "${triton_ascend_daily_url}")"; mv /tmp/triton_ascend_daily.run "${wheel}"; \
     python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple --force-reinstall "${wheel}"; rm -f "${wheel}"
 
-# torch-npu-daily: a tar.gz of wheels, checked against its sha256 from cannery.lock; its wheels for this platform installed
+# torch-npu-daily: a tar.gz of wheels, checked against its sha256 from cannery.lock; its wheels for this platform named torch_npu-2.10.0*_{uname_arch}.whl installed
 RUN set -eu; \
     case "${TARGETARCH}" in \
       amd64) set -- --extra-index-url=https://download.pytorch.org/whl/cpu ;; \
@@ -157,7 +157,7 @@ RUN set -eu; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/torch_npu_daily.run "${torch_npu_daily_url}"; \
     echo "${torch_npu_daily_sha256}  /tmp/torch_npu_daily.run" | sha256sum -c -; \
     mkdir -p /tmp/torch_npu_daily; tar -xzf /tmp/torch_npu_daily.run -C /tmp/torch_npu_daily; \
-    find /tmp/torch_npu_daily \( -name "*_${CANN_ARCH}.whl" -o -name "*-any.whl" \) -print0 | xargs -0 python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" --force-reinstall; \
+    find /tmp/torch_npu_daily \( -name "*_${CANN_ARCH}.whl" -o -name "*-any.whl" \) \( -name "torch_npu-2.10.0*_${CANN_ARCH}.whl" \) -print0 | xargs -0 python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" --force-reinstall; \
     rm -rf /tmp/torch_npu_daily /tmp/torch_npu_daily.run
 
 # /usr/bin/clang -> /usr/bin/clang-15 (update-alternatives, priority 20).
