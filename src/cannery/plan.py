@@ -84,6 +84,7 @@ class ComponentSpec:
     path: str | None = None
     dest: str | None = None
     checkout: str | None = None  # the checkout's commit, once read (verify compares labels)
+    bundle_wheels: tuple[str, ...] = ()  # a bundle's wheels to install, by name pattern
 
     @property
     def label_version(self) -> str:
@@ -131,11 +132,13 @@ class StepSpec:
 @dataclass(frozen=True)
 class EnvSpec:
     """A runtime variable: ``mode`` is set (one value), or append | prepend | replace (a path
-    list relative to what the toolkit or the base already set)."""
+    list relative to what the toolkit or the base already set); a prepend may also carry
+    ``appended``, entries added after the current value."""
 
     name: str
     mode: str
     values: tuple[str, ...]
+    appended: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -347,6 +350,7 @@ def _component(name: str, comp: Component, arches: tuple[str, ...], lock: Lock) 
         git=git,
         pip=tuple(comp.pip or ()),
         wheels=wheels,
+        bundle_wheels=tuple(comp.bundle_wheels or ()),
         install=comp.install,
         requirements=tuple(comp.requirements),
         pip_args=tuple(comp.pip_args),
@@ -430,7 +434,7 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         runtime_env=tuple(
             EnvSpec(var, "set", (v,))
             if isinstance(v, str)
-            else EnvSpec(var, v.mode, tuple(v.items))
+            else EnvSpec(var, v.mode, tuple(v.items), tuple(v.appended))
             for var, v in img.env.items()
         ),
         workdir=img.workdir,

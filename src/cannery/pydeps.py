@@ -69,13 +69,18 @@ class PythonRequest:
     requirements: tuple[str, ...]
     wheels: tuple[str, ...]  # "name @ URL"
     git: tuple[GitPackage, ...]
+    # a bundle's URL → the patterns of its wheels to install (the component's bundle_wheels)
+    bundle_wheels: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.image}/{self.arch}"
 
     def digest(self) -> str:
-        blob = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        fields = asdict(self)
+        if not self.bundle_wheels:  # a request without them digests as before they existed
+            del fields["bundle_wheels"]
+        blob = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -117,11 +122,14 @@ def python_requests(
     out = []
     for arch in arches_of(img.platforms):
         arch_wheels = list(wheels)
+        select: list[tuple[str, tuple[str, ...]]] = []
         for cname in img.components:
             comp = cat.components[cname]
             if comp.wheel:
                 url = fill_url(comp.wheel, arch=arch)
                 arch_wheels.append(f"{comp.package or cname} @ {url}")
+                if comp.bundle_wheels:
+                    select.append((url, tuple(comp.bundle_wheels)))
         out.append(
             PythonRequest(
                 image=image,
@@ -132,6 +140,7 @@ def python_requests(
                 requirements=tuple(requirements),
                 wheels=tuple(arch_wheels),
                 git=tuple(git),
+                bundle_wheels=tuple(select),
             )
         )
     return out
@@ -354,11 +363,13 @@ def resolve_python(req: PythonRequest, ca_file: str | None = None) -> list[str]:
                 lines.append(wheel)
             else:  # uv reads each wheel of a bundle from disk (a URL would be an sdist to it)
                 uname = UNAME_ARCH[req.arch]
+                select = dict(req.bundle_wheels).get(url, ())
                 fits = [w for w in _bundle_wheels(url, root / f"bundle{i}", ca_file)
-                        if bundle_wheel_fits(w.name, uname)]
+                        if bundle_wheel_fits(w.name, uname, select)]
                 if not fits:
                     raise LockError(f"{url}: the bundle holds no wheel for {uname} "
-                                    "(*_" + uname + ".whl) and no pure-Python one (*-any.whl)")
+                                    "(*_" + uname + ".whl) and no pure-Python one (*-any.whl)"
+                                    + (" named " + ", ".join(select) if select else ""))
                 lines += [str(w) for w in fits]
         for pkg in req.git:
             dest = root / "src" / pkg.name

@@ -130,6 +130,7 @@ FIELDS: list[tuple[tuple[str, ...], str, list[Any]]] = [
     ]),
     (("toolkits", "cann852", "packages", 0), "name", ["toolkit"]),
     (("components", "torch"), "pin", [True, False]),
+    (("components", "torch"), "bundle_wheels", [["torch_npu-*_{uname_arch}.whl"], [], ["$(x)"]]),
     (("components", "torch"), "extra_index", [
         {"amd64": "https://i.example.com/simple"},
         {"arm64": ["https://a.example.com/simple", "https://b.example.com/simple"]},
@@ -161,6 +162,8 @@ FIELDS: list[tuple[tuple[str, ...], str, list[Any]]] = [
     (("components", "vllm-ascend"), "dest", ["/vllm-workspace/x", "rel", "/a b"]),
     (("images", "one"), "env", [{"A": "1"}, {"LD_PRELOAD": {"prepend": ["/x"]}},
                                 {"P": {"append": ["/a"], "replace": ["/b"]}}, {"P": {}},
+                                {"P": {"prepend": ["/a"], "append": ["/b"]}},
+                                {"P": {"prepend": ["/a"], "replace": ["/b"]}},
                                 {"1A": "x"}, {"A": 1}]),
     (("images", "one"), "workdir", ["/workspace", "workspace"]),
     (("images", "one"), "python", [

@@ -676,7 +676,10 @@ def test_catalog_mode_on_an_example_whose_originals_are_its_rendered_files(
 
     repo = tmp_path / "vllm-ascend"
     shutil.copytree(ROOT / "examples" / "vllm-ascend", repo)
+    # the accepted list and the originals the catalog names are about the upstream files
+    (repo / "compare-accepted.toml").unlink(missing_ok=True)
     text = (repo / "cannery.toml").read_text(encoding="utf-8")
+    text = re.sub(r"^original = .*\n", "", text, flags=re.M)
     names = re.findall(r"^\[images\.([^\]]+)\]$", text, flags=re.M)
     for name in names:
         text = text.replace(f"[images.{name}]\n",

@@ -7,11 +7,14 @@ system and the network); the steps themselves are the rendered text, run by bash
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import dockerfile
+import pytest
 
 from cannery.catalog.load import load_catalog
+from cannery.errors import FatalError
 from cannery.lock import Lock
 from cannery.plan import ImageSpec, plan
 from cannery.pydeps import python_requests
@@ -36,6 +39,12 @@ def _load(tmp_path: Path, text: str) -> ImageSpec:
     path = tmp_path / "catalog.toml"
     path.write_text(text)
     return plan(load_catalog(path).catalog, Lock(), ["one"])[0]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "plain.toml"
+    path.write_text(text)
+    return path
 
 
 def _runs(spec: ImageSpec) -> list[str]:
@@ -201,6 +210,44 @@ def test_runtime_env_seen_by_a_shell(tmp_path: Path) -> None:
     )
 
 
+BOTH_SIDES = SETTINGS.replace(
+    'env.LD_LIBRARY_PATH = { append = ["/usr/local/lib"] }',
+    'env.LD_LIBRARY_PATH = { prepend = ["/drv/lib64", "/usr/lib64"], append = ["/usr/local/lib"] }')
+
+
+def test_a_path_list_prepended_and_appended_to(tmp_path: Path) -> None:
+    """prepend and append together: entries on both sides of the inherited value, one ENV
+    value (a second pair for the same name in one ENV would see the old value); through bash,
+    with the value inherited and without it."""
+    from cannery.render.dockerfile import runtime_env
+    from cannery.verify.expect import env_matches, expected_env
+
+    spec = _load(tmp_path, BOTH_SIDES)
+    pairs = runtime_env(spec)
+    assert [k for k, _ in pairs].count("LD_LIBRARY_PATH") == 1
+    value = dict(pairs)["LD_LIBRARY_PATH"]
+    for inherited, seen in (("/tk/lib64", "/drv/lib64:/usr/lib64:/tk/lib64:/usr/local/lib"),
+                            ("", "/drv/lib64:/usr/lib64:/usr/local/lib")):
+        proc = _bash(f'LD_LIBRARY_PATH="{value}"; echo "$LD_LIBRARY_PATH"', tmp_path,
+                     {"LD_LIBRARY_PATH": inherited})
+        assert proc.stdout.strip() == seen
+    # verify: the prepended entries, then the toolkit's, lead the value; more may follow
+    want, inherits = expected_env(spec, "arm64")["LD_LIBRARY_PATH"]
+    assert want.startswith("/drv/lib64:/usr/lib64:/usr/local/Ascend/") and inherits
+    assert env_matches(want + ":/usr/local/lib", want, inherits)
+    # a variable the toolkit sets to one exact value: the appended entry follows it
+    opp = _load(tmp_path, BOTH_SIDES.replace(
+        'env.SOC_VERSION = "ascend910b1"',
+        'env.SOC_VERSION = "ascend910b1"\n'
+        'env.ASCEND_HOME_PATH = { prepend = ["/a"], append = ["/b"] }'))
+    want, inherits = expected_env(opp, "arm64")["ASCEND_HOME_PATH"]
+    assert want.startswith("/a:/usr/local/Ascend/") and env_matches(want + ":/b", want, inherits)
+    # and the catalog says the same through its schema and model: replace stays alone
+    bad = BOTH_SIDES.replace('append = ["/usr/local/lib"]', 'replace = ["/usr/local/lib"]')
+    with pytest.raises(FatalError, match="replace drops the current value"):
+        _load(tmp_path, bad)
+
+
 def test_verify_expects_the_image_env(tmp_path: Path) -> None:
     from cannery.verify.expect import expected_env
 
@@ -261,6 +308,106 @@ def test_tar_gz_bundle_of_wheels_installs_every_wheel_for_the_platform(tmp_path:
     assert installed == ["a-1-py3-none-any.whl", "b-1-py3-none-any.whl",
                          "d-1-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"]
     assert not (work / "bundle").exists() and not (work / "bundle.run").exists()
+
+
+def _bundle_run(tmp_path: Path, catalog: str, arch: str) -> list[str]:
+    """The wheels the rendered bundle step hands pip, run against a real .tar.gz."""
+    import io
+    import tarfile
+
+    spec = _load(tmp_path, catalog)
+    step = next(r for r in _runs(spec) if "torch_npu-" in r)
+    work = tmp_path / "tmp"
+    work.mkdir(exist_ok=True)
+    with tarfile.open(work / "bundle.run", "w:gz") as tar:
+        for name in ("torch_npu-2.10.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+                     "torch_npu-2.10.0-cp312-cp312-manylinux_2_28_aarch64.whl",
+                     "apex-0.1-cp312-cp312-manylinux_2_28_x86_64.whl",
+                     "torchvision_npu-1-py3-none-any.whl"):
+            info = tarfile.TarInfo(name)
+            info.size = 1
+            tar.addfile(info, io.BytesIO(b"x"))
+    after = step[step.index("mkdir -p /tmp/bundle"):].replace("/tmp/", f"{work}/")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    log = tmp_path / "log"
+    log.write_text("")
+    _tool(bin_dir, "python3", f'for a in "$@"; do echo "$a"; done >> {log}')
+    proc = _bash("set -eu; " + after, tmp_path, {"CANN_ARCH": arch})
+    assert proc.returncode == 0, proc.stderr
+    return sorted(Path(a).name for a in log.read_text().split() if a.endswith(".whl"))
+
+
+SELECTED = minimal().replace('"torch", "vllm"', '"torch", "bundle", "vllm"') + (
+    '\n[components.bundle]\nwheel = "https://w.example.com/torch_npu-{arch}.tar.gz"\n'
+    'bundle_wheels = ["torch_npu-2.10.0*_{uname_arch}.whl"]\n'
+)
+
+
+def test_bundle_wheels_installs_only_the_wheels_it_names(tmp_path: Path) -> None:
+    """install_daily_deps.sh installs torch_npu-2.10.0*_ARCH.whl from the bundle, nothing else
+    in it: bundle_wheels says so, and the rendered find selects that, per platform."""
+    assert _bundle_run(tmp_path, SELECTED, "x86_64") == [
+        "torch_npu-2.10.0-cp312-cp312-manylinux_2_28_x86_64.whl"]
+    assert _bundle_run(tmp_path, SELECTED, "aarch64") == [
+        "torch_npu-2.10.0-cp312-cp312-manylinux_2_28_aarch64.whl"]
+    # without it, every wheel for the platform and every pure-Python one
+    default = SELECTED.replace('bundle_wheels = ["torch_npu-2.10.0*_{uname_arch}.whl"]\n', "")
+    assert _bundle_run(tmp_path, default, "x86_64") == [
+        "apex-0.1-cp312-cp312-manylinux_2_28_x86_64.whl",
+        "torch_npu-2.10.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+        "torchvision_npu-1-py3-none-any.whl"]
+
+
+def test_the_lock_resolves_the_same_wheels_of_a_bundle() -> None:
+    """The lock's choice (bundle_wheel_fits) is the Dockerfile's: the platform's, then named."""
+    from cannery.catalog.inputs import bundle_wheel_fits
+
+    select = ("torch_npu-2.10.0*_{uname_arch}.whl",)
+    names = ["torch_npu-2.10.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+             "torch_npu-2.10.0-cp312-cp312-manylinux_2_28_aarch64.whl",
+             "apex-0.1-cp312-cp312-manylinux_2_28_x86_64.whl",
+             "torchvision_npu-1-py3-none-any.whl"]
+    assert [n for n in names if bundle_wheel_fits(n, "x86_64", select)] == names[:1]
+    assert [n for n in names if bundle_wheel_fits(n, "aarch64", select)] == names[1:2]
+    assert [n for n in names if bundle_wheel_fits(n, "x86_64")] == [names[0], *names[2:]]
+
+
+def test_the_lock_request_carries_bundle_wheels(tmp_path: Path) -> None:
+    """The Python lock reads the patterns from its request; a request without them digests as
+    it did before the field existed (every existing lock stays current)."""
+    path = tmp_path / "catalog.toml"
+    path.write_text(SELECTED)
+    cat = load_catalog(path).catalog
+    commits = {(c.git, c.ref): "a" * 40 for c in cat.components.values() if c.git and c.ref}
+    reqs = python_requests(cat, "one", commits)
+    assert reqs is not None
+    assert {r.arch: r.bundle_wheels for r in reqs} == {
+        "amd64": (("https://w.example.com/torch_npu-amd64.tar.gz",
+                   ("torch_npu-2.10.0*_{uname_arch}.whl",)),),
+        "arm64": (("https://w.example.com/torch_npu-arm64.tar.gz",
+                   ("torch_npu-2.10.0*_{uname_arch}.whl",)),)}
+    plain = python_requests(load_catalog(_write(tmp_path, minimal())).catalog, "one", commits)
+    assert plain is not None and all(r.bundle_wheels == () for r in plain)
+    import dataclasses
+
+    first = plain[0]
+    with_field = dataclasses.replace(first, bundle_wheels=(("u", ("p",)),))
+    assert with_field.digest() != first.digest()
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ('wheel = "https://w.example.com/x-{arch}.whl"\nbundle_wheels = ["x*"]',
+     "bundle_wheels needs a wheel bundle"),
+    ('wheel = "https://w.example.com/x-{arch}.tar.gz"\nbundle_wheels = ["$(id)*.whl"]',
+     "bad wheel file-name pattern"),
+])
+def test_bundle_wheels_only_for_a_bundle_and_plain_names(tmp_path: Path, extra: str,
+                                                         message: str) -> None:
+    text = minimal().replace('"torch", "vllm"', '"torch", "bundle", "vllm"') + (
+        f"\n[components.bundle]\n{extra}\n")
+    with pytest.raises(FatalError, match=re.escape(message)):
+        _load(tmp_path, text)
 
 
 # --------------------------------------------------------------- build from the checkout

@@ -4,7 +4,7 @@
 # Platforms: linux/amd64, linux/arm64
 # cannery: UNLOCKED base image quay.io/ascend/cann:9.1.0-a3-openeuler24.03-py3.12 (no digest); run `cannery lock`.
 # cannery: UNLOCKED component vllm: git ref v0.27.1 (no commit); run `cannery lock`.
-# cannery: component vllm-ascend: dependencies of the checkout (.) are resolved by pip at build time, under the lock's constraints.
+# cannery: component vllm-ascend-batch-invariant: dependencies of the checkout (.) are resolved by pip at build time, under the lock's constraints.
 # cannery: UNPINNED Python dependencies: pip resolves them at build time, so this
 # file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
@@ -97,17 +97,17 @@ RUN set -eu; \
     python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" -e '/vllm-workspace/vllm[audio]'; \
     rm -rf /vllm-workspace/vllm/.git
 
-# vllm-ascend: this repository's checkout (.) (editable)
+# vllm-ascend-batch-invariant: this repository's checkout (.) (editable)
 # Build env for this step only: COMPILE_CUSTOM_KERNELS, VLLM_BATCH_INVARIANT, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
 # Copied from the build context (.git left out by the rendered .dockerignore); the
 # commit, read from git at build time, is in the label
-# io.cannery.component.vllm-ascend.
+# io.cannery.component.vllm-ascend-batch-invariant.
 COPY . /vllm-workspace/vllm-ascend
 RUN set -eu; \
     case "${TARGETARCH}" in \
       amd64) set -- --extra-index-url=https://download.pytorch.org/whl/cpu --extra-index-url=https://mirrors.huaweicloud.com/ascend/repos/pypi ;; \
       arm64) set -- --extra-index-url=https://download.pytorch.org/whl/cpu --extra-index-url=https://mirrors.huaweicloud.com/ascend/repos/pypi ;; \
-      *) echo "cannery: no package index choice for vllm-ascend for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
+      *) echo "cannery: no package index choice for vllm-ascend-batch-invariant for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
     esac; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
@@ -121,7 +121,7 @@ RUN set -eu; \
 RUN python3 -m pip uninstall -y triton triton-ascend
 
 # A catalog `run` step (linted with cannery's Dockerfile rules).
-RUN python3 -m pip install --no-cache-dir --extra-index-url https://mirrors.huaweicloud.com/ascend/repos/pypi triton-ascend==3.2.2
+RUN python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple --extra-index-url https://mirrors.huaweicloud.com/ascend/repos/pypi triton-ascend==3.2.2
 
 # Runtime environment of the image (catalog env), for the running container.
 ENV SOC_VERSION=ascend910_9391 \
@@ -142,4 +142,4 @@ LABEL org.opencontainers.image.source="https://github.com/vllm-project/vllm-asce
       io.cannery.component.mooncake="mooncake-transfer-engine-npu==0.3.11.post1" \
       io.cannery.component.serving-extras="modelscope ray>=2.47.1,<=2.48.0 protobuf>3.20.0" \
       io.cannery.component.vllm="v0.27.1@v0.27.1" \
-      io.cannery.component.vllm-ascend="${CANNERY_CHECKOUT}"
+      io.cannery.component.vllm-ascend-batch-invariant="${CANNERY_CHECKOUT}"

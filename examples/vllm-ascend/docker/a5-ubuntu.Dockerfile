@@ -99,7 +99,7 @@ RUN set -eu; \
     rm -rf /vllm-workspace/vllm/.git
 
 # vllm-ascend: this repository's checkout (.) (editable)
-# Build env for this step only: COMPILE_CUSTOM_KERNELS, VLLM_BATCH_INVARIANT, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
+# Build env for this step only: COMPILE_CUSTOM_KERNELS, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
 # Copied from the build context (.git left out by the rendered .dockerignore); the
 # commit, read from git at build time, is in the label
 # io.cannery.component.vllm-ascend.
@@ -113,7 +113,6 @@ RUN set -eu; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     export COMPILE_CUSTOM_KERNELS=1; \
-    export VLLM_BATCH_INVARIANT=1; \
     export SOC_VERSION=ascend950dt_9582; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-9.1.0/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
     python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" -e /vllm-workspace/vllm-ascend
@@ -128,7 +127,7 @@ RUN update-alternatives --install /usr/bin/clang++ clang++ /usr/bin/clang++-15 2
 RUN python3 -m pip uninstall -y triton triton-ascend
 
 # A catalog `run` step (linted with cannery's Dockerfile rules).
-RUN python3 -m pip install --no-cache-dir --extra-index-url https://mirrors.huaweicloud.com/ascend/repos/pypi triton-ascend==3.2.2
+RUN python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple --extra-index-url https://mirrors.huaweicloud.com/ascend/repos/pypi triton-ascend==3.2.2
 
 # Runtime environment of the image (catalog env), for the running container.
 ENV SOC_VERSION=ascend950dt_9582 \

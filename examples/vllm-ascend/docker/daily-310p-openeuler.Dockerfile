@@ -92,7 +92,7 @@ RUN set -eu; \
     rm -rf /vllm-workspace/vllm/.git
 
 # vllm-ascend: this repository's checkout (.) (editable)
-# Build env for this step only: COMPILE_CUSTOM_KERNELS, VLLM_BATCH_INVARIANT, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
+# Build env for this step only: COMPILE_CUSTOM_KERNELS, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
 # Copied from the build context (.git left out by the rendered .dockerignore); the
 # commit, read from git at build time, is in the label
 # io.cannery.component.vllm-ascend.
@@ -106,12 +106,11 @@ RUN set -eu; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     export COMPILE_CUSTOM_KERNELS=1; \
-    export VLLM_BATCH_INVARIANT=1; \
     export SOC_VERSION=ascend310p1; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-2026.08.03/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
     python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" -e /vllm-workspace/vllm-ascend
 
-# torch-npu-daily: a tar.gz of wheels, checked against its sha256 from cannery.lock; its wheels for this platform installed
+# torch-npu-daily: a tar.gz of wheels, checked against its sha256 from cannery.lock; its wheels for this platform named torch_npu-2.10.0*_{uname_arch}.whl installed
 RUN set -eu; \
     case "${TARGETARCH}" in \
       amd64) set -- --extra-index-url=https://download.pytorch.org/whl/cpu ;; \
@@ -127,7 +126,7 @@ RUN set -eu; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/torch_npu_daily.run "${torch_npu_daily_url}"; \
     echo "${torch_npu_daily_sha256}  /tmp/torch_npu_daily.run" | sha256sum -c -; \
     mkdir -p /tmp/torch_npu_daily; tar -xzf /tmp/torch_npu_daily.run -C /tmp/torch_npu_daily; \
-    find /tmp/torch_npu_daily \( -name "*_${CANN_ARCH}.whl" -o -name "*-any.whl" \) -print0 | xargs -0 python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" --force-reinstall; \
+    find /tmp/torch_npu_daily \( -name "*_${CANN_ARCH}.whl" -o -name "*-any.whl" \) \( -name "torch_npu-2.10.0*_${CANN_ARCH}.whl" \) -print0 | xargs -0 python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" --force-reinstall; \
     rm -rf /tmp/torch_npu_daily /tmp/torch_npu_daily.run
 
 # Removed after the installs: triton, triton-ascend.
@@ -136,22 +135,18 @@ RUN python3 -m pip uninstall -y triton triton-ascend
 # The dynamic linker cache, refreshed after the installs.
 RUN ldconfig
 
-# /lib64 -> /lib.
-RUN mkdir -p "$(dirname /lib64)"; \
-    ln -sfn /lib /lib64
+# A catalog `run` step (linted with cannery's Dockerfile rules).
+RUN mkdir -m 750 /var/driver -m 750 /var/dmp -m 750 /usr/slog && mkdir -m 755 /home/drv && mkdir -m 750 /home/drv/hdc_ppc -m 750 -p /var/log/npu/slog && ln -sf /lib /lib64 && groupadd -g 1000 HwHiAiUser && useradd -u 1000 -g HwHiAiUser -d /home/HwHiAiUser -m HwHiAiUser && groupadd -g 1101 HwDmUser && useradd -u 1101 -g HwDmUser -d /home/HwDmUser -m HwDmUser && groupadd -g 1102 HwBaseUser && useradd -u 1102 -g HwBaseUser -d /home/HwBaseUser -m HwBaseUser && groupadd -g 1100 HwSysUser && useradd -u 1100 -g HwSysUser -d /home/HwSysUser -m HwSysUser && usermod -a -G HwBaseUser HwHiAiUser && usermod -a -G HwDmUser HwHiAiUser && usermod -a -G HwBaseUser HwDmUser && usermod -a -G HwHiAiUser HwDmUser && usermod -a -G HwSysUser HwSysUser && chown HwDmUser:HwDmUser /var/dmp && chown HwHiAiUser:HwHiAiUser /var/driver && chown HwHiAiUser:HwHiAiUser /usr/slog && chown HwHiAiUser:HwHiAiUser /home/drv/hdc_ppc && chown HwHiAiUser:HwHiAiUser /var/log/npu/slog
 
 # A catalog `run` step (linted with cannery's Dockerfile rules).
-RUN mkdir -m 750 -p /var/driver /var/dmp /usr/slog /home/drv/hdc_ppc /var/log/npu/slog && for u in HwHiAiUser:1000 HwDmUser:1101 HwBaseUser:1102 HwSysUser:1100; do groupadd -g ${u#*:} ${u%%:*} && useradd -u ${u#*:} -g ${u%%:*} -d /home/${u%%:*} -m ${u%%:*}; done && usermod -a -G HwBaseUser,HwDmUser HwHiAiUser && usermod -a -G HwBaseUser,HwHiAiUser HwDmUser && chown HwDmUser:HwDmUser /var/dmp && chown HwHiAiUser:HwHiAiUser /var/driver /usr/slog /home/drv/hdc_ppc /var/log/npu/slog
-
-# A catalog `run` step (linted with cannery's Dockerfile rules).
-RUN printf '%s\n' '#!/bin/bash' 'if ! lspci 2>/dev/null | grep -qi accelerators; then' '  su - HwHiAiUser -c "LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64:/usr/lib64 /lib/ld-linux-aarch64.so.1 /var/slogd -d >/dev/null &"' '  su - HwDmUser -c "LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64:/usr/lib64 /var/dmp_daemon -I -M -U 8087 &"' '  ln -sf /lib/ld-linux-aarch64.so.1 /lib64/ld-linux-aarch64.so.1' 'fi' 'exec "$@"' > /usr/local/bin/entrypoint.sh && chmod +x /usr/local/bin/entrypoint.sh
+RUN echo '#!/bin/bash' > /usr/local/bin/entrypoint.sh && echo 'if lspci 2>/dev/null | grep -qi "accelerators"; then' >> /usr/local/bin/entrypoint.sh && echo '    :' >> /usr/local/bin/entrypoint.sh && echo 'else' >> /usr/local/bin/entrypoint.sh && echo '    su - HwHiAiUser -c "export LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64/:/usr/lib64 && /lib/ld-linux-aarch64.so.1 /var/slogd -d >/dev/null &"' >> /usr/local/bin/entrypoint.sh && echo '    su - HwDmUser -c "export LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64/:/usr/lib64 && /lib/ld-linux-aarch64.so.1 /var/dmp_daemon -I -M -U 8087 &"' >> /usr/local/bin/entrypoint.sh && echo '    ' >> /usr/local/bin/entrypoint.sh && echo '    ln -sf /lib/ld-linux-aarch64.so.1 /lib64/ld-linux-aarch64.so.1' >> /usr/local/bin/entrypoint.sh && echo 'fi' >> /usr/local/bin/entrypoint.sh && echo '' >> /usr/local/bin/entrypoint.sh && echo 'exec "$@"' >> /usr/local/bin/entrypoint.sh && chmod +x /usr/local/bin/entrypoint.sh
 
 # Runtime environment of the image (catalog env), for the running container.
 ENV SOC_VERSION=ascend310p1 \
     TASK_QUEUE_ENABLE=1 \
     OMP_NUM_THREADS=1 \
     LD_PRELOAD=/usr/lib64/libjemalloc.so.2${LD_PRELOAD:+:${LD_PRELOAD}} \
-    LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64:/usr/lib64:/root/aicpu_kernels/0/aicpu_kernels_device/sand_box${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}
+    LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64:/usr/lib64:/root/aicpu_kernels/0/aicpu_kernels_device/sand_box${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}:/usr/local/lib
 WORKDIR /workspace
 
 # The checkout's commit, read from git by `cannery build` (+dirty… when the tree had changes).

@@ -8,7 +8,7 @@
 # cannery: UNLOCKED component triton-ascend-daily: wheel for arm64 (no sha256); run `cannery lock`.
 # cannery: UNLOCKED component torch-npu-daily: wheel for amd64 (no sha256); run `cannery lock`.
 # cannery: UNLOCKED component torch-npu-daily: wheel for arm64 (no sha256); run `cannery lock`.
-# cannery: component vllm-ascend: dependencies of the checkout (.) are resolved by pip at build time, under the lock's constraints.
+# cannery: component vllm-ascend-batch-invariant: dependencies of the checkout (.) are resolved by pip at build time, under the lock's constraints.
 # cannery: UNPINNED Python dependencies: pip resolves them at build time, so this
 # file can build a different image tomorrow; `cannery lock` pins them with hashes.
 
@@ -102,17 +102,17 @@ RUN set -eu; \
     python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" -e '/vllm-workspace/vllm[audio]'; \
     rm -rf /vllm-workspace/vllm/.git
 
-# vllm-ascend: this repository's checkout (.) (editable)
+# vllm-ascend-batch-invariant: this repository's checkout (.) (editable)
 # Build env for this step only: COMPILE_CUSTOM_KERNELS, VLLM_BATCH_INVARIANT, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
 # Copied from the build context (.git left out by the rendered .dockerignore); the
 # commit, read from git at build time, is in the label
-# io.cannery.component.vllm-ascend.
+# io.cannery.component.vllm-ascend-batch-invariant.
 COPY . /vllm-workspace/vllm-ascend
 RUN set -eu; \
     case "${TARGETARCH}" in \
       amd64) set -- --extra-index-url=https://download.pytorch.org/whl/cpu --extra-index-url=https://mirrors.huaweicloud.com/ascend/repos/pypi ;; \
       arm64) set -- --extra-index-url=https://download.pytorch.org/whl/cpu --extra-index-url=https://mirrors.huaweicloud.com/ascend/repos/pypi ;; \
-      *) echo "cannery: no package index choice for vllm-ascend for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
+      *) echo "cannery: no package index choice for vllm-ascend-batch-invariant for TARGETARCH=${TARGETARCH}" >&2; exit 1 ;; \
     esac; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
@@ -141,7 +141,7 @@ RUN set -eu; \
     wheel="/tmp/$(basename "${triton_ascend_daily_url}")"; mv /tmp/triton_ascend_daily.run "${wheel}"; \
     python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple --force-reinstall "${wheel}"; rm -f "${wheel}"
 
-# torch-npu-daily: a tar.gz of wheels, checked against its sha256 from cannery.lock; its wheels for this platform installed
+# torch-npu-daily: a tar.gz of wheels, checked against its sha256 from cannery.lock; its wheels for this platform named torch_npu-2.10.0*_{uname_arch}.whl installed
 RUN set -eu; \
     case "${TARGETARCH}" in \
       amd64) set -- --extra-index-url=https://download.pytorch.org/whl/cpu ;; \
@@ -157,7 +157,7 @@ RUN set -eu; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/torch_npu_daily.run "${torch_npu_daily_url}"; \
     echo "${torch_npu_daily_sha256}  /tmp/torch_npu_daily.run" | sha256sum -c -; \
     mkdir -p /tmp/torch_npu_daily; tar -xzf /tmp/torch_npu_daily.run -C /tmp/torch_npu_daily; \
-    find /tmp/torch_npu_daily \( -name "*_${CANN_ARCH}.whl" -o -name "*-any.whl" \) -print0 | xargs -0 python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" --force-reinstall; \
+    find /tmp/torch_npu_daily \( -name "*_${CANN_ARCH}.whl" -o -name "*-any.whl" \) \( -name "torch_npu-2.10.0*_${CANN_ARCH}.whl" \) -print0 | xargs -0 python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" --force-reinstall; \
     rm -rf /tmp/torch_npu_daily /tmp/torch_npu_daily.run
 
 # /usr/bin/clang -> /usr/bin/clang-15 (update-alternatives, priority 20).
@@ -188,7 +188,7 @@ LABEL org.opencontainers.image.source="https://github.com/vllm-project/vllm-asce
       io.cannery.component.mooncake="mooncake-transfer-engine-npu==0.3.11.post1" \
       io.cannery.component.serving-extras="modelscope ray>=2.47.1,<=2.48.0 protobuf>3.20.0" \
       io.cannery.component.vllm="v0.27.1@v0.27.1" \
-      io.cannery.component.vllm-ascend="${CANNERY_CHECKOUT}" \
+      io.cannery.component.vllm-ascend-batch-invariant="${CANNERY_CHECKOUT}" \
       io.cannery.component.memfabric-daily="memfabric_hybrid @ https://obs-memfabric-hybrid.obs.cn-north-4.myhuaweicloud.com/mf/develop/20260725.3/memfabric_hybrid-1.2.0-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl ; platform_machine == 'x86_64' memfabric_hybrid @ https://obs-memfabric-hybrid.obs.cn-north-4.myhuaweicloud.com/mf/develop/20260725.3/memfabric_hybrid-1.2.0-cp312-cp312-manylinux_2_26_aarch64.manylinux_2_28_aarch64.whl ; platform_machine == 'aarch64'" \
       io.cannery.component.memcache-daily="memcache_hybrid @ https://obs-memfabric-hybrid.obs.cn-north-4.myhuaweicloud.com/memcache/develop/20260725.3/memcache_hybrid-1.2.0-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl ; platform_machine == 'x86_64' memcache_hybrid @ https://obs-memfabric-hybrid.obs.cn-north-4.myhuaweicloud.com/memcache/develop/20260725.3/memcache_hybrid-1.2.0-cp312-cp312-manylinux_2_26_aarch64.manylinux_2_28_aarch64.whl ; platform_machine == 'aarch64'" \
       io.cannery.component.triton-ascend-daily="unlocked" \

@@ -103,7 +103,7 @@ RUN set -eu; \
     rm -rf /vllm-workspace/vllm/.git
 
 # vllm-ascend: this repository's checkout (.) (editable)
-# Build env for this step only: COMPILE_CUSTOM_KERNELS, VLLM_BATCH_INVARIANT, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
+# Build env for this step only: COMPILE_CUSTOM_KERNELS, SOC_VERSION and the devlib stub on LD_LIBRARY_PATH.
 # Copied from the build context (.git left out by the rendered .dockerignore); the
 # commit, read from git at build time, is in the label
 # io.cannery.component.vllm-ascend.
@@ -117,7 +117,6 @@ RUN set -eu; \
     jobs="${BUILD_JOBS:-$(nproc)}"; \
     export MAX_JOBS="${jobs}" CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" MAKEFLAGS="-j${jobs}"; \
     export COMPILE_CUSTOM_KERNELS=1; \
-    export VLLM_BATCH_INVARIANT=1; \
     export SOC_VERSION=ascend950dt_9582; \
     export LD_LIBRARY_PATH="/usr/local/Ascend/cann-2026.08.03/${CANN_ARCH}-linux/devlib/linux/${CANN_ARCH}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"; \
     python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" -e /vllm-workspace/vllm-ascend
@@ -141,7 +140,7 @@ RUN set -eu; \
     wheel="/tmp/$(basename "${triton_ascend_daily_url}")"; mv /tmp/triton_ascend_daily.run "${wheel}"; \
     python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple --force-reinstall "${wheel}"; rm -f "${wheel}"
 
-# torch-npu-daily: a tar.gz of wheels, checked against its sha256 from cannery.lock; its wheels for this platform installed
+# torch-npu-daily: a tar.gz of wheels, checked against its sha256 from cannery.lock; its wheels for this platform named torch_npu-2.10.0*_{uname_arch}.whl installed
 RUN set -eu; \
     case "${TARGETARCH}" in \
       amd64) set -- --extra-index-url=https://download.pytorch.org/whl/cpu ;; \
@@ -157,7 +156,7 @@ RUN set -eu; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/torch_npu_daily.run "${torch_npu_daily_url}"; \
     echo "${torch_npu_daily_sha256}  /tmp/torch_npu_daily.run" | sha256sum -c -; \
     mkdir -p /tmp/torch_npu_daily; tar -xzf /tmp/torch_npu_daily.run -C /tmp/torch_npu_daily; \
-    find /tmp/torch_npu_daily \( -name "*_${CANN_ARCH}.whl" -o -name "*-any.whl" \) -print0 | xargs -0 python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" --force-reinstall; \
+    find /tmp/torch_npu_daily \( -name "*_${CANN_ARCH}.whl" -o -name "*-any.whl" \) \( -name "torch_npu-2.10.0*_${CANN_ARCH}.whl" \) -print0 | xargs -0 python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" --force-reinstall; \
     rm -rf /tmp/torch_npu_daily /tmp/torch_npu_daily.run
 
 # /usr/bin/clang -> /usr/bin/clang-15 (update-alternatives, priority 20).

@@ -109,10 +109,15 @@ BUNDLES = {".zip": "zip", ".tar.gz": "tar.gz", ".tgz": "tar.gz"}
 BUNDLE_WHEEL_ENDINGS = ("_{uname_arch}.whl", "-any.whl")
 
 
-def bundle_wheel_fits(name: str, uname_arch: str) -> bool:
+def bundle_wheel_fits(name: str, uname_arch: str, select: tuple[str, ...] = ()) -> bool:
     """Whether a bundle's wheel ``name`` is installed on the platform whose `uname -m` is
-    ``uname_arch`` (torch_npu's daily bundle holds its x86_64 and aarch64 wheels)."""
-    return name.endswith(tuple(e.format(uname_arch=uname_arch) for e in BUNDLE_WHEEL_ENDINGS))
+    ``uname_arch`` (torch_npu's daily bundle holds its x86_64 and aarch64 wheels): it fits the
+    platform and, when the component names ``select`` (bundle_wheels), matches one of them."""
+    import fnmatch
+
+    fits = name.endswith(tuple(e.format(uname_arch=uname_arch) for e in BUNDLE_WHEEL_ENDINGS))
+    return fits and (not select or any(
+        fnmatch.fnmatchcase(name, p.replace("{uname_arch}", uname_arch)) for p in select))
 
 
 def bundle_kind(url: str) -> str | None:

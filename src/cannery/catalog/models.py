@@ -356,6 +356,12 @@ INSTALLED_ONLY = (
 )
 
 
+# A wheel bundle's URL (cannery.catalog.inputs.BUNDLES) and a pattern of its wheels' names
+# (written inside double quotes in the Dockerfile's `find -name`: nothing the shell expands).
+BUNDLE_URL = r"\.(zip|tar\.gz|tgz)$"
+BUNDLE_WHEEL_PATTERN = r"^([A-Za-z0-9._+*?-]|\{uname_arch\})+$"
+
+
 def _component_rules() -> JsonDict:
     """The cross-field rules of Component, as JSON Schema (the model validators below say the
     same): one source per entry; git-only fields and `pin` only with their source; an entry that
@@ -376,6 +382,8 @@ def _component_rules() -> JsonDict:
                 },
             },
             {"if": has("path"), "then": {"not": has("ref")}},
+            {"if": has("bundle_wheels"), "then": {
+                "required": ["wheel"], "properties": {"wheel": {"pattern": BUNDLE_URL}}}},
             {"if": has("pip"), "then": {"not": has("pip_args")}},
             {
                 "if": {"required": ["install"], "properties": {"install": {"const": "none"}}},
@@ -413,6 +421,13 @@ class Component(Strict):
         description="https URL template of a wheel, or a .zip/.tar.gz of wheels "
                     "({uname_arch}, {arch})",
         json_schema_extra=_schema(URL_TEMPLATE),
+    )
+    bundle_wheels: list[str] | None = Field(
+        None, min_length=1,
+        description="A bundle (.zip/.tar.gz) wheel only: install only its wheels whose file "
+                    "names match one of these patterns (* and ?; {uname_arch} is the platform's "
+                    "`uname -m`), among those for the platform; default every one for it",
+        json_schema_extra={"items": {"type": "string", "pattern": BUNDLE_WHEEL_PATTERN}},
     )
     path: str | None = Field(
         None,
@@ -587,11 +602,23 @@ class Component(Strict):
                 _https(url)
         return v
 
+    @field_validator("bundle_wheels")
+    @classmethod
+    def _bundle_patterns(cls, v: list[str] | None) -> list[str] | None:
+        for pattern in v or ():
+            if not _full(BUNDLE_WHEEL_PATTERN, pattern):
+                raise ValueError(f"bad wheel file-name pattern {pattern!r} (letters, digits, "
+                                 "._+-, * and ?, and {uname_arch})")
+        return v
+
     @model_validator(mode="after")
     def _one_source(self) -> Component:
         kinds = [k for k in SOURCES if getattr(self, k) is not None]
         if len(kinds) != 1:
             raise ValueError("give exactly one of git, pip, wheel, path")
+        if self.bundle_wheels is not None and not re.search(BUNDLE_URL, self.wheel or ""):
+            raise ValueError("bundle_wheels needs a wheel bundle: a wheel URL ending in .zip, "
+                             ".tar.gz or .tgz")
         if self.git is not None and not self.ref:
             raise ValueError("a git component needs a ref")
         return self
@@ -612,9 +639,14 @@ def _one_of(*keys: str) -> JsonDict:
 
 class PathEdit(Strict):
     """A search-path variable changed relative to what is already set (the toolkit's list, or
-    the base image's): exactly one of the three."""
+    the base image's): append, prepend, both (entries on either side of the current value), or
+    replace alone."""
 
-    model_config = ConfigDict(json_schema_extra=_one_of("append", "prepend", "replace"))
+    model_config = ConfigDict(json_schema_extra={
+        "anyOf": [{"required": [k]} for k in ("append", "prepend", "replace")],
+        "not": {"required": ["replace"],
+                "anyOf": [{"required": ["append"]}, {"required": ["prepend"]}]},
+    })
 
     append: list[str] | None = Field(None, description="Added after the current value")
     prepend: list[str] | None = Field(None, description="Added before the current value")
@@ -622,17 +654,25 @@ class PathEdit(Strict):
 
     @model_validator(mode="after")
     def _one(self) -> PathEdit:
-        if sum(x is not None for x in (self.append, self.prepend, self.replace)) != 1:
-            raise ValueError("give exactly one of append, prepend, replace")
+        if self.replace is not None and (self.append is not None or self.prepend is not None):
+            raise ValueError("replace drops the current value: give it alone, or append and/or "
+                             "prepend")
+        if self.append is None and self.prepend is None and self.replace is None:
+            raise ValueError("give append, prepend (or both), or replace")
         return self
 
     @property
     def mode(self) -> str:
-        return next(k for k in ("append", "prepend", "replace") if getattr(self, k) is not None)
+        return next(k for k in ("prepend", "append", "replace") if getattr(self, k) is not None)
 
     @property
     def items(self) -> list[str]:
         return list(getattr(self, self.mode))
+
+    @property
+    def appended(self) -> list[str]:
+        """With both prepend and append: the entries added after the current value."""
+        return list(self.append or ()) if self.mode == "prepend" else []
 
 
 class Alternative(Strict):

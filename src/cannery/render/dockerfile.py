@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterable
 
 from cannery import __version__
 from cannery.catalog.inputs import BUNDLE_WHEEL_ENDINGS, bundle_kind
@@ -270,16 +271,24 @@ def _component(spec: ImageSpec, comp: ComponentSpec, constrained: bool) -> list[
             # daily bundle holds x86_64 and aarch64 ones) and every pure-Python one is
             # installed, in one pip call.
             out[-1] = Comment(f"{comp.name}: a {bundle} of wheels, checked against its "
-                              "sha256 from cannery.lock; its wheels for this platform installed")
+                              "sha256 from cannery.lock; its wheels for this platform"
+                              + (" named " + ", ".join(comp.bundle_wheels)
+                                 if comp.bundle_wheels else "") + " installed")
             lines.append(
                 f"python3 -m zipfile -e /tmp/{v}.run /tmp/{v}/;" if bundle == "zip"
                 else f"mkdir -p /tmp/{v}; tar -xzf /tmp/{v}.run -C /tmp/{v};"
             )
             # bundle_wheel_fits, as find patterns ({uname_arch}: this platform's CANN_ARCH)
-            fits = " -o ".join('-name "*' + e.replace("{uname_arch}", "${" + ARCH_VAR + "}") + '"'
-                               for e in BUNDLE_WHEEL_ENDINGS)
+            def names(patterns: Iterable[str]) -> str:
+                return " -o ".join('-name "' + p.replace("{uname_arch}", "${" + ARCH_VAR + "}")
+                                   + '"' for p in patterns)
+
+            fits = names("*" + e for e in BUNDLE_WHEEL_ENDINGS)
+            # bundle_wheels: only those of them whose names match one of its patterns
+            select = f" \\( {names(comp.bundle_wheels)} \\)" if comp.bundle_wheels else ""
             lines.append(" ".join(
-                [f"find /tmp/{v} \\( {fits} \\) -print0 | xargs -0 {pip}", *extra]) + ";")
+                [f"find /tmp/{v} \\( {fits} \\){select} -print0 | xargs -0 {pip}", *extra])
+                + ";")
             lines.append(f"rm -rf /tmp/{v} /tmp/{v}.run;")
             out.append(Run(_finish(lines)))
             return out
@@ -937,6 +946,8 @@ def runtime_env(spec: ImageSpec) -> tuple[tuple[str, str], ...]:
             text = f"${{{var}:+${{{var}}}:}}{joined}"
         elif e.mode == "prepend":
             text = f"{joined}${{{var}:+:${{{var}}}}}"
+            if e.appended:
+                text += ":" + ":".join(_expand(v, known) for v in e.appended)
         else:  # set, replace
             text = joined
             known[var] = text

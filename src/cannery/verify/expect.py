@@ -25,7 +25,9 @@ def expected_env(spec: ImageSpec, arch: str) -> dict[str, tuple[str, bool]]:
             out[e.name] = (value, False)
         elif e.mode == "prepend":
             old = out.get(e.name)
-            out[e.name] = (value + (":" + old[0] if old else ""), old[1] if old else True)
+            # with appended entries the value goes on past the prefix
+            inherits = old[1] if old and not e.appended else True
+            out[e.name] = (value + (":" + old[0] if old else ""), inherits)
         # append: the toolkit's expectation (a prefix) still holds; nothing more to say
     return out
 
