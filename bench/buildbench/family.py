@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.e2e.buildenv import BuildWorld
-from tests.services.standin import ENV_TABLE, make_toolkit_run, toolkit_table, uv_version
+from tests.services.standin import make_toolkit_run, toolkit_table, uv_version
 
 from .recipes import SEED, _req
 from .stack import TORCH, WHEELS, Size, Stack
@@ -85,8 +85,12 @@ python_index = "{index}"
 [registries.local]
 repository = "{push_host}/bench/{repo}"
 
+# The bench runs no CI: an action pinned by SHA stands for CI's install of cannery, so `cannery
+# lock` does not resolve cannery itself from the bench's index (which serves only the stack).
+[ci]
+install_action = "example/setup-cannery@0123456789abcdef0123456789abcdef01234567"
+
 {bases}
-{env_table}
 {toolkits}
 [components.pydeps]
 pip = {wheels}
@@ -153,7 +157,6 @@ def catalog(world: BuildWorld, repo: str, pins: dict[str, str]) -> str:
         push_host=world.push_registry.host,
         repo=repo,
         bases="\n".join(_BASE.format(chip=chip, base=world.base) for chip in CHIPS),
-        env_table=ENV_TABLE,
         toolkits=toolkits,
         wheels="[" + ", ".join(f'"{_req(n, v)}"' for n, v in WHEELS) + "]",
         torch=_req(*TORCH),

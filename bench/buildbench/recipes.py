@@ -3,7 +3,7 @@ structure, and (b) a catalog that `cannery render dockerfile` turns into one."""
 
 from __future__ import annotations
 
-from tests.services.standin import ENV_TABLE, toolkit_table, uv_version
+from tests.services.standin import toolkit_table, uv_version
 
 from .stack import TORCH, WHEELS, Stack
 
@@ -76,7 +76,6 @@ os_version = "12"
 chip = "910b"
 toolkit_version = "8.5.1"
 
-{env_table}
 {toolkit_table}
 [components.pydeps]
 pip = {wheels}
@@ -135,7 +134,6 @@ def catalog(
         push_host=push_host,
         repo=repo,
         base=base,
-        env_table=ENV_TABLE,
         toolkit_table=toolkit_table("cann-852", files),
         files=files,
         wheels=wheels,
