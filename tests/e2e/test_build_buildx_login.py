@@ -29,7 +29,7 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT
-from tests.services.registry import LocalRegistry, push_image
+from tests.services.registry import LocalRegistry, password_registry, push_image
 from tests.services.tlsca import LocalCA
 
 pytestmark = pytest.mark.e2e
@@ -118,11 +118,8 @@ tag = "lg-{{cann}}"
 
 @pytest.fixture(scope="module")
 def private(tmp_path_factory: pytest.TempPathFactory, test_ca: LocalCA) -> Iterator[LocalRegistry]:
-    root = tmp_path_factory.mktemp("private")
-    htpasswd = root / "htpasswd"
-    subprocess.run(["htpasswd", "-iBc", str(htpasswd), USER], input=PASSWORD.encode(),
-                   check=True, capture_output=True)
-    reg = LocalRegistry(root, tls=(test_ca.server_cert, test_ca.server_key), htpasswd=htpasswd)
+    reg = password_registry(tmp_path_factory.mktemp("private"),
+                            (test_ca.server_cert, test_ca.server_key), USER, PASSWORD)
     yield reg
     reg.stop()
 

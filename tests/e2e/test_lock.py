@@ -23,7 +23,7 @@ from cannery import __version__
 from cannery.lock import read_lock
 from tests.catalogs import minimal, pyproject
 from tests.services.pyindex import PackageIndex
-from tests.services.registry import LocalRegistry, push_image, push_index
+from tests.services.registry import LocalRegistry, password_registry, push_image, push_index
 from tests.services.tlsca import HTTPSFileServer, LocalCA
 
 pytestmark = pytest.mark.e2e
@@ -217,14 +217,8 @@ def test_missing_git_ref(setup, cli, test_ca) -> None:  # type: ignore[no-untype
 
 @pytest.fixture(scope="module")
 def auth_registry(tmp_path_factory, test_ca: LocalCA):  # type: ignore[no-untyped-def]
-    root = tmp_path_factory.mktemp("authreg")
-    htpasswd = root / "htpasswd"
-    subprocess.run(
-        ["htpasswd", "-Bbc", str(htpasswd), "puller", "s3cret-Passw0rd"],
-        check=True,
-        capture_output=True,
-    )
-    reg = LocalRegistry(root, tls=(test_ca.server_cert, test_ca.server_key), htpasswd=htpasswd)
+    reg = password_registry(tmp_path_factory.mktemp("authreg"),
+                            (test_ca.server_cert, test_ca.server_key), "puller", "s3cret-Passw0rd")
     yield reg
     reg.stop()
 
