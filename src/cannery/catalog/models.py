@@ -1165,25 +1165,16 @@ class Ci(Strict):
         # Written below the catalog's directory: never outside it, never an odd file name.
         return _relative(v)
 
-    @field_validator("branches")
+    @field_validator("branches", "release_tags")
     @classmethod
-    def _branches(cls, v: list[str]) -> list[str]:
+    def _tag_filters(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        what, example = {"branches": ("branch", "releases/*"),
+                         "release_tags": ("release tag", "v*")}[str(info.field_name)]
         for pattern in v:
             if not _full(GIT_TAG_FILTER, pattern):
                 raise ValueError(
-                    f"branch pattern {pattern!r}: use letters, digits, '.', '_', '-', '/' and "
-                    "the filter characters * ? + (e.g. \"releases/*\")"
-                )
-        return v
-
-    @field_validator("release_tags")
-    @classmethod
-    def _release_tags(cls, v: list[str]) -> list[str]:
-        for pattern in v:
-            if not _full(GIT_TAG_FILTER, pattern):
-                raise ValueError(
-                    f"release tag pattern {pattern!r}: use letters, digits, '.', '_', '-', '/' "
-                    "and the filter characters * ? + (e.g. \"v*\")"
+                    f"{what} pattern {pattern!r}: use letters, digits, '.', '_', '-', '/' and "
+                    f"the filter characters * ? + (e.g. \"{example}\")"
                 )
         return v
 
