@@ -86,6 +86,52 @@ def minimal(
     )
 
 
+TINY = """\
+[catalog]
+name = "{name}"
+source = "https://example.com/{name}"
+registry = "{registry}"
+
+[registries.{registry}]
+repository = "{repository}"
+
+[bases.b]
+image = "{base}"
+python = "3.11"
+os = "ubuntu"
+os_version = "22.04"
+chip = "910b"
+toolkit_version = "9.1.0"
+
+[envs.e]
+ASCEND_TOOLKIT_HOME = "/usr/local/Ascend/cann-{{version}}"
+
+[toolkits.t]
+version = "9.1.0"
+env = "e"
+
+[images.one]
+base = "b"
+toolkit = "t"
+soc = "ascend910b1"
+platforms = [{platforms}]
+tag = "{tag}"
+"""
+
+
+def tiny(
+    name: str, repository: str, base: str, tag: str,
+    platforms: tuple[str, ...] = ("linux/amd64", "linux/arm64"), registry: str = "local",
+) -> str:
+    """A catalog of one image, ``one``, with no components: the base image ``base``, pushed to
+    ``repository`` (the registry ``registry``, the catalog's default) under ``tag`` (a tag
+    template), for ``platforms``; for tests of what the build backends hand on and publish."""
+    return TINY.format(
+        name=name, registry=registry, repository=repository, base=base, tag=tag,
+        platforms=", ".join(f'"{p}"' for p in platforms),
+    )
+
+
 def pyproject(name: str, version: str, requires: tuple[str, ...] = ()) -> str:
     """A pyproject.toml with static metadata (uv reads it without building)."""
     deps = ", ".join(f'"{r}"' for r in requires)

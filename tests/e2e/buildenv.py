@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tests.services.bases import cert_dir_for, push_base
 from tests.services.githttp import GitHTTPSServer
-from tests.services.registry import LocalRegistry
+from tests.services.registry import LocalRegistry, password_registry
 from tests.services.standin import (
     make_fastops_repo,
     make_toolkit_run,
@@ -139,15 +139,8 @@ def make_world(
         fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(password)
-    htpasswd = root / "push" / "htpasswd"
-    # htpasswd reads the password on stdin (-i), so it is in no argv.
-    subprocess.run(
-        ["htpasswd", "-iBc", str(htpasswd), user], input=password, text=True, check=True,
-        capture_output=True,
-    )
-    push_registry = LocalRegistry(
-        root / "push", tls=(ca.server_cert, ca.server_key), htpasswd=htpasswd,
-        port=ports.get("push", 0),
+    push_registry = password_registry(
+        root / "push", (ca.server_cert, ca.server_key), user, password, port=ports.get("push", 0)
     )
     files_root = root / "www"
     if not (keep and files_root.is_dir()):

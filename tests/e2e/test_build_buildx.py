@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.catalogs import tiny
 from tests.services.registry import LocalRegistry, push_image
 
 pytestmark = pytest.mark.e2e
@@ -42,37 +43,20 @@ with open(meta, "w") as fh:
 print("#1 [image 1/1] RUN true")
 """
 
-CATALOG = """\
-[catalog]
-name = "buildx"
-source = "https://example.com/buildx"
-registry = "local"
 
-[registries.local]
-repository = "{host}/bx/image"
+def catalog_text(host: str) -> str:
+    """The one-image catalog: its base and its pushes in ``host``'s registry, two platforms."""
+    return tiny("buildx", f"{host}/bx/image", f"{host}/bx/base:1", "bx-{cann}")
 
-[bases.b]
-image = "{host}/bx/base:1"
-python = "3.11"
-os = "ubuntu"
-os_version = "22.04"
-chip = "910b"
-toolkit_version = "9.1.0"
 
-[envs.e]
-ASCEND_TOOLKIT_HOME = "/usr/local/Ascend/cann-{{version}}"
-
-[toolkits.t]
-version = "9.1.0"
-env = "e"
-
-[images.one]
-base = "b"
-toolkit = "t"
-soc = "ascend910b1"
-platforms = ["linux/amd64", "linux/arm64"]
-tag = "bx-{{cann}}"
-"""
+def fake_docker_dir(tmp_path: Path, script: str) -> Path:
+    """``tmp_path/bin``, holding ``script`` as an executable named ``docker`` (for PATH)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "docker"
+    fake.write_text(script)
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    return bindir
 
 
 def _setup(tmp_path: Path, registry: LocalRegistry) -> tuple[Path, dict[str, str]]:
@@ -92,13 +76,9 @@ def _setup(tmp_path: Path, registry: LocalRegistry) -> tuple[Path, dict[str, str
             "digest": digest,
             "size": size,
         }
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    fake = bindir / "docker"
-    fake.write_text(FAKE_DOCKER.format(python=sys.executable))
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    bindir = fake_docker_dir(tmp_path, FAKE_DOCKER.format(python=sys.executable))
     catalog = tmp_path / "catalog.toml"
-    catalog.write_text(CATALOG.format(host=registry.host))
+    catalog.write_text(catalog_text(registry.host))
     env = dict(
         os.environ,
         PATH=f"{bindir}:{os.environ['PATH']}",

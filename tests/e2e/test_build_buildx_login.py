@@ -19,7 +19,6 @@ import base64
 import json
 import os
 import ssl
-import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,8 +27,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.catalogs import tiny
 from tests.conftest import ROOT
-from tests.services.registry import LocalRegistry, push_image
+from tests.e2e.test_build_buildx import fake_docker_dir
+from tests.services.registry import LocalRegistry, password_registry, push_image
 from tests.services.tlsca import LocalCA
 
 pytestmark = pytest.mark.e2e
@@ -83,46 +84,11 @@ with open(argv[argv.index("--metadata-file") + 1], "w") as fh:
 print("#1 pushed", digest)
 """
 
-CATALOG = """\
-[catalog]
-name = "login"
-source = "https://example.com/login"
-registry = "private"
-
-[registries.private]
-repository = "{push}/team/image"
-
-[bases.b]
-image = "{base}/lg/base:1"
-python = "3.11"
-os = "ubuntu"
-os_version = "22.04"
-chip = "910b"
-toolkit_version = "9.1.0"
-
-[envs.e]
-ASCEND_TOOLKIT_HOME = "/usr/local/Ascend/cann-{{version}}"
-
-[toolkits.t]
-version = "9.1.0"
-env = "e"
-
-[images.one]
-base = "b"
-toolkit = "t"
-soc = "ascend910b1"
-platforms = ["linux/amd64"]
-tag = "lg-{{cann}}"
-"""
-
 
 @pytest.fixture(scope="module")
 def private(tmp_path_factory: pytest.TempPathFactory, test_ca: LocalCA) -> Iterator[LocalRegistry]:
-    root = tmp_path_factory.mktemp("private")
-    htpasswd = root / "htpasswd"
-    subprocess.run(["htpasswd", "-iBc", str(htpasswd), USER], input=PASSWORD.encode(),
-                   check=True, capture_output=True)
-    reg = LocalRegistry(root, tls=(test_ca.server_cert, test_ca.server_key), htpasswd=htpasswd)
+    reg = password_registry(tmp_path_factory.mktemp("private"),
+                            (test_ca.server_cert, test_ca.server_key), USER, PASSWORD)
     yield reg
     reg.stop()
 
@@ -131,13 +97,10 @@ def _world(
     tmp_path: Path, private: LocalRegistry, registry: LocalRegistry, test_ca: LocalCA
 ) -> tuple[Path, dict[str, str]]:
     push_image(registry.url, "lg/base", "1", "amd64")  # the base: anonymous, another host
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    fake = bindir / "docker"
-    fake.write_text(FAKE_BUILDX.format(python=sys.executable, root=str(ROOT)))
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    bindir = fake_docker_dir(tmp_path, FAKE_BUILDX.format(python=sys.executable, root=str(ROOT)))
     catalog = tmp_path / "cannery.toml"
-    catalog.write_text(CATALOG.format(push=private.host, base=registry.host))
+    catalog.write_text(tiny("login", f"{private.host}/team/image", f"{registry.host}/lg/base:1",
+                            "lg-{cann}", platforms=("linux/amd64",), registry="private"))
     # The user's own docker config: other settings are kept, other logins are not handed on.
     own = tmp_path / "dotdocker"
     (own / "cli-plugins").mkdir(parents=True)

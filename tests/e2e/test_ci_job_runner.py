@@ -53,7 +53,7 @@ import yaml
 
 from tests.catalogs import write_ci_lock
 from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world
-from tests.services.registry import LocalRegistry
+from tests.services.registry import LocalRegistry, password_registry
 from tests.services.tlsca import LocalCA
 
 pytestmark = pytest.mark.e2e
@@ -122,10 +122,7 @@ def mirror(world: BuildWorld, test_ca: LocalCA) -> Iterator[tuple[LocalRegistry,
     root = world.root / "mirror"
     root.mkdir()
     user, password = "mirrorer", secrets.token_urlsafe(18)
-    subprocess.run(["htpasswd", "-iBc", str(root / "htpasswd"), user], input=password,
-                   text=True, check=True, capture_output=True)
-    reg = LocalRegistry(root, tls=(test_ca.server_cert, test_ca.server_key),
-                        htpasswd=root / "htpasswd")
+    reg = password_registry(root, (test_ca.server_cert, test_ca.server_key), user, password)
     yield reg, user, password
     reg.stop()
 

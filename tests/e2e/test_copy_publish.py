@@ -44,6 +44,14 @@ def _index(tmp: Path, client: OCIClient, repo: Reference, note: str, epoch: int)
     return merge_index(client, repo, children, {LOCK_EPOCH: str(epoch)})
 
 
+def _move_behind(reg: LocalRegistry, path: str, index: bytes) -> None:
+    """Point ``path``'s tag v1 at ``index`` straight in ``reg`` (the registry behind the
+    proxy), as a newer build finishing mid-run would."""
+    put = httpx.put(f"http://{reg.host}/v2/{path}/manifests/v1", content=index,
+                    headers={"Content-Type": OCI_INDEX})
+    put.raise_for_status()
+
+
 def _tag(client: OCIClient, ref: Reference) -> str | None:
     found = client.head_manifest(ref)
     return found.digest if found else None
@@ -67,11 +75,7 @@ def test_src_is_read_once_so_a_tag_moved_mid_run_gives_every_target_one_digest(
         if path == f"/v2/{src_path}/manifests/v1" and method == "GET":
             seen_tag.set()
         elif seen_tag.is_set() and not moved.is_set() and retag:
-            put = httpx.put(
-                f"http://{backing.host}/v2/{src_path}/manifests/v1",
-                content=retag[0], headers={"Content-Type": OCI_INDEX},
-            )
-            put.raise_for_status()
+            _move_behind(backing, src_path, retag[0])
             moved.set()
         return False
 
@@ -160,11 +164,7 @@ def test_a_tag_refused_mid_move_stops_the_rest_and_says_where_tags_moved(
     def hook(method: str, path: str) -> bool:
         # The first manifest PUT by digest in the late target: the copy is under way there.
         if method == "PUT" and "/manifests/sha256:" in path and newer_body and not done.is_set():
-            put = httpx.put(
-                f"http://{late.host}/v2/{late_path}/manifests/v1",
-                content=newer_body[0], headers={"Content-Type": OCI_INDEX},
-            )
-            put.raise_for_status()
+            _move_behind(late, late_path, newer_body[0])
             done.set()
         return False
 

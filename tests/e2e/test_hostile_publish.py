@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -36,7 +35,7 @@ from cannery.oci import (
 )
 from cannery.oci.manifest import digest_of
 from cannery.tls import ssl_context
-from tests.e2e.test_build_buildx import CATALOG, FAKE_DOCKER
+from tests.e2e.test_build_buildx import FAKE_DOCKER, catalog_text, fake_docker_dir
 from tests.services.hostile import HostileRegistry
 from tests.services.tlsca import LocalCA
 
@@ -204,13 +203,9 @@ def _world(tmp_path: Path, reg: HostileRegistry, ca: LocalCA, images: int = 1
     for arch in ("amd64", "arm64"):
         digest, size = reg.store_image(REPO, arch, "built by buildx")
         descs[arch] = {"mediaType": OCI_MANIFEST, "digest": digest, "size": size}
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    fake = bindir / "docker"
-    fake.write_text(FAKE_DOCKER.format(python=sys.executable))
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    bindir = fake_docker_dir(tmp_path, FAKE_DOCKER.format(python=sys.executable))
     catalog = tmp_path / "catalog.toml"
-    text = CATALOG.format(host=reg.host)
+    text = catalog_text(reg.host)
     if images == 2:
         text += text[text.index("[images.one]"):].replace("[images.one]", "[images.two]").replace(
             'tag = "bx-{cann}"', 'tag = "two-{cann}"')

@@ -25,7 +25,7 @@ from cannery.errors import NetworkError
 from cannery.oci import Credentials, DigestMismatch, NotFound, OCIClient, Reference
 from cannery.tls import ssl_context
 from tests.e2e.peak import Measured, run_measured
-from tests.e2e.test_build_buildx import CATALOG
+from tests.e2e.test_build_buildx import catalog_text
 from tests.services.hostile import OCI_MANIFEST, HostileRegistry
 from tests.services.tlsca import HTTPSServer, LocalCA
 
@@ -49,7 +49,7 @@ def client(tmp_path: Path, test_ca: LocalCA) -> Iterator[OCIClient]:
 def _lock(tmp_path: Path, reg: HostileRegistry, ca: LocalCA) -> tuple[int, str, int]:
     """``cannery lock`` of a catalog whose one moving input is a base image in ``reg``, as a
     child process: (exit status, stderr, peak resident memory of that process in KiB)."""
-    (tmp_path / "catalog.toml").write_text(CATALOG.format(host=reg.host))
+    (tmp_path / "catalog.toml").write_text(catalog_text(reg.host))
     (tmp_path / "cannery.lock").unlink(missing_ok=True)
     env = dict(os.environ, DOCKER_CONFIG=str(tmp_path / "no-docker"))
     run = run_measured(["lock", "--catalog", str(tmp_path / "catalog.toml"),

@@ -22,8 +22,9 @@ import pytest
 from cannery import __version__
 from cannery.lock import read_lock
 from tests.catalogs import minimal, pyproject
+from tests.e2e.peak import Measured, run_measured
 from tests.services.pyindex import PackageIndex
-from tests.services.registry import LocalRegistry, push_image, push_index
+from tests.services.registry import LocalRegistry, password_registry, push_image, push_index
 from tests.services.tlsca import HTTPSFileServer, LocalCA
 
 pytestmark = pytest.mark.e2e
@@ -217,14 +218,8 @@ def test_missing_git_ref(setup, cli, test_ca) -> None:  # type: ignore[no-untype
 
 @pytest.fixture(scope="module")
 def auth_registry(tmp_path_factory, test_ca: LocalCA):  # type: ignore[no-untyped-def]
-    root = tmp_path_factory.mktemp("authreg")
-    htpasswd = root / "htpasswd"
-    subprocess.run(
-        ["htpasswd", "-Bbc", str(htpasswd), "puller", "s3cret-Passw0rd"],
-        check=True,
-        capture_output=True,
-    )
-    reg = LocalRegistry(root, tls=(test_ca.server_cert, test_ca.server_key), htpasswd=htpasswd)
+    reg = password_registry(tmp_path_factory.mktemp("authreg"),
+                            (test_ca.server_cert, test_ca.server_key), "puller", "s3cret-Passw0rd")
     yield reg
     reg.stop()
 
@@ -680,7 +675,7 @@ def test_commit_prefix_ambiguous_or_missing_is_one_line_naming_the_component(  #
 
     needle = f'ref = "{prefix}"'
     where = f"{catalog}:{line_of(text, needle)}: component vllm-ascend: "
-    errors = [ln for ln in res.err.splitlines() if not ln.startswith("lock: ")]  # progress
+    errors = _errors(res.err)
     assert len(errors) == 1 and errors[0].startswith(f"cannery: error: {where}"), res.err
     if case == "ambiguous":
         assert f"commit prefix {prefix!r} is ambiguous (2 commits: " in res.err
@@ -805,9 +800,27 @@ def test_url_input_and_wheel_bundle_over_their_limits_are_refused(  # type: igno
                              f"{size - 1} bytes limit"), (5000, over)):
             monkeypatch.setattr(cannery.pydeps, "BUNDLE_LIMIT", limit)
             res = cli("lock", "--catalog", str(catalog), *ca)
-            errors = [ln for ln in res.err.splitlines() if not ln.startswith("lock: ")]
+            errors = _errors(res.err)
             assert res.code == 2 and errors == [f"cannery: error: {want}"], res.err
             assert not lockfile.exists()
+
+
+def _lock_measured_with_bundle(
+    catalog: Path, url: str, test_ca: LocalCA, tmp_path: Path
+) -> Measured:
+    """Add the wheel bundle at ``url`` to image one (component ``kernels``) and run `cannery
+    lock` in a child whose peak memory is measured."""
+    catalog.write_text(catalog.read_text().replace(
+        "pin = true\n", f'pin = true\n\n[components.kernels]\nwheel = "{url}"\n', 1,
+    ).replace('components = ["torch", "vllm"', 'components = ["torch", "kernels", "vllm"'))
+    env = dict(os.environ, DOCKER_CONFIG=str(tmp_path / "no-docker"))
+    return run_measured(["lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)],
+                        catalog.parent, env)
+
+
+def _errors(err: str) -> list[str]:
+    """What `cannery lock` wrote to stderr, without its progress lines."""
+    return [ln for ln in err.splitlines() if not ln.startswith("lock: ")]
 
 
 @pytest.mark.parametrize("kind", ["tar.gz", "zip"])
@@ -821,8 +834,6 @@ def test_wheel_bundle_bomb_is_refused_in_bounded_memory(  # type: ignore[no-unty
     import tarfile
     import zipfile
     import zlib
-
-    from tests.e2e.peak import run_measured
 
     server, www = https_files
     bundle = www / f"bomb-{tmp_path.name}.{kind}"
@@ -844,18 +855,12 @@ def test_wheel_bundle_bomb_is_refused_in_bounded_memory(  # type: ignore[no-unty
             out.write(comp.compress(bytes(1024)) + comp.flush())
     assert bundle.stat().st_size < 2 << 20
     catalog: Path = setup["catalog"]
-    catalog.write_text(catalog.read_text().replace(
-        "pin = true\n",
-        f'pin = true\n\n[components.kernels]\nwheel = "{server.url}/{bundle.name}"\n', 1,
-    ).replace('components = ["torch", "vllm"', 'components = ["torch", "kernels", "vllm"'))
-    env = dict(os.environ, DOCKER_CONFIG=str(tmp_path / "no-docker"))
-    run = run_measured(["lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)],
-                       catalog.parent, env)
+    run = _lock_measured_with_bundle(catalog, f"{server.url}/{bundle.name}", test_ca, tmp_path)
     with capsys.disabled():
         print(f"\nlock, a {bundle.stat().st_size / (1 << 20):.2f} MiB {kind} bundle holding a "
               f"1 GiB wheel: peak VmHWM {run.peak_mib:.1f} MiB")
     assert run.peak_kib < 200 << 10, run.peak_kib
-    errors = [ln for ln in run.err.splitlines() if not ln.startswith("lock: ")]  # progress
+    errors = _errors(run.err)
     assert run.code == 2 and len(errors) == 1, run.err
     # a zip names the member (its compressed size is known), a .tar.gz inflates as one stream
     where = f"{server.url}/{bundle.name}: the wheel bundle" + (
@@ -874,8 +879,6 @@ def test_wheel_bundle_members_are_copied_a_chunk_at_a_time(  # type: ignore[no-u
     import tarfile
     import zlib
 
-    from tests.e2e.peak import run_measured
-
     server, www = https_files
     bundle = www / f"big-{tmp_path.name}.tar.gz"
     comp = zlib.compressobj(1, zlib.DEFLATED, 31)
@@ -889,18 +892,12 @@ def test_wheel_bundle_members_are_copied_a_chunk_at_a_time(  # type: ignore[no-u
             out.write(comp.compress(os.urandom(noise)) + comp.compress(zeros))
         out.write(comp.compress(bytes(1024)) + comp.flush())
     catalog: Path = setup["catalog"]
-    catalog.write_text(catalog.read_text().replace(
-        "pin = true\n",
-        f'pin = true\n\n[components.kernels]\nwheel = "{server.url}/{bundle.name}"\n', 1,
-    ).replace('components = ["torch", "vllm"', 'components = ["torch", "kernels", "vllm"'))
-    env = dict(os.environ, DOCKER_CONFIG=str(tmp_path / "no-docker"))
-    run = run_measured(["lock", "--catalog", str(catalog), "--ca-cert", str(test_ca.ca_cert)],
-                       catalog.parent, env)
+    run = _lock_measured_with_bundle(catalog, f"{server.url}/{bundle.name}", test_ca, tmp_path)
     with capsys.disabled():
         print(f"\nlock, a {bundle.stat().st_size / (1 << 20):.1f} MiB bundle holding a 300 MiB "
               f"wheel: peak VmHWM {run.peak_mib:.1f} MiB")
     assert run.peak_kib < 200 << 10, run.peak_kib
-    errors = [ln for ln in run.err.splitlines() if not ln.startswith("lock: ")]  # progress
+    errors = _errors(run.err)
     assert run.code == 2 and len(errors) == 1, run.err
     # the whole wheel was copied out (no cap refused it): uv is what refused it
     assert errors[0].startswith("cannery: error: Python dependencies of one/"), errors[0]

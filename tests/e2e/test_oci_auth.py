@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import http.server
 import logging
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ from cannery.errors import NetworkError
 from cannery.oci import AuthError, Credentials, OCIClient, Reference, push_image_dir
 from cannery.tls import ssl_context
 from tests.services.faultproxy import FaultProxy
-from tests.services.registry import LocalRegistry, write_dir_layout
+from tests.services.registry import LocalRegistry, password_registry, write_dir_layout
 from tests.services.tlsca import LocalCA
 from tests.services.token import TokenServer
 
@@ -35,12 +34,8 @@ def _env(password: str) -> dict[str, str]:
 def basic_registry(
     tmp_path_factory: pytest.TempPathFactory, test_ca: LocalCA
 ) -> Iterator[LocalRegistry]:
-    root = tmp_path_factory.mktemp("basicreg")
-    htpasswd = root / "htpasswd"
-    # -i: the password on stdin, not in htpasswd's argv.
-    subprocess.run(["htpasswd", "-iBc", str(htpasswd), USER], input=PASSWORD.encode(),
-                   check=True, capture_output=True)
-    reg = LocalRegistry(root, tls=(test_ca.server_cert, test_ca.server_key), htpasswd=htpasswd)
+    reg = password_registry(tmp_path_factory.mktemp("basicreg"),
+                            (test_ca.server_cert, test_ca.server_key), USER, PASSWORD)
     yield reg
     reg.stop()
 

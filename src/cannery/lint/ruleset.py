@@ -53,7 +53,18 @@ if TYPE_CHECKING:
     from typing import ClassVar
 
 
-class ParseError(Rule):
+class EngineRule(Rule):
+    """A rule lint's engine reports itself (a file did not parse, a rule failed, a
+    suppression suppressed nothing, a file was skipped), on every kind of file: its ``check``
+    finds nothing."""
+
+    targets = ("dockerfile", "workflow")
+
+    def check(self, facts: object, ctx: LintContext) -> Iterator[Finding]:
+        return iter(())
+
+
+class ParseError(EngineRule):
     """## What it does
     Reports a file that cannot be parsed: a Dockerfile BuildKit's parser rejects (an
     unterminated heredoc, an unknown instruction, `ENV` with no value) or a workflow that is
@@ -82,13 +93,9 @@ class ParseError(Rule):
     name = "parse-error"
     code = "CX001"
     severity = Severity.ERROR
-    targets = ("dockerfile", "workflow")
-
-    def check(self, facts: object, ctx: LintContext) -> Iterator[Finding]:
-        return iter(())
 
 
-class UnusedSuppression(Rule):
+class UnusedSuppression(EngineRule):
     """## What it does
     Reports a `# cannery: ignore=RULE` comment that suppressed nothing, or that names a rule
     cannery does not know.
@@ -111,13 +118,9 @@ class UnusedSuppression(Rule):
     name = "unused-suppression"
     code = "CX002"
     severity = Severity.INFO
-    targets = ("dockerfile", "workflow")
-
-    def check(self, facts: object, ctx: LintContext) -> Iterator[Finding]:
-        return iter(())
 
 
-class InternalError(Rule):
+class InternalError(EngineRule):
     """## What it does
     Reports that a rule failed on this file, or that linting the file used up its time
     budget: 10 s of CPU time for parsing, every rule and the suppressions (real files take
@@ -140,13 +143,9 @@ class InternalError(Rule):
     name = "internal-error"
     code = "CX003"
     severity = Severity.ERROR
-    targets = ("dockerfile", "workflow")
-
-    def check(self, facts: object, ctx: LintContext) -> Iterator[Finding]:
-        return iter(())
 
 
-class SkippedFile(Rule):
+class SkippedFile(EngineRule):
     """## What it does
     Reports a file lint did not read: not a regular file (a FIFO, a device such as
     `/dev/zero`, a socket), a symbolic link that leads outside the repository (or, outside
@@ -172,10 +171,6 @@ class SkippedFile(Rule):
     name = "skipped-file"
     code = "CX004"
     severity = Severity.ERROR
-    targets = ("dockerfile", "workflow")
-
-    def check(self, facts: object, ctx: LintContext) -> Iterator[Finding]:
-        return iter(())
 
 
 RULES: list[type[Rule]] = [
