@@ -238,13 +238,17 @@ version = "1.0"
 path = "."
 version = "0.1"
 
+[components.bundle]
+wheel = "https://files.example.com/b/bundle-1.0.tar.gz"
+bundle_wheels = ["npu-1.0*_{uname_arch}.whl"]
+
 [components.vllm-again]
 extends = "vllm"
 ref = "v0.18.1"
 
 [images.one]
 original = "docker/one.Dockerfile"
-components = ["torch", "vllm", "vllm-ascend", "wheel", "local"]
+components = ["torch", "vllm", "vllm-ascend", "wheel", "local", "bundle"]
 labels = { "org.example.owner" = "ml team" }
 env = { APP_MODE = "serve", LD_LIBRARY_PATH = { prepend = ["/opt/lib"] }, PATH = { append = [
   "/opt/bin"] }, PYTHONPATH = { replace = ["/opt/py"] } }

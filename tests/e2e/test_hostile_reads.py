@@ -46,10 +46,16 @@ def client(tmp_path: Path, test_ca: LocalCA) -> Iterator[OCIClient]:
         yield c
 
 
+INSTALL_ACTION = (
+    '\n[ci]\ninstall_action = "example/setup-cannery@0123456789abcdef0123456789abcdef01234567"\n'
+)
+
+
 def _lock(tmp_path: Path, reg: HostileRegistry, ca: LocalCA) -> tuple[int, str, int]:
     """``cannery lock`` of a catalog whose one moving input is a base image in ``reg``, as a
     child process: (exit status, stderr, peak resident memory of that process in KiB)."""
-    (tmp_path / "catalog.toml").write_text(catalog_text(reg.host))
+    # CI's install of cannery pinned by an action: this lock's one input to resolve is the base
+    (tmp_path / "catalog.toml").write_text(catalog_text(reg.host) + INSTALL_ACTION)
     (tmp_path / "cannery.lock").unlink(missing_ok=True)
     env = dict(os.environ, DOCKER_CONFIG=str(tmp_path / "no-docker"))
     run = run_measured(["lock", "--catalog", str(tmp_path / "catalog.toml"),

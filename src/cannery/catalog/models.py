@@ -50,8 +50,11 @@ RUNNER_LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 REL_PATH = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
 # https, no user:password@ (a credential in a URL ends up in the Dockerfile, lock and logs).
 HTTPS_URL = r"^https://[^/@]+(/.*)?$"
-# A URL template: literal text and {field}s of URL_FIELDS only.
-URL_TEMPLATE = rf"^https://[^/@{{}}]+(/([^{{}}]|\{{({'|'.join(URL_FIELDS)})\}})*)?$"
+# A URL template: literal text and {field}s of URL_FIELDS only. The literal text is the
+# characters RFC 3986 allows in a URL (space, quotes, backtick, backslash, <>^| are
+# percent-encoded there), so a URL cannot carry shell syntax into the step that fetches it.
+URL_CHARS = r"A-Za-z0-9._~!$&'()*+,;=:@/%?#-"
+URL_TEMPLATE = (rf'^https://[^/@{{}}\s`"\\]+(/([{URL_CHARS}]|\{{({"|".join(URL_FIELDS)})\}})*)?$')
 # An image tag template: tag characters and {field}s (TAG_FIELDS or a component's field); a
 # literal '.' or '-' never first (the rendered tag could not start with it).
 _TAG_FIELD = r"\{[a-z0-9_]+\}"
