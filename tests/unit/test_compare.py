@@ -778,3 +778,26 @@ def test_cli_odd_input_is_one_line_exit_2(tmp_path: Path, kind: str, message: st
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_cli_accepted_list_read_bounded(tmp_path: Path, kind: str) -> None:
+    """--accepted naming a FIFO or a link to /dev/zero: one line, exit 2, not a hang or an
+    out-of-memory (compare runs in a child under an address-space limit and a timeout)."""
+    import os
+    import subprocess
+    import sys
+
+    a = write(tmp_path / "a" / "Dockerfile", ORIG)
+    odd = tmp_path / "accepted.toml"
+    if kind == "fifo":
+        os.mkfifo(odd)
+    else:
+        odd.symlink_to("/dev/zero")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", COMPARE_CHILD, str(a), str(a), "--accepted",
+                           str(odd)], capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONPATH": str(root / "src")})
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip() == f"cannery: error: {odd}: not a regular file", proc.stderr
