@@ -294,7 +294,15 @@ def _bundle_wheels(url: str, dest: Path, ca_file: str | None) -> list[Path]:
     import zipfile
 
     from cannery.lock import resolve_url
-    from cannery.util.bounded import copy_capped, copy_inflated, inflate, tar_members
+    from cannery.util.bounded import (
+        RATIO_LIMIT,
+        OverLimit,
+        copy_capped,
+        copy_inflated,
+        inflate,
+        ratio_limit,
+        tar_members,
+    )
 
     dest.mkdir(parents=True)
     archive = dest / "bundle"
@@ -303,6 +311,9 @@ def _bundle_wheels(url: str, dest: Path, ca_file: str | None) -> list[Path]:
     what = f"{url}: the wheel bundle"
     out: set[Path] = set()
     total = 0
+    # The wheels together, held to the ratio against the archive itself: a zip's members are
+    # each held to their own declared sizes (entries may overlap, and each gets RATIO_FREE).
+    whole = ratio_limit(archive.stat().st_size)
 
     def keep(name: str, src: IO[bytes], compressed: int | None) -> None:
         nonlocal total
@@ -312,8 +323,16 @@ def _bundle_wheels(url: str, dest: Path, ca_file: str | None) -> list[Path]:
             if compressed is None:  # from inflate(), which holds it to the ratio
                 total += copy_capped(src, fh.write, limit=BUNDLE_LIMIT - total, what=member)
             else:
-                total += copy_inflated(src, fh.write, compressed=compressed,
-                                       limit=BUNDLE_LIMIT - total, what=member)
+                room = min(BUNDLE_LIMIT, whole) - total
+                try:
+                    total += copy_inflated(src, fh.write, compressed=compressed, limit=room,
+                                           what=member)
+                except OverLimit as exc:
+                    if whole < BUNDLE_LIMIT and exc.limit == room:
+                        raise OverLimit(what, whole, "its wheels inflate to more than "
+                                        f"{RATIO_LIMIT} times the archive's size (a "
+                                        "decompression bomb?)") from None
+                    raise
         out.add(path)
 
     try:

@@ -25,6 +25,7 @@ from cannery.util.bounded import (
     inflate,
     ratio_limit,
     read_regular_file,
+    tar_members,
 )
 
 
@@ -146,3 +147,57 @@ def test_catalog_and_lock_that_are_not_regular_files_are_one_line_exit_2(  # typ
         assert res.code == 2, res.err
         assert res.err.strip() == f"cannery: error: {lock}: not a regular file"
         lock.unlink()
+
+
+@pytest.mark.parametrize("fmt", ["gnu", "posix"])
+def test_a_sparse_member_is_refused_before_its_holes_are_read(tmp_path: Path,
+                                                             fmt: str) -> None:
+    """A sparse member (GNU's old header, or pax's GNU.sparse map) is read back as zeros for
+    its holes, made by tarfile and never inflated: 123 gzip bytes gave 4 GiB to hash (5 s of
+    CPU; a larger declared size, hours), past the ratio the gzip stream is held to. Image
+    builders do not write them; tar_members refuses one before its content is read."""
+    import shutil
+    import subprocess
+
+    if shutil.which("tar") is None:
+        pytest.skip("GNU tar makes the sparse archive")
+    hole = tmp_path / "hole"
+    with hole.open("wb") as fh:
+        fh.truncate(1 << 30)
+    archive = tmp_path / "s.tar.gz"
+    subprocess.run(["tar", f"--format={fmt}", "--sparse", "-czf", str(archive), "hole"],
+                   cwd=tmp_path, check=True)
+    assert archive.stat().st_size < 4096
+    with archive.open("rb") as f, pytest.raises(InputError, match="hole: a sparse member"):
+        for _member, data in tar_members(inflate(f, what="layer"), what="layer"):
+            if data is not None:
+                copy_capped(data, lambda _: None, limit=1 << 31, what="member")
+
+
+def test_a_zip_bundle_s_wheels_together_are_held_to_the_ratio(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """Each zip member is held to its own declared size, with RATIO_FREE of its own: three
+    wheels of 60 MiB of zeros (about 180 KiB of zip) each pass alone, 180 MiB in all. The
+    wheels together are held to the ratio against the archive. The download is replaced by a
+    copy of the local zip (resolve_url has its own tests against a real HTTPS server)."""
+    import zipfile
+
+    from cannery import lock
+    from cannery.pydeps import _bundle_wheels
+
+    zipped = tmp_path / "bundle.zip"
+    zeros = b"\0" * (60 << 20)
+    with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as zf:
+        for n in range(3):
+            zf.writestr(f"w{n}-1.0-py3-none-any.whl", zeros)
+    del zeros
+    assert zipped.stat().st_size < 1 << 20
+
+    def fetch(url: str, ctx: object, *, timeout: float, into: Path, limit: int) -> None:
+        into.write_bytes(zipped.read_bytes())
+
+    monkeypatch.setattr(lock, "resolve_url", fetch)
+    with pytest.raises(OverLimit, match="the wheel bundle: its wheels inflate to more than "
+                       "100 times the archive's size"):
+        _bundle_wheels("https://example.com/b.zip", tmp_path / "out", None)

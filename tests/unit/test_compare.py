@@ -725,3 +725,79 @@ def test_pip_wheel_saved_under_its_basename_is_named_by_the_wheel() -> None:
     new = (f"FROM python\nRUN u={url}; wheel=\"/tmp/$(basename \"$u\")\"; "
            "curl -o \"$wheel\" \"$u\"; pip install \"$wheel\"\n")
     assert found(diff(original, new), "pip") == set()
+
+
+
+# compare in a child under an address-space limit and a timeout: a regression of the bounded
+# read fails (MemoryError, TimeoutExpired) instead of filling the machine's memory or hanging
+COMPARE_CHILD = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+sys.argv = ["cannery", "compare", *sys.argv[1:]]
+from cannery.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize(("kind", "message"), [
+    ("fifo", "fifo: not a regular file"),
+    ("zero", "zero: not a regular file"),
+    ("huge", "huge: larger than 1 MiB"),
+    ("binary", "binary: not UTF-8 text"),
+    ("empty", "empty:1: file with no instructions"),
+    ("nodockerfiles", "no Dockerfile or workflow in either"),
+])
+def test_cli_odd_input_is_one_line_exit_2(tmp_path: Path, kind: str, message: str) -> None:
+    """A FIFO, a link to /dev/zero, a file over lint's 1 MiB, bytes that are not UTF-8, an
+    empty file and two directories without a Dockerfile: each one line, exit 2, read bounded."""
+    import os
+    import subprocess
+    import sys
+
+    a = write(tmp_path / "a" / "Dockerfile", ORIG)
+    odd = tmp_path / kind
+    if kind == "fifo":
+        os.mkfifo(odd)
+    elif kind == "zero":
+        odd.symlink_to("/dev/zero")
+    elif kind == "huge":
+        odd.write_text("FROM x\n" + "RUN true\n" * (1 << 18))
+    elif kind == "binary":
+        odd.write_bytes(b"FROM x\n\xff\xfe\x00\x81" * 100)
+    elif kind == "empty":
+        odd.write_text("")
+    pair = [str(a), str(odd)]
+    if kind == "nodockerfiles":
+        write(tmp_path / "d1" / "README", "x\n")
+        (tmp_path / "d2").mkdir()
+        pair = [str(tmp_path / "d1"), str(tmp_path / "d2")]
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", COMPARE_CHILD, *pair], capture_output=True,
+                          text=True, timeout=30, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONPATH": str(root / "src")})
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_cli_accepted_list_read_bounded(tmp_path: Path, kind: str) -> None:
+    """--accepted naming a FIFO or a link to /dev/zero: one line, exit 2, not a hang or an
+    out-of-memory (compare runs in a child under an address-space limit and a timeout)."""
+    import os
+    import subprocess
+    import sys
+
+    a = write(tmp_path / "a" / "Dockerfile", ORIG)
+    odd = tmp_path / "accepted.toml"
+    if kind == "fifo":
+        os.mkfifo(odd)
+    else:
+        odd.symlink_to("/dev/zero")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", COMPARE_CHILD, str(a), str(a), "--accepted",
+                           str(odd)], capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONPATH": str(root / "src")})
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip() == f"cannery: error: {odd}: not a regular file", proc.stderr

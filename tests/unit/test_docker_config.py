@@ -60,3 +60,20 @@ def test_removed_when_the_block_fails(tmp_path: Path) -> None:
         assert env["BUILDX_CONFIG"] == str(tmp_path / "buildx")
         raise FatalError("the build failed")
     assert not Path(env["DOCKER_CONFIG"]).exists()
+
+
+def test_credential_keys_dropped_in_any_case(tmp_path: Path) -> None:
+    """Docker matches config keys without regard to case (Go's encoding/json): a user's
+    "CredHelpers" would override cannery's login for its host, "Auths" would carry the user's
+    other logins along. Neither reaches the temporary config."""
+    (tmp_path / "config.json").write_text(json.dumps({
+        "CredHelpers": {"push.example.com": "desktop"},
+        "CREDSSTORE": "desktop",
+        "Auths": {"other.example.com": _auth("x", "y")},
+        "proxies": {},
+    }))
+    creds = Credentials({"CANNERY_REGISTRY_USER": "u", "CANNERY_REGISTRY_PASSWORD": "p"},
+                        tmp_path, env_host="push.example.com")
+    with creds.docker_config(["push.example.com"]) as env:
+        config = json.loads((Path(env["DOCKER_CONFIG"]) / "config.json").read_text())
+    assert config == {"proxies": {}, "auths": {"push.example.com": _auth("u", "p")}}

@@ -188,3 +188,25 @@ def test_the_first_job_hands_on_only_the_lock_and_rendered_files(
     done = _run(_step(workflow, "lock-update", MAKE), repo2, runner2)
     assert done.returncode == 0 and "the lock is unchanged" in done.stdout
     assert (runner2 / "output").read_text() == ""
+
+
+@pytest.mark.parametrize("kind", ["symlink", "executable"])
+def test_an_allowed_path_stays_a_regular_file(
+    tmp_path: Path, workflow: dict[str, Any], kind: str
+) -> None:
+    """A patch that makes the lock a symbolic link (to a file outside the repository, which
+    the next reader of the lock would follow) or an executable is refused naming it: the
+    allowed paths are regular, non-executable files (mode 100644)."""
+    repo, runner = _repo(tmp_path), tmp_path / "runner"
+    (repo / "cannery.lock").unlink()
+    if kind == "symlink":
+        (repo / "cannery.lock").symlink_to("/etc/passwd")
+    else:
+        (repo / "cannery.lock").write_text("#!/bin/sh\n")
+        (repo / "cannery.lock").chmod(0o755)
+    _patch_of_worktree(repo, runner)
+    done = _run(_step(workflow, "lock-update-pr", APPLY), repo, runner)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "::error::the lock-update patch makes cannery.lock " in done.stdout, done.stdout
+    assert _status(repo) == ""
+    assert not (repo / "cannery.lock").is_symlink()

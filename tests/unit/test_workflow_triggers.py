@@ -187,7 +187,8 @@ def test_scheduled_lock_update_opens_a_pull_request(tmp_path: Path) -> None:
     # the patch check (tests/unit/test_lock_update_patch.py runs it): bash, git and mktemp
     check = {"set", "allowed=(", ")", "patch=\"${RUNNER_TEMP}/lock-update/change.patch\"",
              "scratch=\"$(mktemp", "trap", "refused=0", "while", "ok=''", "for", "done",
-             "printf", "refused=1", "if", "fi", "git"}
+             "printf", "refused=1", "if", "fi", "git",
+             'mode="${meta#:*'}  # a parameter expansion, no program
     for step in pr_job["steps"]:
         for line in step.get("run", "").splitlines():
             first = line.split()[:1]

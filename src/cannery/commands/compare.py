@@ -36,16 +36,21 @@ def category_names() -> list[str]:
 
 
 def _read(path: Path) -> str:
+    """The text of a Dockerfile or workflow to compare: a regular file (a FIFO or a device such
+    as /dev/zero is refused, not waited on or read without end) of at most lint's MAX_BYTES."""
+    from cannery.lint.files import MAX_BYTES
+    from cannery.util.bounded import read_regular_file
+
     try:
-        return path.read_text(encoding="utf-8")
+        data = read_regular_file(path, limit=MAX_BYTES)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a file") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
 
 
 def _dockerfile(label: str, text: str) -> DockerfileFacts:

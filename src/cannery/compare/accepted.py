@@ -42,11 +42,14 @@ class Accepted:
 
 
 def load_accepted(path: Path, categories: list[str]) -> list[Accepted]:
-    """Read ``path``; exit 2 naming the entry and field on anything malformed."""
+    """Read ``path`` (a regular file within the catalog's limit, as the catalog is read);
+    exit 2 naming the entry and field on anything malformed."""
+    from cannery.catalog.load import CATALOG_LIMIT
     from cannery.util import toml
+    from cannery.util.bounded import read_regular_file
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_file(path, limit=CATALOG_LIMIT).decode("utf-8")
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

@@ -125,8 +125,8 @@ class Credentials:
         Yields the variables to give that child: ``DOCKER_CONFIG``, a new directory (mode 0700,
         from :func:`tempfile.mkdtemp`) whose ``config.json`` (mode 0600, created exclusively)
         is the user's own config without its credential keys (``auths``, ``credsStore``,
-        ``credHelpers``) plus an ``auths`` entry per host; and ``BUILDX_CONFIG``, the user's
-        buildx directory (unless already set), so ``--builder`` still finds the builders
+        ``credHelpers``, in any case) plus an ``auths`` entry per host; and ``BUILDX_CONFIG``,
+        the user's buildx directory (unless already set), so ``--builder`` still finds the builders
         `docker buildx create` stored there. ``cli-plugins`` and ``contexts`` are symlinks to
         the user's. The directory is removed when the block ends, however it ends. Nothing
         of it is logged."""
@@ -138,7 +138,10 @@ class Credentials:
                 found[HUB_KEY if host in HUB_ALIASES else host] = {
                     "auth": basic(creds).removeprefix("Basic ")
                 }
-        config = {k: v for k, v in self._load().items() if k not in CREDENTIAL_KEYS}
+        # Docker reads its config with Go's encoding/json, which matches keys without regard
+        # to case: "CredHelpers" or "Auths" would still name a helper or a login.
+        dropped = {k.lower() for k in CREDENTIAL_KEYS}
+        config = {k: v for k, v in self._load().items() if k.lower() not in dropped}
         config["auths"] = found
         own = self.config_file.parent
         try:

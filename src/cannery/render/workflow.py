@@ -424,8 +424,10 @@ def _lock_apply_script(paths: Sequence[str]) -> Literal:
     """The pull-request job's first use of the patch, which came from a job that ran
     third-party code: every path it touches (both sides of a rename, as git itself lists them
     after applying it to a scratch index, not to the checkout) must be one of ``paths``; any
-    other is named and fails the job before anything is applied, committed or pushed. Then
-    it is applied with ``paths`` as git's include list."""
+    other is named and fails the job before anything is applied, committed or pushed, and so
+    is a path the patch would leave as anything but a regular, non-executable file (a symbolic
+    link, an executable, a submodule). Then it is applied with ``paths`` as git's include
+    list."""
     return Literal(
         "set -euo pipefail\n"
         + _shell_list("allowed", paths)
@@ -448,6 +450,18 @@ def _lock_apply_script(paths: Sequence[str]) -> Literal:
         "    refused=1\n"
         "  fi\n"
         'done < "${scratch}/paths"\n'
+        # Each allowed path stays a regular, non-executable file: a symbolic link in the
+        # lock's place (to a file outside the checkout) would be followed by its next reader.
+        'GIT_INDEX_FILE="${scratch}/index" git diff --cached --raw -z --no-renames HEAD '
+        '> "${scratch}/modes"\n'
+        "while IFS= read -r -d '' meta && IFS= read -r -d '' path; do\n"
+        '  mode="${meta#:* }"; mode="${mode%% *}"\n'
+        '  if [[ "${mode}" != 100644 && "${mode}" != 000000 ]]; then\n'
+        "    printf '::error::the lock-update patch makes %q mode %s, not a regular file "
+        "(100644); nothing was applied\\n' \"${path}\" \"${mode}\"\n"
+        "    refused=1\n"
+        "  fi\n"
+        'done < "${scratch}/modes"\n'
         "if (( refused )); then exit 1; fi\n"
         'git apply --index "${allowed[@]/#/--include=}" "${patch}"\n'
     )

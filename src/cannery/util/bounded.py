@@ -18,7 +18,8 @@ choose how much memory, CPU or disk the read costs.
   1 MiB of zeros inflates to 1 GiB); the first :data:`RATIO_FREE` bytes are not held to the
   ratio.
 - :func:`tar_members`: the members of a tar stream in order, with their long-name and pax
-  headers held to :data:`HEADER_LIMIT` (``tarfile`` reads a header whole).
+  headers held to :data:`HEADER_LIMIT` (``tarfile`` reads a header whole); a sparse member is
+  refused.
 
 Every refusal is one line naming the input and, for a size, the limit, exit status 2: an
 :class:`~cannery.errors.InputError`, or for an HTTP answer a
@@ -249,7 +250,8 @@ def tar_members(
     with its content as a stream (regular files; None for others), to be read before the next
     member. :class:`OverLimit` naming ``what`` for a long-name or pax header over
     :data:`HEADER_LIMIT` (``tarfile`` reads one whole), refused before it is read;
-    :class:`~cannery.errors.InputError` for a malformed archive."""
+    :class:`~cannery.errors.InputError` for a malformed archive and for a sparse member (GNU or
+    pax), whose holes would come out of no compressed bytes at all."""
     import tarfile
 
     long_headers = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
@@ -265,6 +267,11 @@ def tar_members(
     try:
         with tarfile.open(fileobj=stream, mode="r|", tarinfo=CappedHeader) as tar:
             for member in tar:
+                if member.sparse is not None:
+                    # tarfile gives its holes as zeros it makes, never inflated: a few bytes
+                    # of archive for any size, past every ratio above. Builders write none.
+                    raise InputError(f"{what}: {member.name}: a sparse member (its holes "
+                                     "would be read without bound); not read")
                 yield member, (tar.extractfile(member) if member.isfile() else None)
     except (tarfile.TarError, EOFError) as exc:
         raise InputError(f"{what}: not a valid tar archive ({exc})") from None
