@@ -1,7 +1,7 @@
 """Bounded reads (issues 13 and 33, item 2) against the hostile registry and an HTTPS server:
 no answer can make cannery hold more than its caps in memory, inflate a bomb, or hash bytes
 other than those sent. The memory tests run cannery as a child process that reports its own
-peak resident memory (``VmHWM``, see tests/e2e/peak.py: not ``ru_maxrss``, which a child
+peak resident memory (``VmHWM``, see tests/services/peak.py: not ``ru_maxrss``, which a child
 forked from pytest inherits); the figures are printed."""
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import pytest
 from cannery.errors import NetworkError
 from cannery.oci import Credentials, DigestMismatch, NotFound, OCIClient, Reference
 from cannery.tls import ssl_context
-from tests.e2e.peak import Measured, run_measured
 from tests.e2e.test_build_buildx import catalog_text
 from tests.services.hostile import OCI_MANIFEST, HostileRegistry
+from tests.services.peak import Measured, run_measured
 from tests.services.tlsca import HTTPSServer, LocalCA
 
 pytestmark = pytest.mark.e2e

@@ -22,7 +22,7 @@ import pytest
 from cannery import __version__
 from cannery.lock import read_lock
 from tests.catalogs import minimal, pyproject
-from tests.e2e.peak import Measured, run_measured
+from tests.services.peak import Measured, run_measured
 from tests.services.pyindex import PackageIndex
 from tests.services.registry import LocalRegistry, password_registry, push_image, push_index
 from tests.services.tlsca import HTTPSFileServer, LocalCA

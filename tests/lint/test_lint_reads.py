@@ -4,8 +4,7 @@
 The runs that would exhaust memory or hang without these guards run `cannery lint` in a child
 process, bounded: an address-space limit (so a regression ends in MemoryError, not in the
 machine's memory) and a timeout (so it fails, never hangs). Peak memory is read by the child
-itself from /proc/self/status (VmHWM) as it exits, not from ru_maxrss (which a forked child
-inherits from this test process).
+itself from /proc/self/status (VmHWM) as it exits (tests/services/peak.py).
 """
 
 from __future__ import annotations
@@ -14,8 +13,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -29,41 +26,22 @@ from cannery.lint.files import MAX_BYTES
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule
 from cannery.lint.rules import unused_arg
+from tests.services.peak import run_measured
 
 ROOT = Path(__file__).resolve().parents[2]
-# The child reports its own peak resident memory on exit (cannery ends every command through
-# entry._exit, which runs the exit functions before os._exit).
-CHILD = """
-import atexit, resource, sys
-limit = int(sys.argv.pop(1))  # the address-space limit, set before cannery is imported
-resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-def peak():
-    with open("/proc/self/status") as f:
-        kib = re.search(r"^VmHWM:\\s+(\\d+) kB", f.read(), re.M).group(1)
-    print(f"VmHWM {int(kib) // 1024} MiB", file=sys.stderr)
-import re
-atexit.register(peak)
-sys.argv = ["cannery", "lint", *sys.argv[1:]]
-from cannery.entry import main
-main()
-"""
 ADDRESS_SPACE = 4 << 30  # a regression fails with MemoryError here, not in the machine
 
 
 def lint_child(*args: str, cwd: Path, timeout: float = 120) -> tuple[int, dict, str, int]:  # type: ignore[type-arg]
     """(exit status, JSON report, stderr, peak MiB) of `cannery lint --format json ARGS` run
-    in a child process under an address-space limit and a timeout."""
+    in a child process (tests/services/peak.py) under an address-space limit and a timeout."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     env.pop("GITHUB_ACTIONS", None)
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(ADDRESS_SPACE), "--format", "json",
-                           "--ignore", "multi-platform-single-runner", *args],
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    m = re.search(r"^VmHWM (\d+) MiB$", proc.stderr, re.M)
-    assert m, proc.stderr[-3000:]
-    report = json.loads(proc.stdout) if proc.stdout.strip() else {}
-    return proc.returncode, report, proc.stderr, int(m.group(1))
+    run = run_measured(["lint", "--format", "json", "--ignore", "multi-platform-single-runner",
+                        *args], cwd, env, timeout=timeout, address_space=ADDRESS_SPACE)
+    assert "Traceback" not in run.err, run.err[-3000:]
+    report = json.loads(run.out) if run.out.strip() else {}
+    return run.code, report, run.err, int(run.peak_mib)
 
 
 def _repo(tmp_path: Path) -> Path:

@@ -1,7 +1,9 @@
 """Peak memory of a cannery child process, measured by the child itself.
 
-The child is ``python -c LAUNCHER OUT ARGS...``: it runs ``ARGS`` in-process (``cannery ARGS``,
-or with ``--script FILE``, that Python file) and, as it exits, writes its own ``VmHWM`` (peak
+The child is ``python -c LAUNCHER OUT LIMIT ARGS...``: under an address-space limit of
+``LIMIT`` bytes (0: none), so that a regression ends in MemoryError rather than in the machine's
+memory, it runs ``ARGS`` in-process (``cannery ARGS``, or with ``--script FILE``, that Python
+file) and, as it exits, writes its own ``VmHWM`` (peak
 resident set, KiB) from ``/proc/self/status`` to ``OUT``. Not ``ru_maxrss``: on Linux a forked
 child's ``RUSAGE_SELF`` (and a parent's ``RUSAGE_CHILDREN``) carries the peak of the process it
 was forked from across ``exec``, so a child of a large pytest process would report pytest's
@@ -16,8 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _LAUNCHER = (
-    "import atexit, runpy, sys\n"
+    "import atexit, resource, runpy, sys\n"
     "out = sys.argv.pop(1)\n"
+    "limit = int(sys.argv.pop(1))\n"
+    "if limit:\n"
+    "    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
     "def peak():\n"
     "    with open('/proc/self/status') as status:\n"
     "        kib = next(ln.split()[1] for ln in status if ln.startswith('VmHWM:'))\n"
@@ -47,12 +52,13 @@ class Measured:
 
 
 def run_measured(args: list[str], cwd: Path, env: dict[str, str],
-                 timeout: float = 300) -> Measured:
+                 timeout: float = 300, address_space: int = 0) -> Measured:
     """Run ``cannery ARGS`` (or ``--script FILE ARGS``) in a child that reports its own peak
-    resident memory; output captured, stdin closed."""
+    resident memory, under ``address_space`` bytes when given; output captured, stdin
+    closed."""
     out = cwd / f".vmhwm-{len(list(cwd.glob('.vmhwm-*')))}"
     proc = subprocess.run(
-        [sys.executable, "-c", _LAUNCHER, str(out), *args], cwd=cwd, env=env,
+        [sys.executable, "-c", _LAUNCHER, str(out), str(address_space), *args], cwd=cwd, env=env,
         stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False, timeout=timeout,
     )
     assert out.exists(), f"the child wrote no peak (exit {proc.returncode}): {proc.stderr}"
