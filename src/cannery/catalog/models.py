@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import (
@@ -116,6 +117,13 @@ def _relative(v: str | None) -> str | None:
     if v is not None and (not REL_PATH.fullmatch(v) or ".." in v.split("/") or v.endswith("/")):
         raise ValueError(f"{v!r}: give a relative path inside the repository")
     return v
+
+
+def _env_names(names: Iterable[str]) -> None:
+    """Each of ``names`` is a variable name the shell and the ENV instruction accept."""
+    for var in names:
+        if not _full(ENV_NAME, var):
+            raise ValueError(f"{var!r} is not a valid environment variable name")
 
 
 def _original_field(what: str) -> Any:
@@ -595,10 +603,8 @@ class Component(Strict):
 
     @field_validator("build_env")
     @classmethod
-    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
-        for var in v:
-            if not _full(ENV_NAME, var):
-                raise ValueError(f"{var!r} is not a valid environment variable name")
+    def _build_env(cls, v: dict[str, str]) -> dict[str, str]:
+        _env_names(v)
         return v
 
     @field_validator("extra_index")
@@ -957,9 +963,7 @@ class Image(Strict):
     @field_validator("env")
     @classmethod
     def _env(cls, v: dict[str, str | PathEdit]) -> dict[str, str | PathEdit]:
-        for var in v:
-            if not _full(ENV_NAME, var):
-                raise ValueError(f"{var!r} is not a valid environment variable name")
+        _env_names(v)
         return v
 
     @field_validator("labels")
@@ -1293,9 +1297,7 @@ class Catalog(Strict):
     @classmethod
     def _env_vars(cls, v: dict[str, dict[str, EnvValue]]) -> dict[str, dict[str, EnvValue]]:
         for env in v.values():
-            for var in env:
-                if not _full(ENV_NAME, var):
-                    raise ValueError(f"{var!r} is not a valid environment variable name")
+            _env_names(env)
         return v
 
     def family_of(self, soc: str | None) -> str | None:
