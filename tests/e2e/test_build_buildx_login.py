@@ -94,12 +94,15 @@ def private(tmp_path_factory: pytest.TempPathFactory, test_ca: LocalCA) -> Itera
 
 
 def _world(
-    tmp_path: Path, private: LocalRegistry, registry: LocalRegistry, test_ca: LocalCA
+    tmp_path: Path, private: LocalRegistry, registry: LocalRegistry, test_ca: LocalCA,
+    repo: str = "team/image",
 ) -> tuple[Path, dict[str, str]]:
+    """``repo``: where the image goes in ``private`` (a module-wide registry: a test that must
+    build names its own, or an earlier test's push of the same inputs is skipped as done)."""
     push_image(registry.url, "lg/base", "1", "amd64")  # the base: anonymous, another host
     bindir = fake_docker_dir(tmp_path, FAKE_BUILDX.format(python=sys.executable, root=str(ROOT)))
     catalog = tmp_path / "cannery.toml"
-    catalog.write_text(tiny("login", f"{private.host}/team/image", f"{registry.host}/lg/base:1",
+    catalog.write_text(tiny("login", f"{private.host}/{repo}", f"{registry.host}/lg/base:1",
                             "lg-{cann}", platforms=("linux/amd64",), registry="private"))
     # The user's own docker config: other settings are kept, other logins are not handed on.
     own = tmp_path / "dotdocker"
@@ -171,7 +174,7 @@ def test_a_failed_build_leaves_no_config_behind(
 ) -> None:
     """BuildKit fails: the leg fails, naming the engine's last lines, and the temporary
     config (the login in it) is removed all the same."""
-    catalog, env = _world(tmp_path, private, registry, test_ca)
+    catalog, env = _world(tmp_path, private, registry, test_ca, repo="team/failing")
     env["FAKE_DOCKER_FAIL"] = "1"
     proc = _cannery("build", "--catalog", str(catalog), "--backend", "buildx",
                     "--registry-cache", "--push", "--platform", "linux/amd64", "--digest-dir",
