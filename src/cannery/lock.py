@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -33,7 +34,7 @@ from cannery.catalog.platforms import arches_of
 from cannery.errors import LockError
 from cannery.pydeps import LOCKED_LINE, PythonRequest, ci_requests, python_requests
 from cannery.util import toml
-from cannery.util.background import in_background
+from cannery.util.background import in_background, side_by_side
 from cannery.util.bounded import NotRegularFile, OverLimit, read_regular_file
 from cannery.util.patterns import (
     COMMIT,
@@ -52,6 +53,11 @@ LOCK_LIMIT = 64 << 20  # a lock file larger than this is refused unread
 # The most bytes a `url` input may have: a CANN toolkit `.run` is a few GiB; an endless answer
 # stops here instead of running for ever.
 DOWNLOAD_LIMIT = 16 << 30
+# Inputs to resolve are resolved side by side: each is mostly waiting (a registry round trip,
+# a download hashed as it arrives, `git ls-remote`), and a family's first lock holds dozens.
+# Python pins come after the git commits they read, fewer at a time: each is a uv process.
+RESOLVE_WORKERS = 8
+PYTHON_WORKERS = 4
 
 
 def parse_time(text: str) -> dt.datetime:
@@ -359,45 +365,47 @@ def _update_refs(
     bases: dict[str, BaseEntry] = {}
     gits: dict[str, GitEntry] = {}
     urls: dict[str, UrlEntry] = {}
+    todo: list[Input] = []  # resolved side by side below, then stored in this order
     for inp in inputs:
         chosen = selected is None or (inp.kind, inp.key) in selected
         fresh = chosen and ("all" in update or bool(names[(inp.kind, inp.key)] & update))
-        if inp.kind == "base":
-            if not fresh and inp.key in old.bases:
-                bases[inp.key] = old.bases[inp.key]
-            elif chosen:
-                if progress:
-                    progress(inp)
-                bases[inp.key] = _kept_time(
-                    old.bases.get(inp.key),
-                    BaseEntry(digest=resolvers.base(inp.key), resolved_at=stamp),
-                )
-        elif inp.kind == "git":
-            # A commit prefix names one commit for good: --update never re-resolves it (more
-            # commits later could make it ambiguous, and the nightly's `--update all` fail).
-            fresh = fresh and not SHORT_COMMIT.match(inp.ref)
-            if not fresh and inp.key in old.git:
-                gits[inp.key] = old.git[inp.key]
-            elif chosen:
-                if progress:
-                    progress(inp)
-                try:
-                    commit = resolvers.git(inp.url, inp.ref)
-                except LockError as exc:
-                    raise RefError(inp.owner, exc.message) from None
-                gits[inp.key] = _kept_time(
-                    old.git.get(inp.key),
-                    GitEntry(url=inp.url, ref=inp.ref, commit=commit, resolved_at=stamp),
-                )
-        elif not fresh and inp.key in old.urls:
+        # A commit prefix names one commit for good: --update never re-resolves it (more
+        # commits later could make it ambiguous, and the nightly's `--update all` fail).
+        fresh = fresh and not (inp.kind == "git" and SHORT_COMMIT.match(inp.ref))
+        if inp.kind == "base" and not fresh and inp.key in old.bases:
+            bases[inp.key] = old.bases[inp.key]
+        elif inp.kind == "git" and not fresh and inp.key in old.git:
+            gits[inp.key] = old.git[inp.key]
+        elif inp.kind == "url" and not fresh and inp.key in old.urls:
             urls[inp.key] = old.urls[inp.key]
         elif chosen:
             if progress:
                 progress(inp)
+            todo.append(inp)
+
+    def resolve(inp: Input) -> Callable[[], BaseEntry | GitEntry | UrlEntry]:
+        def work() -> BaseEntry | GitEntry | UrlEntry:
+            if inp.kind == "base":
+                return BaseEntry(digest=resolvers.base(inp.key), resolved_at=stamp)
+            if inp.kind == "git":
+                try:
+                    commit = resolvers.git(inp.url, inp.ref)
+                except LockError as exc:
+                    raise RefError(inp.owner, exc.message) from None
+                return GitEntry(url=inp.url, ref=inp.ref, commit=commit, resolved_at=stamp)
             digest, size = resolvers.url(inp.url)
-            urls[inp.key] = _kept_time(
-                old.urls.get(inp.key), UrlEntry(sha256=digest, size=size, resolved_at=stamp)
-            )
+            return UrlEntry(sha256=digest, size=size, resolved_at=stamp)
+
+        return work
+
+    entries = side_by_side([resolve(i) for i in todo], RESOLVE_WORKERS)
+    for inp, entry in zip(todo, entries, strict=True):
+        if isinstance(entry, BaseEntry):
+            bases[inp.key] = _kept_time(old.bases.get(inp.key), entry)
+        elif isinstance(entry, GitEntry):
+            gits[inp.key] = _kept_time(old.git.get(inp.key), entry)
+        else:
+            urls[inp.key] = _kept_time(old.urls.get(inp.key), entry)
     # A wheel's bytes at the same URL are not in a Python request's digest: the images that
     # install a wheel whose sha256 moved resolve again (a nightly wheel's new dependencies).
     moved = {u for u, e in urls.items() if u in old.urls and old.urls[u].sha256 != e.sha256}
@@ -427,6 +435,7 @@ def _update_python(
             if comp.git and comp.ref and COMMIT.match(comp.ref):
                 commits[(comp.git, comp.ref)] = comp.ref
     out: dict[str, PythonEntry] = {}
+    todo: list[PythonRequest] = []  # resolved side by side below
     for name in cat.images:
         chosen = not images or name in images
         for req in python_requests(cat, name, commits) or []:
@@ -441,12 +450,15 @@ def _update_python(
             else:
                 if progress:
                     progress(Input("python", req.key, name))
-                out[req.key] = _kept_time(
-                    kept,
-                    PythonEntry(
-                        inputs=req.digest(), requirements=resolvers.python(req), resolved_at=stamp
-                    ),
-                )
+                todo.append(req)
+    python = resolvers.python
+    if python is not None:
+        pins = side_by_side([partial(python, req) for req in todo], PYTHON_WORKERS)
+        for req, requirements in zip(todo, pins, strict=True):
+            out[req.key] = _kept_time(
+                old.python.get(req.key),
+                PythonEntry(inputs=req.digest(), requirements=requirements, resolved_at=stamp),
+            )
     return out
 
 

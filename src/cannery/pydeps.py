@@ -14,6 +14,7 @@ import json
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
@@ -221,6 +222,15 @@ def _build_requires(tree: Path) -> list[str]:
     return [r for r in requires if isinstance(r, str)]
 
 
+_CACHE_LOCKS: dict[Path, threading.Lock] = {}
+_CACHE_LOCKS_GUARD = threading.Lock()
+
+
+def _cache_lock(bare: Path) -> threading.Lock:
+    with _CACHE_LOCKS_GUARD:
+        return _CACHE_LOCKS.setdefault(bare, threading.Lock())
+
+
 def _checkout(pkg: GitPackage, dest: Path, ca_file: str | None) -> None:
     """The tree of ``pkg`` at its commit in ``dest``. A commit is immutable, so it is fetched
     once into a local cache repository per URL (``cache_dir()/git``) and checked out from
@@ -233,13 +243,17 @@ def _checkout(pkg: GitPackage, dest: Path, ca_file: str | None) -> None:
     bare = cache_dir() / "git" / (hashlib.sha256(pkg.url.encode()).hexdigest()[:24] + ".git")
     git = ["git", f"--git-dir={bare}"]
     try:
-        if not (bare / "HEAD").is_file():
-            run(["git", "init", "-q", "--bare", str(bare)], extra_env=env, timeout=60)
-        try:
-            run([*git, "cat-file", "-e", f"{pkg.commit}^{{commit}}"], extra_env=env, timeout=60)
-        except CommandError:
-            run([*git, "fetch", "-q", "--depth", "1", "--", pkg.url, pkg.commit], extra_env=env,
-                timeout=600)
+        # One fetch at a time per cache repository: an image's platforms are resolved side by
+        # side and read the same commit (the second finds it there).
+        with _cache_lock(bare):
+            if not (bare / "HEAD").is_file():
+                run(["git", "init", "-q", "--bare", str(bare)], extra_env=env, timeout=60)
+            try:
+                run([*git, "cat-file", "-e", f"{pkg.commit}^{{commit}}"], extra_env=env,
+                    timeout=60)
+            except CommandError:
+                run([*git, "fetch", "-q", "--depth", "1", "--", pkg.url, pkg.commit],
+                    extra_env=env, timeout=600)
         dest.mkdir(parents=True)
         index = dict(env, GIT_INDEX_FILE=str(dest.parent / f".{dest.name}.index"))
         run([*git, f"--work-tree={dest}", "read-tree", pkg.commit], extra_env=index, timeout=120)

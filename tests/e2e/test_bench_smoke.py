@@ -77,3 +77,22 @@ def test_family_benchmark_runs_at_tiny_size(tmp_path: Path) -> None:
     sums = re.search(rf"\| distinct / sum \| ({NUMBER}) \| ({NUMBER}) \|", table)
     assert sums and float(sums[2]) < 1.0  # the images share their base and toolkit layers
     assert (tmp_path / "family.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_first_lock_benchmark_runs_at_tiny_size(tmp_path: Path) -> None:
+    """bench/first_lock.py at its tiny size, once each way: the family's first lock and render
+    both one at a time and side by side, on loopback and behind the slow link. Checks that
+    both ways write the same lock, never how fast."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "first_lock.py"), "--size", "tiny", "--runs", "1",
+         "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600, check=False, stdin=subprocess.DEVNULL,
+        env={**os.environ, "BUILDAH_ISOLATION": "chroot"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = (tmp_path / "first_lock.md").read_text()
+    assert proc.stdout.strip() == table.strip()
+    assert "8-image family" in table and "size tiny" in table
+    for row in ("loopback", "remote"):
+        assert re.search(rf"\| {row} \| {NUMBER} s \| {NUMBER} s \| {NUMBER}x \|", table), row
+    assert "The same lock both ways (times aside): yes." in table

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -32,3 +33,20 @@ def in_background(work: Callable[[], T], name: str) -> Callable[[], T]:
         return result[0]
 
     return wait
+
+
+def side_by_side(work: Sequence[Callable[[], T]], workers: int) -> list[T]:
+    """Each of ``work`` run in at most ``workers`` threads; their results in ``work``'s order.
+
+    The first failure in that order is raised, in the caller's thread, once the work before it
+    has finished; work not started by then never starts (what is running finishes first)."""
+    if workers <= 1 or len(work) <= 1:
+        return [w() for w in work]
+    with ThreadPoolExecutor(min(workers, len(work)), thread_name_prefix="cannery-resolve") as pool:
+        futures = [pool.submit(w) for w in work]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
