@@ -39,7 +39,6 @@ pip_args = ["--no-build-isolation"]  # setuptools from the base, as the world's 
 [images.checkout]
 base = "standin"
 toolkit = "standin-852"
-soc = "ascend910b1"
 platforms = ["linux/amd64", "linux/arm64"]
 tag = "checkout-{cann}-{chip}"
 aliases = ["latest"]

@@ -99,6 +99,37 @@ NO_EFFECT = [
         "images.one.acknowledge[2]: 'compat-vllm' is acknowledged but no image that inherits "
         "it has that warning: remove it",
     ),
+    # the silent drops of the families issue (#28)
+    (
+        "devlib-nothing-builds",
+        lambda t: t.replace("toolkit_build = true\n", "").replace('soc = "ascend910b1"\n', ""),
+        "devlib = ",
+        "toolkits.cann852.devlib: devlib has no effect: no image with this toolkit builds a "
+        "component against it (toolkit_build = true)",
+    ),
+    (
+        "soc-only-a-label",
+        lambda t: t.replace("toolkit_build = true\n", "").replace("devlib = ", "# devlib = "),
+        'soc = "ascend910b1"',
+        "images.one.soc: soc has no effect but a label: no component of an image that has it "
+        "builds for it (toolkit_build = true), no tag names {soc}, and it picks no toolkit "
+        "package; omit it for a chip-generic image",
+    ),
+    (
+        "registry-nobody-publishes-to",
+        lambda t: t.replace("[bases.b910]", '[registries.quay]\nrepository = "quay.io/a/b"\n\n'
+                            "[bases.b910]"),
+        "[registries.quay]",
+        "registries.quay: registries.quay has no effect: no image is published to it "
+        "(images.X.registry, catalog.registry, mirrors); remove it",
+    ),
+    (
+        "version-nothing-names",
+        lambda t: t.replace('name = "test"\n', 'name = "test"\nversion = "1.0"\n'),
+        'version = "1.0"',
+        "catalog.version: catalog.version has no effect: no tag or alias names {version}, and "
+        "[ci] release_tags is empty",
+    ),
 ]
 
 
@@ -259,6 +290,7 @@ def test_a_tag_has_one_owner_in_the_catalogs_default_mirrors(tmp_path: Path, cli
 
 def test_the_same_alias_in_disjoint_registries_and_mirrors_is_fine(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     text = _two_registries(GOOD, "other", "m1", "m2")
+    text = text.replace('registry = "local"\n', "", 1)  # both name their own: no default
     text = text.replace('recipe = "r"', 'recipe = "r"\nregistry = "other"\nmirrors = ["m1"]\n'
                         'aliases = ["latest"]')
     text = text.replace('recipe = "s"', 'recipe = "s"\nregistry = "local"\nmirrors = ["m2"]')

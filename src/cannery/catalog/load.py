@@ -82,6 +82,9 @@ class _Collector:
         # (image, labels|env) → (key → the image that wrote it): those tables merge
         self.label_origins: dict[tuple[str, str], dict[str, str]] = {}
         self.parents: dict[tuple[str, str], str] = {}
+        # Entries of tables the built-in Ascend facts also fill (envs, families) that the
+        # catalog itself writes: only those can be unused by its mistake.
+        self.own: dict[str, set[str]] = {}
         self._pending: list[tuple[tuple[str, str], tuple[str, str], str]] = []
 
     def written(self, fpath: tuple[str | int, ...]) -> tuple[str | int, ...]:
@@ -271,6 +274,8 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
     _control_chars(raw, (), col)
     if col.errors:
         raise CatalogError(col.problems())
+    col.own = {t: set(raw[t]) if isinstance(raw.get(t), dict) else set()
+               for t in ("envs", "families")}
     _merge_knowledge(raw)
     _resolve_extends(raw, col)
     if col.errors:
@@ -304,6 +309,8 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
         raise CatalogError(col.problems()) from None
 
     _cross_check(catalog, col)
+    if not col.errors:
+        _check_effects(catalog, col)
     if not col.errors:
         _lint_run_steps(catalog, col)
     if col.errors:
@@ -400,6 +407,80 @@ def _model_in(ann: Any) -> Any:
         if found is not None:
             return found
     return None
+
+
+def _check_effects(cat: Catalog, col: _Collector) -> None:
+    """Nothing silent: an entry that nothing uses, or a key whose only effect would be a label
+    or nothing, is an error that says why (the catalog is checked and its references known)."""
+    used: dict[str, set[str]] = {t: set() for t in ("registries", "bases", "toolkits",
+                                                     "components", "envs", "families")}
+    for iname, img in cat.images.items():
+        used["registries"].update(cat.published_to(iname))
+        used["bases"].update([img.base, *(s.base for s in img.stages if s.base)])
+        used["components"].update(img.components)
+        if img.toolkit is not None:
+            used["toolkits"].add(img.toolkit)
+        family = cat.family_for(iname)
+        if family is not None:
+            used["families"].add(family)
+    used["envs"] = {tk.env for n, tk in cat.toolkits.items()
+                    if n in used["toolkits"] and tk.env is not None}
+    what = {"registries": "no image is published to it (images.X.registry, catalog.registry, "
+                          "mirrors)",
+            "bases": "no image or stage is built on it", "toolkits": "no image names it",
+            "components": "no image installs it", "envs": "no toolkit an image uses names it",
+            "families": "no image's SoC or chip is of it"}
+    for table, names in used.items():
+        # an entry that others extend is used through them
+        for name in list(names):
+            names.update(col.chain(table, name))
+        entries: Any = getattr(cat, table)
+        for name in entries:
+            if name not in names and (table not in col.own or name in col.own[table]):
+                col.error((table, name), f"{table}.{name} has no effect: {what[table]}; "
+                          "remove it")
+    published = [img.registry for img in cat.images.values()]
+    if cat.catalog.registry and cat.images and None not in published:
+        col.error(("catalog", "registry"), "catalog.registry has no effect: every image names "
+                  "its own registry")
+    mirrors = [img.mirrors for img in cat.images.values()]
+    if cat.catalog.mirrors and cat.images and None not in mirrors:
+        col.error(("catalog", "mirrors"), "catalog.mirrors has no effect: every image names "
+                  "its own mirrors")
+    templates = [t for img in cat.images.values() for t in (img.tag, *img.aliases)]
+    if cat.catalog.version is not None and not cat.ci.release_tags and not any(
+            "version" in template_fields(t) for t in templates):
+        col.error(("catalog", "version"), "catalog.version has no effect: no tag or alias "
+                  "names {version}, and [ci] release_tags is empty")
+    for tname, tk in cat.toolkits.items():
+        builders = [c for iname, img in cat.images.items() if img.toolkit == tname
+                    for c in img.components if cat.components[c].toolkit_build]
+        if tk.devlib is not None and not builders:
+            col.error(("toolkits", tname, "devlib"), "devlib has no effect: no image with "
+                      "this toolkit builds a component against it (toolkit_build = true)")
+    # a soc is written once and inherited: an error only if no image that has it uses it
+    soc_used: dict[tuple[str | int, ...], bool] = {}
+    for iname, img in cat.images.items():
+        if img.soc is None:
+            continue
+        itk = cat.toolkit_of(iname)
+        # what picks the SoC family's packages without a soc (Catalog.family_for)
+        of_chip = [f for f, fam in cat.families.items() if fam.chip == cat.bases[img.base].chip]
+        chip_family = of_chip[0] if len(of_chip) == 1 else None
+        picks_packages = itk is not None and any(p.family for p in itk.packages) and (
+            cat.family_of(img.soc) != chip_family)
+        written = col.written(("images", iname, "soc"))
+        soc_used[written] = soc_used.get(written, False) or (
+            any(cat.components[c].toolkit_build for c in img.components)
+            or any("soc" in template_fields(t) for t in (img.tag, *img.aliases))
+            or picks_packages)
+    for written, effect in soc_used.items():
+        # one that replaces an inherited soc corrects what the label would claim: kept
+        replaces = any(cat.images[p].soc for p in col.chain("images", str(written[1]))[1:])
+        if not effect and not replaces:
+            col.error(written, "soc has no effect but a label: no component of an image that "
+                      "has it builds for it (toolkit_build = true), no tag names {soc}, and it "
+                      "picks no toolkit package; omit it for a chip-generic image")
 
 
 def _check_publish(
@@ -620,8 +701,8 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         if isinstance(home, str) and home.replace("{version}", tk.version) != want:
             col.error(
                 ("envs", tk.env, "ASCEND_TOOLKIT_HOME"),
-                f"{home!r} does not match toolkit {tname!r} (layout {tk.layout!r} installs "
-                f"to {want})",
+                f"{home!r} does not match toolkit {tname!r} (toolkits.{tname}.layout "
+                f"{tk.layout!r} installs to {want})",
             )
         if tk.env not in cat.envs:
             col.error(

@@ -1029,7 +1029,7 @@ class Image(Strict):
 
 class Family(Strict):
     description: str = ""
-    chip: str
+    chip: str = Field(pattern=TAG_VALUE, description="Chip token of the family's base images")
     socs: list[str]
 
 
