@@ -269,7 +269,8 @@ ref = "v0.18.1"
 [images.one]
 original = "docker/one.Dockerfile"
 components = ["torch", "vllm", "vllm-ascend", "wheel", "local", "bundle"]
-labels = { "org.example.owner" = "ml team" }
+labels.'org.example.owner' = "ml team"
+labels.'org.opencontainers.image.version' = { value = "v1", override = true }
 env = { APP_MODE = "serve", LD_LIBRARY_PATH = { prepend = ["/opt/lib"] }, PATH = { append = [
   "/opt/bin"] }, PYTHONPATH = { replace = ["/opt/py"] } }
 workdir = "/workspace"

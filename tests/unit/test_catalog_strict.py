@@ -334,3 +334,68 @@ def test_a_clean_run_step_renders(tmp_path: Path, cli) -> None:  # type: ignore[
     path.write_text(text)
     res = cli("render", "dockerfile", "--catalog", str(path), "--out", str(tmp_path / "out"))
     assert res.code == 0, res.err
+
+
+# A label or env entry that would replace one cannery writes (#28): an error naming both,
+# unless it says override = true, which then replaces it (once, in the one LABEL or ENV).
+REPLACES = [
+    (
+        "own-label",
+        'labels = { "org.opencontainers.image.source" = "https://mine.example.com" }',
+        "images.one.labels.org.opencontainers.image.source: label "
+        "org.opencontainers.image.source would replace the one cannery writes from "
+        'catalog.source: write org.opencontainers.image.source = { value = "...", override = '
+        "true } to mean it",
+    ),
+    (
+        "toolkit-env",
+        'env = { ASCEND_HOME_PATH = "/opt/mine" }',
+        "images.one.env.ASCEND_HOME_PATH: ASCEND_HOME_PATH would replace the toolkit's "
+        "ASCEND_HOME_PATH = '${ASCEND_TOOLKIT_HOME}' (envs.cann): write ASCEND_HOME_PATH = "
+        '{ value = "/opt/mine", override = true } to mean it',
+    ),
+    (
+        "override-nothing-label",
+        'labels = { "org.example.team" = { value = "npu", override = true } }',
+        "images.one.labels.org.example.team: override = true, but cannery writes no label "
+        "org.example.team on this image: give the plain value",
+    ),
+    (
+        "override-nothing-env",
+        'env = { HF_HOME = { value = "/data", override = true } }',
+        "images.one.env.HF_HOME: override = true, but the image's toolkit sets no HF_HOME: give "
+        "the plain value",
+    ),
+    (
+        "cannery-namespace",
+        'labels = { "io.cannery.soc" = "ascend910b2" }',
+        "images.one.labels: label 'io.cannery.soc': the io.cannery.* labels are cannery's own "
+        "(build and verify read them); use another prefix",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "words"), [c[1:] for c in REPLACES],
+                         ids=[c[0] for c in REPLACES])
+def test_replacing_what_cannery_writes_needs_override(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli, line: str, words: str
+) -> None:
+    text = GOOD.replace('recipe = "r"', f'recipe = "r"\n{line}')
+    path, res = _validate(cli, tmp_path, text)
+    assert res.code == 2, res.err
+    assert _errors(res.err) == [f"cannery: error: {path}:{line_of(text, line)}: {words}"]
+
+
+def test_an_override_replaces_the_label_and_the_variable(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace('recipe = "r"', 'recipe = "r"\nlabels = { "org.opencontainers.image.'
+                        'source" = { value = "https://mine.example.com", override = true } }\n'
+                        'env = { ASCEND_HOME_PATH = { value = "/opt/mine", override = true } }')
+    path = tmp_path / "catalog.toml"
+    path.write_text(text)
+    res = cli("render", "dockerfile", "--catalog", str(path), "--out", str(tmp_path / "d"))
+    assert res.code == 0, res.err
+    dockerfile = (tmp_path / "d" / "one.Dockerfile").read_text()
+    assert dockerfile.count("org.opencontainers.image.source=") == 1
+    assert 'org.opencontainers.image.source="https://mine.example.com"' in dockerfile
+    assert "https://example.com/test" not in dockerfile
+    assert "ASCEND_HOME_PATH=/opt/mine" in dockerfile

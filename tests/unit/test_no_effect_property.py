@@ -72,6 +72,7 @@ def three(**keys: Any) -> Edit:
     return ("images.three", {"extends": "one", "recipe": "t", **keys})
 
 
+SOURCE = "org.opencontainers.image.source"
 UNACK = ("images.one.acknowledge", DELETE)
 FAMILY = ("families.X9", {"chip": "910b", "socs": ["ascendx9"]})
 ROW = {"vllm_ascend": "v0.18.0", "vllm": "v0.18.0", "python": ">=3.10,<3.12", "cann": "8.5.2",
@@ -261,6 +262,12 @@ PROBES: dict[str, tuple[list[Edit], list[Edit]]] = {
     "Image.acknowledge": ([], [("images.one.acknowledge", ["compat-cann"])]),
     "Image.labels": ([], [("images.one.labels", {"org.example.team": "npu"})]),
     "Image.env": ([], [("images.one.env", {"HF_HOME": "/data"})]),
+    "Override.value": ([("images.one.labels", {SOURCE: {"value": "https://a.example.com",
+                                                         "override": True}})],
+                       [("images.one.labels.org\x00opencontainers\x00image\x00source.value",
+                         "https://b.example.com")]),
+    "Override.override": ([], [("images.one.labels", {SOURCE: {"value": "https://a.example.com",
+                                                               "override": True}})]),
     "PathEdit.append": ([], [("images.one.env", {"LD_LIBRARY_PATH": {"append": ["/opt/lib"]}})]),
     "PathEdit.prepend": ([], [("images.one.env", {"LD_LIBRARY_PATH": {"prepend": ["/opt/lib"]}})]),
     "PathEdit.replace": ([], [("images.one.env", {"LD_LIBRARY_PATH": {"replace": ["/opt/lib"]}})]),
@@ -339,7 +346,9 @@ ELSEWHERE = {
 
 
 def _edit(doc: dict[str, Any], dotted: str, value: Any) -> None:
-    parts: list[str | int] = [int(p) if p.isdigit() else p for p in dotted.split(".")]
+    # (a '\x00' stands for a '.' inside one key: a label key has dots)
+    parts: list[str | int] = [int(p) if p.isdigit() else p.replace("\x00", ".")
+                              for p in dotted.split(".")]
     node: Any = doc
     for part in parts[:-1]:
         node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})

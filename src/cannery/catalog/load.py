@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from cannery.catalog.compat import check_image
 from cannery.catalog.inputs import component_field, render_tag, tag_values, template_fields
 from cannery.catalog.locate import LineMap
-from cannery.catalog.models import IMAGE_TAG, TAG_FIELDS, Catalog
+from cannery.catalog.models import IMAGE_TAG, TAG_FIELDS, Catalog, Override, PathEdit
 from cannery.errors import CatalogError, Location
 from cannery.util import toml
 from cannery.util.bounded import NotRegularFile, OverLimit, read_regular_file
@@ -483,6 +483,54 @@ def _check_effects(cat: Catalog, col: _Collector) -> None:
                       "picks no toolkit package; omit it for a chip-generic image")
 
 
+# The labels cannery writes on every image (and revision with revision_from), and where each
+# value comes from; the io.cannery.* ones no image may write (models.Image._labels).
+OWN_LABELS = {
+    "org.opencontainers.image.source": "catalog.source",
+    "org.opencontainers.image.version": "the image's tag",
+    "org.opencontainers.image.base.name": "the base image",
+    "org.opencontainers.image.base.digest": "the base image's locked digest",
+}
+REVISION_LABEL = "org.opencontainers.image.revision"
+
+
+def _check_overrides(cat: Catalog, iname: str, col: _Collector) -> None:
+    """An image's label or env entry that would replace one cannery writes (its own labels, the
+    toolkit's env) is an error naming both, unless it says override = true; override = true
+    where nothing is replaced is an error too (it would say something untrue)."""
+    img = cat.images[iname]
+    own = dict(OWN_LABELS)
+    if img.revision_from:
+        own[REVISION_LABEL] = f"the commit of {img.revision_from} (revision_from)"
+    for key, value in img.labels.items():
+        at = ("images", iname, "labels", key)
+        if isinstance(value, str) and key in own:
+            col.error(at, f"label {key} would replace the one cannery writes from {own[key]}: "
+                      f'write {key} = {{ value = "...", override = true }} to mean it')
+        elif not isinstance(value, str) and key not in own:
+            col.error(at, f"override = true, but cannery writes no label {key} on this image: "
+                      "give the plain value")
+    itk = cat.toolkit_of(iname)
+    tk_env = cat.envs.get(itk.env, {}) if itk is not None and itk.env is not None else {}
+    for var, env in img.env.items():
+        at = ("images", iname, "env", var)
+        theirs = tk_env.get(var)
+        if isinstance(theirs, list) and not isinstance(env, PathEdit):
+            col.error(
+                at,
+                f"{var} is a search path the toolkit sets; a plain value would drop the "
+                f"toolkit's entries: write {var} = {{ append = [...] }}, prepend, or "
+                "replace to say so",
+            )
+        elif isinstance(theirs, str) and isinstance(env, str):
+            col.error(at, f"{var} would replace the toolkit's {var} = {theirs!r} (envs."
+                      f"{itk.env if itk else ''}): write {var} = {{ value = \"{env}\", override = "
+                      "true } to mean it")
+        elif isinstance(env, Override) and theirs is None:
+            col.error(at, f"override = true, but the image's toolkit sets no {var}: give the "
+                      "plain value")
+
+
 def _check_publish(
     cat: Catalog,
     iname: str,
@@ -817,15 +865,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                     col.error(at, f"tag {tag!r} is given twice for this image")
                     break
                 tags[f"{repository}:{tag}"] = iname
-        tk_env = cat.envs.get(itk.env, {}) if itk is not None and itk.env is not None else {}
-        for var, value in img.env.items():
-            if isinstance(value, str) and isinstance(tk_env.get(var), list):
-                col.error(
-                    (*where, "env", var),
-                    f"{var} is a search path the toolkit sets; a plain value would drop the "
-                    f"toolkit's entries: write {var} = {{ append = [...] }}, prepend, or "
-                    "replace to say so",
-                )
+        _check_overrides(cat, iname, col)
         fired: set[str] = set()
         for level, code, fieldname, message in check_image(cat, iname):
             fired.add(code)

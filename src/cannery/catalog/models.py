@@ -690,6 +690,16 @@ class PathEdit(Strict):
         return list(self.append or ()) if self.mode == "prepend" else []
 
 
+class Override(Strict):
+    """``{ value = "...", override = true }``: a label or variable that replaces one cannery
+    writes itself (an OCI label, a variable of the toolkit's env), said on purpose."""
+
+    value: str = Field(description="The value written instead of cannery's")
+    override: Literal[True] = Field(
+        description="Must be true: this entry replaces the label or variable cannery writes"
+    )
+
+
 class Alternative(Strict):
     """`update-alternatives --install LINK NAME PATH PRIORITY` (Debian and openEuler alike)."""
 
@@ -932,12 +942,18 @@ class Image(Strict):
         [], description="Compatibility warnings accepted for this image",
         json_schema_extra={"items": {"type": "string", "enum": list(COMPAT_CODES)}},
     )
-    labels: dict[str, str] = Field(
-        {}, json_schema_extra={"propertyNames": {"pattern": LABEL_KEY}}
+    labels: dict[str, str | Override] = Field(
+        {}, description="Image labels; one that cannery writes itself (org.opencontainers.image."
+        "source, version, base.name, base.digest, revision) only as { value = \"...\", override "
+        "= true }; the io.cannery.* labels are cannery's (verify reads them)",
+        json_schema_extra={"propertyNames": {"pattern": LABEL_KEY,
+                                             "not": {"pattern": r"^io\.cannery\."}}},
     )
     # Image settings for the running container; set after every build step.
-    env: dict[str, str | PathEdit] = Field(
-        {}, description="Runtime env: a value, or {append|prepend|replace = [...]} for a path list",
+    env: dict[str, str | PathEdit | Override] = Field(
+        {}, description="Runtime env: a value, or {append|prepend|replace = [...]} for a path "
+        "list; a plain variable the toolkit's env sets only as { value = \"...\", override = "
+        "true }",
         json_schema_extra={"propertyNames": {"pattern": ENV_NAME}},
     )
     workdir: str | None = Field(None, pattern=ABS_PATH)
@@ -962,17 +978,26 @@ class Image(Strict):
 
     @field_validator("env")
     @classmethod
-    def _env(cls, v: dict[str, str | PathEdit]) -> dict[str, str | PathEdit]:
+    def _env(
+        cls, v: dict[str, str | PathEdit | Override]
+    ) -> dict[str, str | PathEdit | Override]:
         _env_names(v)
         return v
 
     @field_validator("labels")
     @classmethod
-    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+    def _labels(cls, v: dict[str, str | Override]) -> dict[str, str | Override]:
         for key in v:
             if not _full(LABEL_KEY, key):
                 raise ValueError(f"label key {key!r}: use letters, digits and . _ / - only")
+            if key.startswith("io.cannery."):
+                raise ValueError(f"label {key!r}: the io.cannery.* labels are cannery's own "
+                                 "(build and verify read them); use another prefix")
         return v
+
+    def label_values(self) -> dict[str, str]:
+        """The image's own labels, key → value (an override's value)."""
+        return {k: v if isinstance(v, str) else v.value for k, v in self.labels.items()}
 
     @field_validator("aliases")
     @classmethod
