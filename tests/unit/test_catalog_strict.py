@@ -399,3 +399,44 @@ def test_an_override_replaces_the_label_and_the_variable(tmp_path: Path, cli) ->
     assert 'org.opencontainers.image.source="https://mine.example.com"' in dockerfile
     assert "https://example.com/test" not in dockerfile
     assert "ASCEND_HOME_PATH=/opt/mine" in dockerfile
+
+
+SECRET = "s3cr3tVALUE"
+PRESIGNED = [
+    ("installer", 'linux-{uname_arch}.run"',
+     f'linux-{{uname_arch}}.run?AccessKeyId=AK&Expires=1&Signature={SECRET}"',
+     "toolkits.cann852.packages[0].url", "AccessKeyId=…, Signature=…"),
+    ("index", 'python_index = "https://127.0.0.1:9/simple"',
+     f'python_index = "https://127.0.0.1:9/simple?token={SECRET}"',
+     "catalog.python_index", "token=…"),
+    ("s3", 'linux-{uname_arch}.run"',
+     f'linux-{{uname_arch}}.run?X-Amz-Credential=AK&X-Amz-Signature={SECRET}"',
+     "toolkits.cann852.packages[0].url", "X-Amz-Credential=…, X-Amz-Signature=…"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "key", "names"), [c[1:] for c in PRESIGNED],
+                         ids=[c[0] for c in PRESIGNED])
+def test_a_url_with_a_credential_in_its_query_is_refused(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli, old: str, new: str, key: str, names: str
+) -> None:
+    """A presigned URL would be written into the Dockerfile and so the image history: refused
+    where it is written, naming the parameters and never their values."""
+    text = GOOD.replace(old, new)
+    assert text != GOOD
+    path, res = _validate(cli, tmp_path, text)
+    assert res.code == 2, res.err
+    assert _errors(res.err) == [
+        f"cannery: error: {path}:{line_of(text, SECRET)}: {key}: URL carries a credential in "
+        f"its query ({names}): it would stay in the Dockerfile, the lock and the image history;"
+        " publish the file at a URL without one (the lock pins its sha256), or fetch it in a "
+        "hand-written step with a build secret (RUN --mount=type=secret), mounted for that RUN "
+        "only"
+    ]
+    assert SECRET not in res.err + res.out
+
+
+def test_a_query_without_a_credential_is_fine(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace('linux-{uname_arch}.run"', 'linux-{uname_arch}.run?version=1"')
+    _, res = _validate(cli, tmp_path, text)
+    assert res.code == 0, res.err

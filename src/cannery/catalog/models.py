@@ -141,10 +141,28 @@ def _full(pattern: str, value: str) -> bool:
     return re.fullmatch(pattern, value) is not None
 
 
+# Query parameters that carry a credential: presigned object-store URLs (S3, OBS, OSS, GCS),
+# tokens and signatures.
+CREDENTIAL_PARAM = re.compile(
+    r"^(x-(amz|goog|obs|oss)-.*|(aws)?accesskeyid|signature|sig|[a-z_]*token|auth|password"
+    r"|secret|api_?key|ossaccesskeyid)$", re.IGNORECASE)
+
+
 def _no_userinfo(url: str) -> str:
-    # A credential in a URL would end up in the Dockerfile, the lock and every log line.
+    # A credential in a URL would end up in the Dockerfile, the lock, every log line and, for
+    # what the build fetches, the image's history.
     if re.match(r"^[a-z]+://[^/]*@", url):
         raise ValueError("URL must not carry credentials (user:password@)")
+    query = url.split("#", 1)[0].partition("?")[2]
+    names = [p.split("=", 1)[0] for p in re.split(r"[&;]", query) if p]
+    found = [n for n in names if CREDENTIAL_PARAM.fullmatch(n)]
+    if found:
+        raise ValueError(
+            f"URL carries a credential in its query ({', '.join(f'{n}=…' for n in found)}): it "
+            "would stay in the Dockerfile, the lock and the image history; publish the file "
+            "at a URL without one (the lock pins its sha256), or fetch it in a hand-written "
+            "step with a build secret (RUN --mount=type=secret), mounted for that RUN only"
+        )
     return url
 
 
