@@ -667,7 +667,8 @@ UV_PIP_ARGS = frozenset({
     "--only-binary", "--force-reinstall", "--reinstall",
 })
 # Tag fields that name a fact the image may not have.
-TAG_FACTS = {"python": "python", "cann": "toolkit", "soc": "soc", "family": "family"}
+TAG_FACTS = {"python": "python", "cann": "toolkit", "cann_exact": "toolkit", "soc": "soc",
+             "family": "family"}
 
 
 def _check_facts(cat: Catalog, iname: str, col: _Collector) -> None:

@@ -39,12 +39,24 @@ COMPAT_CODES = (
     "compat-torch",
     "compat-torch-npu",
 )
-# Values usable in an image tag template; besides these, a component's version is
-# {<component name with '-' and '.' as '_'>} (which components exist, only the loader knows).
-TAG_FIELDS = (
-    "name", "cann", "chip", "os", "os_version", "python", "recipe", "soc", "family", "version",
-    "date",
-)
+# Values usable in an image tag template, and what each gives (the reference says the same,
+# from here); besides these, a component's version is {<component name with '-' and '.' as
+# '_'>} (which components exist, only the loader knows). Only {cann} changes its value.
+TAG_FIELD_DOCS = {
+    "name": "the image's name",
+    "cann": "the toolkit's version lowercased, as Ascend's own tags write it (8.0.RC3 → 8.0.rc3)",
+    "cann_exact": "the toolkit's version exactly as written (8.0.RC3)",
+    "chip": "the base's chip token (910b, a3)",
+    "os": "the base's os",
+    "os_version": "the base's os_version",
+    "python": "the image's Python as 3.11 (the one it installs, else the base's)",
+    "recipe": "the image's recipe",
+    "soc": "the image's soc",
+    "family": "the SoC family (A2, A3) of its soc, else of its base's chip",
+    "version": "catalog.version",
+    "date": "the UTC day (YYYYMMDD) the newest of the image's lock entries was resolved",
+}
+TAG_FIELDS = tuple(TAG_FIELD_DOCS)
 URL_FIELDS = ("version", "uname_arch", "arch")
 SECRET_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 RUNNER_LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -934,7 +946,13 @@ class Image(Strict):
         min_length=1,
         json_schema_extra={"items": {"type": "string", "enum": PLATFORMS}, "uniqueItems": True},
     )
-    tag: str = Field(json_schema_extra=_schema(TAG_TEMPLATE))
+    tag: str = Field(
+        description="Tag template: tag characters and {field}s, each as written except "
+        "{cann}: " + "; ".join(f"{{{k}}} {v}" for k, v in TAG_FIELD_DOCS.items())
+        + "; {<component>}: a component's version ('-' and '.' of its name as '_'), as "
+        "written; `cannery plan` shows each field's value",
+        json_schema_extra=_schema(TAG_TEMPLATE),
+    )
     registry: str | None = None
     mirrors: list[str] | None = Field(
         None, description="Registries this image is also published to (default: catalog.mirrors)"
