@@ -196,7 +196,7 @@ class ImageSpec:
     python: str | None  # 3.11: the image's (installed) or the base's; None: no Python
     os: str
     os_version: str
-    chip: str
+    chip: str | None  # None: a plain OS base (the image has no toolkit and no soc)
     family: str | None  # without a soc: the family of the base's chip, if there is one
     soc: str | None
     platforms: tuple[str, ...]

@@ -47,7 +47,7 @@ def tag_values(cat: Catalog, image: str, date: str = NO_DATE) -> dict[str, str |
         "name": image,
         "cann": tk.version.lower() if tk else "",  # as Ascend's own tags write it
         "cann_exact": tk.version if tk else "",
-        "chip": base.chip,
+        "chip": base.chip or "",
         "os": base.os,
         "os_version": base.os_version,
         "python": cat.python_of(image) or "",

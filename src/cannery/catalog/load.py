@@ -668,7 +668,7 @@ UV_PIP_ARGS = frozenset({
 })
 # Tag fields that name a fact the image may not have.
 TAG_FACTS = {"python": "python", "cann": "toolkit", "cann_exact": "toolkit", "soc": "soc",
-             "family": "family"}
+             "family": "family", "chip": "chip (its base sets none)"}
 
 
 def _check_facts(cat: Catalog, iname: str, col: _Collector) -> None:
@@ -813,6 +813,12 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         if not refs_ok:
             continue
         base = cat.bases[img.base]
+        if base.chip is None and (img.toolkit is not None or img.soc is not None):
+            # a toolkit's packages and env, and a SoC, are per chip: a plain OS base has none
+            col.error((*where, "toolkit" if img.toolkit is not None else "soc"),
+                      f"{'a toolkit' if img.toolkit is not None else 'a soc'} needs the chip of "
+                      f"the image's base, and bases.{img.base}.chip is not set")
+            continue
         fam = cat.families[family] if family is not None else None
         if fam is not None and fam.chip != base.chip:
             col.error(

@@ -284,8 +284,10 @@ class Base(Strict):
         description="Decides the package manager: apt (ubuntu, debian) or dnf (openeuler)"
     )
     os_version: str = Field(pattern=TAG_VALUE)
-    chip: str = Field(
-        description="Chip token of the base image tag: 910b, a3, 310p, 950", pattern=TAG_VALUE
+    chip: str | None = Field(
+        None, pattern=TAG_VALUE,
+        description="Chip token of the base image tag: 910b, a3, 310p, 950; omitted for a "
+        "plain OS base, which only images with no toolkit and no soc can use",
     )
     toolkit_version: str | None = Field(None, description="CANN version the base already ships")
 
