@@ -108,7 +108,7 @@ CASES = [
         "python-short-version",
         lambda t: t.replace('version = "3.11.10"', 'version = "3.11"'),
         "python = {",
-        "images.built.python.version: String should match pattern",
+        "images.built.python.version: python.version must look like 3.11.10, got '3.11'",
     ),
     (
         "host-toolkit-packages",

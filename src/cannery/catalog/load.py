@@ -20,7 +20,14 @@ from pydantic import ValidationError
 from cannery.catalog.compat import check_image
 from cannery.catalog.inputs import component_field, render_tag, tag_values, template_fields
 from cannery.catalog.locate import LineMap
-from cannery.catalog.models import IMAGE_TAG, TAG_FIELDS, Catalog, Override, PathEdit
+from cannery.catalog.models import (
+    IMAGE_TAG,
+    PATTERN_WORDS,
+    TAG_FIELDS,
+    Catalog,
+    Override,
+    PathEdit,
+)
 from cannery.errors import CatalogError, Location
 from cannery.util import toml
 from cannery.util.bounded import NotRegularFile, OverLimit, read_regular_file
@@ -295,6 +302,10 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
                 elif allowed:
                     msg += f" ({did_you_mean(str(loc[-1]), allowed)})"
                 del parent
+            elif err["type"] == "string_pattern_mismatch":
+                words = PATTERN_WORDS.get(str(err.get("ctx", {}).get("pattern", "")))
+                if words is not None:
+                    msg = f"{_key_path(loc)} must {words}, got {_shown(err['input'])}"
             elif err["type"] == "missing":
                 msg = f"missing required key {loc[-1]!r}"
             elif err["type"] == "literal_error":
@@ -348,6 +359,17 @@ def _control_chars(node: Any, at: tuple[str | int, ...], col: _Collector) -> Non
 
 # Keys of earlier versions → their names now.
 RENAMED = {"apt": "packages"}
+
+
+# Tables of named entries: a key's path within its entry starts after the entry's name.
+NAMED_TABLES = ("registries", "bases", "envs", "toolkits", "components", "images", "families")
+
+
+def _key_path(loc: tuple[Any, ...]) -> str:
+    """The key as a person names it within its entry: ``python.version`` of
+    ``images.one.python.version``, ``python`` of ``ci.python``."""
+    rest = loc[2:] if loc and loc[0] in NAMED_TABLES else loc[1:]
+    return _fmt_path(tuple(rest)) or _fmt_path(loc)
 
 
 def _toml_type(value: Any) -> str:

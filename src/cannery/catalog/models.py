@@ -101,6 +101,34 @@ LABEL_KEY = r"^[A-Za-z0-9][A-Za-z0-9._/-]*$"
 OS_FAMILIES = {"ubuntu": "apt", "debian": "apt", "openeuler": "dnf"}
 
 
+PY_MINOR = r"^3\.[0-9]+$"
+ONE_LINE = r"^[^\n]+$"
+ALTERNATIVE_NAME = r"^[A-Za-z0-9_.+-]+$"
+PY_VERSION = r"^3\.[0-9]+\.[0-9]+$"
+USER_NAME = r"^[a-z_][a-z0-9_-]{0,31}$"
+# What a value checked by a Field pattern must be, said for people (the loader's message for
+# a mismatch: "python.version must look like 3.11.10, got '3.11'"); a test checks that every
+# pattern of the models has its words.
+PATTERN_WORDS = {
+    WORKFLOW_TEXT: "hold no '$', '{', '}', backtick or backslash (it is written into the "
+                   "workflow)",
+    RUNNER_LABEL: "be a name of letters, digits and . _ - that starts with a letter or digit",
+    PY_MINOR: "look like 3.11",
+    PY_VERSION: "look like 3.11.10",
+    TAG_VALUE: "use letters, digits and . _ - only (it can appear in a tag)",
+    ABS_PATH: "be an absolute path of letters, digits and . _ + - /, like /opt/app",
+    USER_NAME: "be a user name like app: lower case letters, digits, _ and -, at most 32",
+    ONE_LINE: "be one line",
+    ALTERNATIVE_NAME: "use letters, digits and . _ + - only",
+    NAME: "use lowercase letters, digits, '-', '_' and '.', starting with a letter or digit",
+    EXTRA_NAME: "be a name like vllm-ascend: letters, digits and . _ -",
+    VERSION: "look like a release as written (v0.18.0, 8.2.RC1, 2.8.0.post2) or be empty",
+    DEVLIB_PATH: "be an absolute path of letters, digits and . _ + - /, with {version} and "
+                 "{uname_arch} allowed",
+    SECRET_NAME: "be a name like REGISTRY_USER: letters, digits and _, not starting with a digit",
+}
+
+
 class Strict(BaseModel):
     # strict: TOML has real booleans and integers, so "no" is never false and "2" never 2.
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -277,7 +305,7 @@ class Base(Strict):
         json_schema_extra=_schema(TAGGED_IMAGE),
     )
     python: str | None = Field(
-        None, pattern=r"^3\.[0-9]+$",
+        None, pattern=PY_MINOR,
         description="The Python the base image ships (\"3.11\"); omitted: it ships none",
     )
     os: Literal["ubuntu", "debian", "openeuler"] = Field(
@@ -677,7 +705,6 @@ class Component(Strict):
 
 
 # ---------------------------------------------------------------- image settings and steps
-USER_NAME = r"^[a-z_][a-z0-9_-]{0,31}$"
 
 
 def _one_of(*keys: str) -> JsonDict:
@@ -735,7 +762,7 @@ class Override(Strict):
 class Alternative(Strict):
     """`update-alternatives --install LINK NAME PATH PRIORITY` (Debian and openEuler alike)."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.+-]+$")
+    name: str = Field(pattern=ALTERNATIVE_NAME)
     link: str = Field(pattern=ABS_PATH)
     path: str = Field(pattern=ABS_PATH)
     priority: int = Field(ge=0)
@@ -761,7 +788,7 @@ class Step(Strict):
     symlink: Symlink | None = None
     ldconfig: Literal[True] | None = Field(None, description="Refresh the dynamic linker cache")
     run: str | None = Field(
-        None, min_length=1, pattern=r"^[^\n]+$",
+        None, min_length=1, pattern=ONE_LINE,
         description="Shell for what no typed step says; linted with cannery's Dockerfile rules",
     )
 
@@ -802,7 +829,6 @@ def _os_packages(v: list[str] | None) -> list[str] | None:
 
 # A Python source tarball's URL template: {version} only (one tarball for every platform).
 PY_URL_TEMPLATE = r"^https://[^/@{}]+(/([^{}]|\{version\})*)?$"
-PY_VERSION = r"^3\.[0-9]+\.[0-9]+$"
 
 
 def _python_rules() -> JsonDict:
@@ -1192,7 +1218,7 @@ class Ci(Strict):
         description="Deployment environment of the jobs that read registry secrets "
                     "(protection rules and environment secrets apply to them only)",
     )
-    python: str = Field("3.12", pattern=r"^3\.[0-9]+$", description="Python CI runs cannery with")
+    python: str = Field("3.12", pattern=PY_MINOR, description="Python CI runs cannery with")
     workflow: str = Field(
         ".github/workflows/cannery-images.yml", json_schema_extra=_inside_repo(REL_PATH.pattern)
     )
