@@ -68,10 +68,13 @@ smoke_imports = ["cann_standin", "hello_cannery", "fastops"]
 def own_images(text: str, images: str) -> str:
     """The world's catalog ``text`` with ``images`` (TOML) in place of its image, and without
     what those do not use, which the loader refuses: the fastops component and the toolkit's
-    devlib (only fastops builds against it), the standin base and the toolkit unless named."""
+    devlib (only fastops builds against it), the hello component, the standin base and the
+    toolkit unless named."""
     text = text[: text.index("[images.standin]")]
     text = _drop(text, "components.fastops")
     text = re.sub(r'devlib = "[^"]*"\n', "", text)
+    if '"hello"' not in images:
+        text = _drop(text, "components.hello")
     if 'base = "standin"' not in images:
         text = _drop(text, "bases.standin")
     if 'toolkit = "standin-852"' not in images:
