@@ -70,6 +70,26 @@ recipe = "s"
 """
 
 
+def only_components(text: str, *keep: str, toolkit_build: bool = False) -> str:
+    """``text`` (minimal()) with image one installing only ``keep``: the other components'
+    tables are removed and, with no toolkit_build component left (``toolkit_build``: one of
+    ``keep`` the text adds is one), so are what then has no effect (the toolkit's devlib, the
+    image's soc, the acknowledged compatibility warnings): the loader refuses each of them."""
+    import re
+
+    for name in ("torch", "vllm", "vllm-ascend"):
+        if name not in keep:
+            table = rf"\[components\.{re.escape(name)}\]\n"
+            text = re.sub(table + r"(?:[^\[\n][^\n]*\n|\n)*", "", text)
+    text = text.replace('components = ["torch", "vllm", "vllm-ascend"]',
+                        "components = [" + ", ".join(f'"{k}"' for k in keep) + "]")
+    if "vllm-ascend" not in keep and not toolkit_build:
+        text = re.sub(r'devlib = "[^"]*"\n', "", text)
+        text = text.replace('soc = "ascend910b1"\n', "")
+        text = text.replace('acknowledge = ["compat-cann", "compat-torch-npu"]\n', "")
+    return text
+
+
 def minimal(
     registry: str = "registry.example.com",
     base_image: str | None = None,
@@ -113,7 +133,6 @@ env = "e"
 [images.one]
 base = "b"
 toolkit = "t"
-soc = "ascend910b1"
 platforms = [{platforms}]
 tag = "{tag}"
 """
@@ -204,6 +223,7 @@ password_secret = "LOCAL_PASSWORD"
 [bases.b910-again]
 extends = "b910"
 os_version = "22.04"
+chip = "x1"
 
 [toolkits.cann852]
 provided = "image"
@@ -249,7 +269,8 @@ ref = "v0.18.1"
 [images.one]
 original = "docker/one.Dockerfile"
 components = ["torch", "vllm", "vllm-ascend", "wheel", "local", "bundle"]
-labels = { "org.example.owner" = "ml team" }
+labels.'org.example.owner' = "ml team"
+labels.'org.opencontainers.image.version' = { value = "v1", override = true }
 env = { APP_MODE = "serve", LD_LIBRARY_PATH = { prepend = ["/opt/lib"] }, PATH = { append = [
   "/opt/bin"] }, PYTHONPATH = { replace = ["/opt/py"] } }
 workdir = "/workspace"
@@ -270,8 +291,9 @@ url = "https://files.example.com/python/Python-{version}.tgz"
 build_packages = ["gcc", "make"]
 
 [images.three]
-base = "b910"
+base = "b910-again"
 recipe = "p"
+components = ["vllm-again"]
 platforms = ["linux/amd64"]
 tag = "p-{recipe}-{chip}"
 registry = "mirror"
@@ -281,7 +303,7 @@ python = { version = "3.11.10", install = "packages", packages = ["python3.11"] 
 # (in the small image: the loader lints the Dockerfile of an image with `run` steps)
 [[images.three.stages]]
 name = "tools"
-base = "b910"
+base = "b910"  # (the image's is b910-again)
 packages = ["gcc"]
 outputs = ["/opt/tools"]
 steps = [{ run = "mkdir -p /opt/tools" }]

@@ -17,7 +17,7 @@ from cannery.catalog.inputs import (
     template_fields,
     toolkit_downloads,
 )
-from cannery.catalog.models import OS_FAMILIES, Catalog, Component, Step
+from cannery.catalog.models import OS_FAMILIES, Catalog, Component, Override, Step
 from cannery.catalog.platforms import UNAME_ARCH, arches_of, platform_arch
 from cannery.lock import Lock, git_key
 from cannery.pydeps import python_requests
@@ -196,7 +196,7 @@ class ImageSpec:
     python: str | None  # 3.11: the image's (installed) or the base's; None: no Python
     os: str
     os_version: str
-    chip: str
+    chip: str | None  # None: a plain OS base (the image has no toolkit and no soc)
     family: str | None  # without a soc: the family of the base's chip, if there is one
     soc: str | None
     platforms: tuple[str, ...]
@@ -425,15 +425,15 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         smoke_imports=tuple(img.smoke_imports),
         source=cat.catalog.source,
         revision=revision,
-        labels=tuple(sorted(img.labels.items())),
+        labels=tuple(sorted(img.label_values().items())),
         catalog_name=cat.catalog.name,
         arches=arches,
         python_index=cat.catalog.python_index,
         python_extra_index=tuple((a, tuple(dict.fromkeys(u))) for a, u in sorted(extra.items())),
         python_locked=tuple(locked),
         runtime_env=tuple(
-            EnvSpec(var, "set", (v,))
-            if isinstance(v, str)
+            EnvSpec(var, "set", (v,)) if isinstance(v, str)
+            else EnvSpec(var, "set", (v.value,)) if isinstance(v, Override)
             else EnvSpec(var, v.mode, tuple(v.items), tuple(v.appended))
             for var, v in img.env.items()
         ),

@@ -6,6 +6,7 @@ HTTPS) with the compiled component, and a catalog describing it."""
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -62,6 +63,28 @@ tag = "e2e-{{cann}}-{{chip}}-py{{python}}"
 components = ["hello", "fastops"]
 smoke_imports = ["cann_standin", "hello_cannery", "fastops"]
 """
+
+
+def own_images(text: str, images: str) -> str:
+    """The world's catalog ``text`` with ``images`` (TOML) in place of its image, and without
+    what those do not use, which the loader refuses: the fastops component and the toolkit's
+    devlib (only fastops builds against it), the hello component, the standin base and the
+    toolkit unless named."""
+    text = text[: text.index("[images.standin]")]
+    text = _drop(text, "components.fastops")
+    text = re.sub(r'devlib = "[^"]*"\n', "", text)
+    if '"hello"' not in images:
+        text = _drop(text, "components.hello")
+    if 'base = "standin"' not in images:
+        text = _drop(text, "bases.standin")
+    if 'toolkit = "standin-852"' not in images:
+        text = _drop(_drop(text, "toolkits.standin-852"), "[toolkits.standin-852.packages]")
+    return text + images
+
+
+def _drop(text: str, table: str) -> str:
+    """``text`` without the TOML table ``table`` (its header line up to the next header)."""
+    return re.sub(rf"\[{re.escape(table)}\]\n(?:[^\[\n][^\n]*\n|\n)*", "", text)
 
 
 @dataclass

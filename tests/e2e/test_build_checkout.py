@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world
+from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world, own_images
 from tests.e2e.test_build import build, cannery, registry_get
 from tests.services.tlsca import LocalCA
 
@@ -39,7 +39,6 @@ pip_args = ["--no-build-isolation"]  # setuptools from the base, as the world's 
 [images.checkout]
 base = "standin"
 toolkit = "standin-852"
-soc = "ascend910b1"
 platforms = ["linux/amd64", "linux/arm64"]
 tag = "checkout-{cann}-{chip}"
 aliases = ["latest"]
@@ -75,10 +74,8 @@ def repo(world: BuildWorld) -> Path:
     """A repository with the catalog at its root and a Python project beside it."""
     root = world.root / "repo"
     catalog = world.catalog(root, repo="checkout")
-    text = catalog.read_text()
     # Only the checkout image: the world's own image is test_build.py's.
-    text = text[: text.index("[images.standin]")] + IMAGE
-    catalog.write_text(text)
+    catalog.write_text(own_images(catalog.read_text(), IMAGE))
     (root / "here_pkg").mkdir()
     (root / "here_pkg" / "__init__.py").write_text("VALUE = 1\n")
     (root / "pyproject.toml").write_text(

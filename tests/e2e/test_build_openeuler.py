@@ -31,7 +31,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world
+from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world, own_images
 from tests.e2e.imagediff import ACCEPT, describe_across
 from tests.e2e.test_build import CANNERY, _ssl, build, cannery
 from tests.services.bases import BASE_LAYERS, push_base
@@ -60,7 +60,6 @@ toolkit_version = "8.5.1"
 [images.oe]
 base = "oe"
 toolkit = "standin-852"
-soc = "ascend910b1"
 platforms = ["linux/amd64", "linux/arm64"]
 tag = "oe-{{cann}}-{{chip}}-{{os}}{{os_version}}"
 packages = {packages}
@@ -105,8 +104,7 @@ def oe_base(world: BuildWorld, rpm_repo: tuple[RpmRepo, HTTPSFileServer]) -> Ite
 def _catalog(world: BuildWorld, base: str, where: str, packages: list[str]) -> Path:
     catalog = world.catalog(world.root / where, repo=where)
     text = catalog.read_text()
-    text = text[: text.index("[images.standin]")]
-    catalog.write_text(text + IMAGE.format(base=base, packages=json.dumps(packages)))
+    catalog.write_text(own_images(text, IMAGE.format(base=base, packages=json.dumps(packages))))
     return catalog
 
 

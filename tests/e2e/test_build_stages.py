@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from cannery.util import toml
-from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world
+from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world, own_images
 from tests.e2e.test_build import build, cannery, registry_get
 from tests.services.pysource import MAKE_SHIM, make_python_tarball
 from tests.services.tlsca import LocalCA
@@ -120,9 +120,8 @@ def builder_base(world: BuildWorld) -> str:
 def catalog(world: BuildWorld, builder_base: str) -> Path:
     path = world.catalog(world.root / "stages", repo="stages")
     text = path.read_text()
-    text = text[: text.index("[images.standin]")]
-    path.write_text(text + IMAGES.format(builder=builder_base, version=VERSION,
-                                         files=world.files.url))
+    path.write_text(own_images(text, IMAGES.format(builder=builder_base, version=VERSION,
+                                                   files=world.files.url)))
     return path
 
 

@@ -22,7 +22,7 @@ from cannery.lock import Lock, PythonEntry
 from cannery.plan import ImageSpec, plan
 from cannery.pydeps import python_requests
 from cannery.render.dockerfile import DNF_STATE, MIRROR_DIR, render_dockerfile
-from tests.catalogs import minimal
+from tests.catalogs import minimal, only_components
 from tests.unit.test_render_steps import _bash, _tool
 
 MIRRORS = """
@@ -237,9 +237,7 @@ def test_locked_install_takes_hashes_from_the_lock_and_files_from_the_mirror(
 ) -> None:
     """A mirror changes where pip downloads from, never what it accepts: the install step is
     the same --require-hashes line, the lock's hashes, with the mirror's URL."""
-    pip_only = minimal().replace(
-        'components = ["torch", "vllm", "vllm-ascend"]\nacknowledge = ["compat-cann", '
-        '"compat-torch-npu"]', 'components = ["torch"]')
+    pip_only = only_components(minimal(), "torch")
     path = tmp_path / "catalog.toml"
     path.write_text(pip_only + MIRRORS)
     cat = load_catalog(path).catalog

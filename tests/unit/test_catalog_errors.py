@@ -269,3 +269,36 @@ def test_lock_does_not_import_plan() -> None:
     tree = ast.parse(Path(cannery.lock.__file__).read_text())
     modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert "cannery.plan" not in modules and "cannery.catalog.inputs" in modules
+
+
+def test_every_pattern_of_the_models_says_what_it_wants() -> None:
+    """A value that misses a Field pattern is told what it must be, never the regex (#28)."""
+    from cannery.catalog.models import PATTERN_WORDS, Catalog
+    from tests.unit.test_no_effect_property import _model_in
+
+    patterns: set[str] = set()
+    todo: list[type] = [Catalog]
+    seen: set[type] = set()
+    while todo:
+        model = todo.pop()
+        if model in seen:
+            continue
+        seen.add(model)
+        for info in model.model_fields.values():  # type: ignore[attr-defined]
+            patterns.update(p for m in info.metadata if (p := getattr(m, "pattern", None)))
+            sub = _model_in(info.annotation)
+            if sub is not None:
+                todo.append(sub)
+    assert patterns - set(PATTERN_WORDS) == set()
+
+
+def test_a_bad_version_says_what_it_wants(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = minimal().replace('recipe = "r"', 'recipe = "r"\npython = { version = "3.11", '
+                             'install = "packages", packages = ["python3"] }')
+    path = tmp_path / "catalog.toml"
+    path.write_text(text)
+    res = cli("catalog", "validate", "--catalog", str(path))
+    assert res.code == 2
+    assert res.err == (f"cannery: error: {path}:{line_of(text, 'python = {')}: "
+                       "images.one.python.version: python.version must look like 3.11.10, got "
+                       "'3.11'\n")

@@ -24,8 +24,14 @@ chip = "910b"
 version = "8.5.2"
 provided = "host"
 
+# a plain OS base: no chip (only an image with no toolkit and no soc can use it)
+[bases.bare]
+image = "registry.example.com/debian:12"
+os = "debian"
+os_version = "12"
+
 [images.plain]
-base = "os"
+base = "bare"
 platforms = ["linux/amd64"]
 tag = "plain-{os}{os_version}"
 
@@ -45,6 +51,20 @@ outputs = ["/opt/tools"]
 """
 
 CASES = [
+    (
+        "chip-needed-by-a-toolkit",
+        lambda t: t.replace('os_version = "22.04"\nchip = "910b"\n\n[toolkits.host]',
+                            'os_version = "22.04"\n\n[toolkits.host]'),
+        'toolkit = "host"',
+        "images.built.toolkit: a toolkit needs the chip of the image's base, and "
+        "bases.os.chip is not set",
+    ),
+    (
+        "chip-tag-field-on-a-plain-base",
+        lambda t: t.replace('tag = "plain-{os}{os_version}"', 'tag = "plain-{chip}"'),
+        'tag = "plain-{chip}"',
+        "images.plain.tag: tag field {chip}: the image has no chip (its base sets none)",
+    ),
     (
         "python-needed",
         lambda t: t.replace('smoke_imports = ["json"]\npython = {', 'smoke_imports = ["json"]\n#')
@@ -88,7 +108,7 @@ CASES = [
         "python-short-version",
         lambda t: t.replace('version = "3.11.10"', 'version = "3.11"'),
         "python = {",
-        "images.built.python.version: String should match pattern",
+        "images.built.python.version: python.version must look like 3.11.10, got '3.11'",
     ),
     (
         "host-toolkit-packages",

@@ -99,6 +99,37 @@ NO_EFFECT = [
         "images.one.acknowledge[2]: 'compat-vllm' is acknowledged but no image that inherits "
         "it has that warning: remove it",
     ),
+    # the silent drops of the families issue (#28)
+    (
+        "devlib-nothing-builds",
+        lambda t: t.replace("toolkit_build = true\n", "").replace('soc = "ascend910b1"\n', ""),
+        "devlib = ",
+        "toolkits.cann852.devlib: devlib has no effect: no image with this toolkit builds a "
+        "component against it (toolkit_build = true)",
+    ),
+    (
+        "soc-only-a-label",
+        lambda t: t.replace("toolkit_build = true\n", "").replace("devlib = ", "# devlib = "),
+        'soc = "ascend910b1"',
+        "images.one.soc: soc has no effect but a label: no component of an image that has it "
+        "builds for it (toolkit_build = true), no tag names {soc}, and it picks no toolkit "
+        "package; omit it for a chip-generic image",
+    ),
+    (
+        "registry-nobody-publishes-to",
+        lambda t: t.replace("[bases.b910]", '[registries.quay]\nrepository = "quay.io/a/b"\n\n'
+                            "[bases.b910]"),
+        "[registries.quay]",
+        "registries.quay: registries.quay has no effect: no image is published to it "
+        "(images.X.registry, catalog.registry, mirrors); remove it",
+    ),
+    (
+        "version-nothing-names",
+        lambda t: t.replace('name = "test"\n', 'name = "test"\nversion = "1.0"\n'),
+        'version = "1.0"',
+        "catalog.version: catalog.version has no effect: no tag or alias names {version}, and "
+        "[ci] release_tags is empty",
+    ),
 ]
 
 
@@ -259,6 +290,7 @@ def test_a_tag_has_one_owner_in_the_catalogs_default_mirrors(tmp_path: Path, cli
 
 def test_the_same_alias_in_disjoint_registries_and_mirrors_is_fine(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     text = _two_registries(GOOD, "other", "m1", "m2")
+    text = text.replace('registry = "local"\n', "", 1)  # both name their own: no default
     text = text.replace('recipe = "r"', 'recipe = "r"\nregistry = "other"\nmirrors = ["m1"]\n'
                         'aliases = ["latest"]')
     text = text.replace('recipe = "s"', 'recipe = "s"\nregistry = "local"\nmirrors = ["m2"]')
@@ -301,4 +333,110 @@ def test_a_clean_run_step_renders(tmp_path: Path, cli) -> None:  # type: ignore[
     path = tmp_path / "catalog.toml"
     path.write_text(text)
     res = cli("render", "dockerfile", "--catalog", str(path), "--out", str(tmp_path / "out"))
+    assert res.code == 0, res.err
+
+
+# A label or env entry that would replace one cannery writes (#28): an error naming both,
+# unless it says override = true, which then replaces it (once, in the one LABEL or ENV).
+REPLACES = [
+    (
+        "own-label",
+        'labels = { "org.opencontainers.image.source" = "https://mine.example.com" }',
+        "images.one.labels.org.opencontainers.image.source: label "
+        "org.opencontainers.image.source would replace the one cannery writes from "
+        'catalog.source: write org.opencontainers.image.source = { value = "...", override = '
+        "true } to mean it",
+    ),
+    (
+        "toolkit-env",
+        'env = { ASCEND_HOME_PATH = "/opt/mine" }',
+        "images.one.env.ASCEND_HOME_PATH: ASCEND_HOME_PATH would replace the toolkit's "
+        "ASCEND_HOME_PATH = '${ASCEND_TOOLKIT_HOME}' (envs.cann): write ASCEND_HOME_PATH = "
+        '{ value = "/opt/mine", override = true } to mean it',
+    ),
+    (
+        "override-nothing-label",
+        'labels = { "org.example.team" = { value = "npu", override = true } }',
+        "images.one.labels.org.example.team: override = true, but cannery writes no label "
+        "org.example.team on this image: give the plain value",
+    ),
+    (
+        "override-nothing-env",
+        'env = { HF_HOME = { value = "/data", override = true } }',
+        "images.one.env.HF_HOME: override = true, but the image's toolkit sets no HF_HOME: give "
+        "the plain value",
+    ),
+    (
+        "cannery-namespace",
+        'labels = { "io.cannery.soc" = "ascend910b2" }',
+        "images.one.labels: label 'io.cannery.soc': the io.cannery.* labels are cannery's own "
+        "(build and verify read them); use another prefix",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "words"), [c[1:] for c in REPLACES],
+                         ids=[c[0] for c in REPLACES])
+def test_replacing_what_cannery_writes_needs_override(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli, line: str, words: str
+) -> None:
+    text = GOOD.replace('recipe = "r"', f'recipe = "r"\n{line}')
+    path, res = _validate(cli, tmp_path, text)
+    assert res.code == 2, res.err
+    assert _errors(res.err) == [f"cannery: error: {path}:{line_of(text, line)}: {words}"]
+
+
+def test_an_override_replaces_the_label_and_the_variable(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace('recipe = "r"', 'recipe = "r"\nlabels = { "org.opencontainers.image.'
+                        'source" = { value = "https://mine.example.com", override = true } }\n'
+                        'env = { ASCEND_HOME_PATH = { value = "/opt/mine", override = true } }')
+    path = tmp_path / "catalog.toml"
+    path.write_text(text)
+    res = cli("render", "dockerfile", "--catalog", str(path), "--out", str(tmp_path / "d"))
+    assert res.code == 0, res.err
+    dockerfile = (tmp_path / "d" / "one.Dockerfile").read_text()
+    assert dockerfile.count("org.opencontainers.image.source=") == 1
+    assert 'org.opencontainers.image.source="https://mine.example.com"' in dockerfile
+    assert "https://example.com/test" not in dockerfile
+    assert "ASCEND_HOME_PATH=/opt/mine" in dockerfile
+
+
+SECRET = "s3cr3tVALUE"
+PRESIGNED = [
+    ("installer", 'linux-{uname_arch}.run"',
+     f'linux-{{uname_arch}}.run?AccessKeyId=AK&Expires=1&Signature={SECRET}"',
+     "toolkits.cann852.packages[0].url", "AccessKeyId=…, Signature=…"),
+    ("index", 'python_index = "https://127.0.0.1:9/simple"',
+     f'python_index = "https://127.0.0.1:9/simple?token={SECRET}"',
+     "catalog.python_index", "token=…"),
+    ("s3", 'linux-{uname_arch}.run"',
+     f'linux-{{uname_arch}}.run?X-Amz-Credential=AK&X-Amz-Signature={SECRET}"',
+     "toolkits.cann852.packages[0].url", "X-Amz-Credential=…, X-Amz-Signature=…"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "key", "names"), [c[1:] for c in PRESIGNED],
+                         ids=[c[0] for c in PRESIGNED])
+def test_a_url_with_a_credential_in_its_query_is_refused(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli, old: str, new: str, key: str, names: str
+) -> None:
+    """A presigned URL would be written into the Dockerfile and so the image history: refused
+    where it is written, naming the parameters and never their values."""
+    text = GOOD.replace(old, new)
+    assert text != GOOD
+    path, res = _validate(cli, tmp_path, text)
+    assert res.code == 2, res.err
+    assert _errors(res.err) == [
+        f"cannery: error: {path}:{line_of(text, SECRET)}: {key}: URL carries a credential in "
+        f"its query ({names}): it would stay in the Dockerfile, the lock and the image history;"
+        " publish the file at a URL without one (the lock pins its sha256), or fetch it in a "
+        "hand-written step with a build secret (RUN --mount=type=secret), mounted for that RUN "
+        "only"
+    ]
+    assert SECRET not in res.err + res.out
+
+
+def test_a_query_without_a_credential_is_fine(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    text = GOOD.replace('linux-{uname_arch}.run"', 'linux-{uname_arch}.run?version=1"')
+    _, res = _validate(cli, tmp_path, text)
     assert res.code == 0, res.err

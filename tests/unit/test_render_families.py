@@ -19,7 +19,7 @@ from cannery.lock import Lock
 from cannery.plan import ImageSpec, plan
 from cannery.pydeps import python_requests
 from cannery.render.dockerfile import render_dockerfile
-from tests.catalogs import minimal
+from tests.catalogs import minimal, only_components
 from tests.unit.test_render_steps import _bash, _tool
 
 OPENEULER = minimal().replace('os = "ubuntu"\nos_version = "22.04"',
@@ -412,7 +412,7 @@ def test_bundle_wheels_only_for_a_bundle_and_plain_names(tmp_path: Path, extra: 
 
 # --------------------------------------------------------------- build from the checkout
 
-CHECKOUT = minimal().replace('"torch", "vllm", "vllm-ascend"]', '"torch", "vllm", "here"]') + """
+CHECKOUT = only_components(minimal(), "torch", "vllm", "here", toolkit_build=True) + """
 [components.here]
 path = "."
 dest = "/vllm-workspace/vllm-ascend"

@@ -125,8 +125,10 @@ def test_no_toolkit_and_no_soc_render_no_claims(tmp_path: Path) -> None:
 def test_toolkit_build_without_soc_is_refused_so_no_soc_version_renders(tmp_path: Path) -> None:
     """SOC_VERSION is exported only for a toolkit_build component, which needs a soc: a
     chip-generic image with only plain components renders none."""
-    text = PLAIN.replace('[images.plain]\nbase = "os"',
+    text = PLAIN.replace('[images.plain]\nbase = "bare"',
                          '[images.plain]\nbase = "os"\ntoolkit = "cann852"')
+    text = text.replace('[bases.bare]\nimage = "registry.example.com/debian:12"\nos = "debian"\n'
+                        'os_version = "12"\n', "")  # (no image is on it now)
     cat = _load(tmp_path, text)
     rendered = render_dockerfile(plan_image(cat, "plain", _locked()))
     assert "ASCEND_TOOLKIT_HOME" in rendered and 'io.cannery.toolkit="cann-8.5.2"' in rendered

@@ -12,7 +12,7 @@ from cannery.catalog.load import load_catalog
 from cannery.errors import CatalogError
 from cannery.lock import BaseEntry, GitEntry, Lock, git_key
 from cannery.plan import plan_image
-from tests.catalogs import line_of, minimal
+from tests.catalogs import line_of, minimal, only_components
 
 GIT = "https://git.example.com/v.git"
 
@@ -114,3 +114,18 @@ def test_field_without_a_value_names_image_and_field(edit, field, why, tmp_path:
     for image, problem in zip(("one", "two"), problems, strict=True):
         assert problem.endswith(f"images.one.tag: image {image}: tag field {{{field}}} has no "
                                 f"value ({why})"), problem
+
+
+def test_cann_is_lowercased_and_cann_exact_is_as_written(tmp_path: Path) -> None:
+    """{cann} writes the toolkit's version as Ascend's tags do (8.0.RC3 → 8.0.rc3); a template
+    that needs the version as written asks for {cann_exact}."""
+    text = (
+        only_components(minimal(), "torch")
+        .replace('version = "8.5.2"\nenv = "cann"', 'version = "8.0.RC3"\nenv = "cann"')
+        .replace('tag = "t-{cann}-{chip}-py{python}-{recipe}"',
+                 'tag = "t-{cann}-{recipe}"\naliases = ["{cann_exact}-{recipe}"]')
+    )
+    loaded = _load(tmp_path, text)
+    spec = plan_image(loaded.catalog, "one", Lock())
+    assert (spec.tag, spec.aliases) == ("t-8.0.rc3-r", ("8.0.RC3-r",))
+    assert ("cann_exact", "8.0.RC3") in spec.tag_fields

@@ -45,8 +45,9 @@ def tag_values(cat: Catalog, image: str, date: str = NO_DATE) -> dict[str, str |
     # A fact the image lacks renders empty; `catalog validate` refuses a tag that names one.
     values.update({
         "name": image,
-        "cann": tk.version.lower() if tk else "",
-        "chip": base.chip,
+        "cann": tk.version.lower() if tk else "",  # as Ascend's own tags write it
+        "cann_exact": tk.version if tk else "",
+        "chip": base.chip or "",
         "os": base.os,
         "os_version": base.os_version,
         "python": cat.python_of(image) or "",

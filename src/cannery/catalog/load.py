@@ -20,7 +20,14 @@ from pydantic import ValidationError
 from cannery.catalog.compat import check_image
 from cannery.catalog.inputs import component_field, render_tag, tag_values, template_fields
 from cannery.catalog.locate import LineMap
-from cannery.catalog.models import IMAGE_TAG, TAG_FIELDS, Catalog
+from cannery.catalog.models import (
+    IMAGE_TAG,
+    PATTERN_WORDS,
+    TAG_FIELDS,
+    Catalog,
+    Override,
+    PathEdit,
+)
 from cannery.errors import CatalogError, Location
 from cannery.util import toml
 from cannery.util.bounded import NotRegularFile, OverLimit, read_regular_file
@@ -82,6 +89,9 @@ class _Collector:
         # (image, labels|env) → (key → the image that wrote it): those tables merge
         self.label_origins: dict[tuple[str, str], dict[str, str]] = {}
         self.parents: dict[tuple[str, str], str] = {}
+        # Entries of tables the built-in Ascend facts also fill (envs, families) that the
+        # catalog itself writes: only those can be unused by its mistake.
+        self.own: dict[str, set[str]] = {}
         self._pending: list[tuple[tuple[str, str], tuple[str, str], str]] = []
 
     def written(self, fpath: tuple[str | int, ...]) -> tuple[str | int, ...]:
@@ -271,6 +281,8 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
     _control_chars(raw, (), col)
     if col.errors:
         raise CatalogError(col.problems())
+    col.own = {t: set(raw[t]) if isinstance(raw.get(t), dict) else set()
+               for t in ("envs", "families")}
     _merge_knowledge(raw)
     _resolve_extends(raw, col)
     if col.errors:
@@ -290,6 +302,10 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
                 elif allowed:
                     msg += f" ({did_you_mean(str(loc[-1]), allowed)})"
                 del parent
+            elif err["type"] == "string_pattern_mismatch":
+                words = PATTERN_WORDS.get(str(err.get("ctx", {}).get("pattern", "")))
+                if words is not None:
+                    msg = f"{_key_path(loc)} must {words}, got {_shown(err['input'])}"
             elif err["type"] == "missing":
                 msg = f"missing required key {loc[-1]!r}"
             elif err["type"] == "literal_error":
@@ -304,6 +320,8 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
         raise CatalogError(col.problems()) from None
 
     _cross_check(catalog, col)
+    if not col.errors:
+        _check_effects(catalog, col)
     if not col.errors:
         _lint_run_steps(catalog, col)
     if col.errors:
@@ -341,6 +359,17 @@ def _control_chars(node: Any, at: tuple[str | int, ...], col: _Collector) -> Non
 
 # Keys of earlier versions → their names now.
 RENAMED = {"apt": "packages"}
+
+
+# Tables of named entries: a key's path within its entry starts after the entry's name.
+NAMED_TABLES = ("registries", "bases", "envs", "toolkits", "components", "images", "families")
+
+
+def _key_path(loc: tuple[Any, ...]) -> str:
+    """The key as a person names it within its entry: ``python.version`` of
+    ``images.one.python.version``, ``python`` of ``ci.python``."""
+    rest = loc[2:] if loc and loc[0] in NAMED_TABLES else loc[1:]
+    return _fmt_path(tuple(rest)) or _fmt_path(loc)
 
 
 def _toml_type(value: Any) -> str:
@@ -400,6 +429,128 @@ def _model_in(ann: Any) -> Any:
         if found is not None:
             return found
     return None
+
+
+def _check_effects(cat: Catalog, col: _Collector) -> None:
+    """Nothing silent: an entry that nothing uses, or a key whose only effect would be a label
+    or nothing, is an error that says why (the catalog is checked and its references known)."""
+    used: dict[str, set[str]] = {t: set() for t in ("registries", "bases", "toolkits",
+                                                     "components", "envs", "families")}
+    for iname, img in cat.images.items():
+        used["registries"].update(cat.published_to(iname))
+        used["bases"].update([img.base, *(s.base for s in img.stages if s.base)])
+        used["components"].update(img.components)
+        if img.toolkit is not None:
+            used["toolkits"].add(img.toolkit)
+        family = cat.family_for(iname)
+        if family is not None:
+            used["families"].add(family)
+    used["envs"] = {tk.env for n, tk in cat.toolkits.items()
+                    if n in used["toolkits"] and tk.env is not None}
+    what = {"registries": "no image is published to it (images.X.registry, catalog.registry, "
+                          "mirrors)",
+            "bases": "no image or stage is built on it", "toolkits": "no image names it",
+            "components": "no image installs it", "envs": "no toolkit an image uses names it",
+            "families": "no image's SoC or chip is of it"}
+    for table, names in used.items():
+        # an entry that others extend is used through them
+        for name in list(names):
+            names.update(col.chain(table, name))
+        entries: Any = getattr(cat, table)
+        for name in entries:
+            if name not in names and (table not in col.own or name in col.own[table]):
+                col.error((table, name), f"{table}.{name} has no effect: {what[table]}; "
+                          "remove it")
+    published = [img.registry for img in cat.images.values()]
+    if cat.catalog.registry and cat.images and None not in published:
+        col.error(("catalog", "registry"), "catalog.registry has no effect: every image names "
+                  "its own registry")
+    mirrors = [img.mirrors for img in cat.images.values()]
+    if cat.catalog.mirrors and cat.images and None not in mirrors:
+        col.error(("catalog", "mirrors"), "catalog.mirrors has no effect: every image names "
+                  "its own mirrors")
+    templates = [t for img in cat.images.values() for t in (img.tag, *img.aliases)]
+    if cat.catalog.version is not None and not cat.ci.release_tags and not any(
+            "version" in template_fields(t) for t in templates):
+        col.error(("catalog", "version"), "catalog.version has no effect: no tag or alias "
+                  "names {version}, and [ci] release_tags is empty")
+    for tname, tk in cat.toolkits.items():
+        builders = [c for iname, img in cat.images.items() if img.toolkit == tname
+                    for c in img.components if cat.components[c].toolkit_build]
+        if tk.devlib is not None and not builders:
+            col.error(("toolkits", tname, "devlib"), "devlib has no effect: no image with "
+                      "this toolkit builds a component against it (toolkit_build = true)")
+    # a soc is written once and inherited: an error only if no image that has it uses it
+    soc_used: dict[tuple[str | int, ...], bool] = {}
+    for iname, img in cat.images.items():
+        if img.soc is None:
+            continue
+        itk = cat.toolkit_of(iname)
+        # what picks the SoC family's packages without a soc (Catalog.family_for)
+        of_chip = [f for f, fam in cat.families.items() if fam.chip == cat.bases[img.base].chip]
+        chip_family = of_chip[0] if len(of_chip) == 1 else None
+        picks_packages = itk is not None and any(p.family for p in itk.packages) and (
+            cat.family_of(img.soc) != chip_family)
+        written = col.written(("images", iname, "soc"))
+        soc_used[written] = soc_used.get(written, False) or (
+            any(cat.components[c].toolkit_build for c in img.components)
+            or any("soc" in template_fields(t) for t in (img.tag, *img.aliases))
+            or picks_packages)
+    for written, effect in soc_used.items():
+        # one that replaces an inherited soc corrects what the label would claim: kept
+        replaces = any(cat.images[p].soc for p in col.chain("images", str(written[1]))[1:])
+        if not effect and not replaces:
+            col.error(written, "soc has no effect but a label: no component of an image that "
+                      "has it builds for it (toolkit_build = true), no tag names {soc}, and it "
+                      "picks no toolkit package; omit it for a chip-generic image")
+
+
+# The labels cannery writes on every image (and revision with revision_from), and where each
+# value comes from; the io.cannery.* ones no image may write (models.Image._labels).
+OWN_LABELS = {
+    "org.opencontainers.image.source": "catalog.source",
+    "org.opencontainers.image.version": "the image's tag",
+    "org.opencontainers.image.base.name": "the base image",
+    "org.opencontainers.image.base.digest": "the base image's locked digest",
+}
+REVISION_LABEL = "org.opencontainers.image.revision"
+
+
+def _check_overrides(cat: Catalog, iname: str, col: _Collector) -> None:
+    """An image's label or env entry that would replace one cannery writes (its own labels, the
+    toolkit's env) is an error naming both, unless it says override = true; override = true
+    where nothing is replaced is an error too (it would say something untrue)."""
+    img = cat.images[iname]
+    own = dict(OWN_LABELS)
+    if img.revision_from:
+        own[REVISION_LABEL] = f"the commit of {img.revision_from} (revision_from)"
+    for key, value in img.labels.items():
+        at = ("images", iname, "labels", key)
+        if isinstance(value, str) and key in own:
+            col.error(at, f"label {key} would replace the one cannery writes from {own[key]}: "
+                      f'write {key} = {{ value = "...", override = true }} to mean it')
+        elif not isinstance(value, str) and key not in own:
+            col.error(at, f"override = true, but cannery writes no label {key} on this image: "
+                      "give the plain value")
+    itk = cat.toolkit_of(iname)
+    tk_env = cat.envs.get(itk.env, {}) if itk is not None and itk.env is not None else {}
+    for var, env in img.env.items():
+        at = ("images", iname, "env", var)
+        theirs = tk_env.get(var)
+        if isinstance(theirs, list) and not isinstance(env, PathEdit):
+            col.error(
+                at,
+                f"{var} is a search path the toolkit sets; a plain value would drop the "
+                f"toolkit's entries: write {var} = {{ append = [...] }}, prepend, or "
+                "replace to say so",
+            )
+        elif isinstance(theirs, str) and isinstance(env, str):
+            col.error(at, f"{var} would replace the toolkit's {var} = {theirs!r} (envs."
+                      f"{itk.env if itk else ''}): write {var} = {{ value = \"{env}\", override = "
+                      "true } to mean it")
+        elif isinstance(env, Override) and theirs is None:
+            col.error(at, f"override = true, but the image's toolkit sets no {var}: give the "
+                      "plain value")
 
 
 def _check_publish(
@@ -538,7 +689,8 @@ UV_PIP_ARGS = frozenset({
     "--only-binary", "--force-reinstall", "--reinstall",
 })
 # Tag fields that name a fact the image may not have.
-TAG_FACTS = {"python": "python", "cann": "toolkit", "soc": "soc", "family": "family"}
+TAG_FACTS = {"python": "python", "cann": "toolkit", "cann_exact": "toolkit", "soc": "soc",
+             "family": "family", "chip": "chip (its base sets none)"}
 
 
 def _check_facts(cat: Catalog, iname: str, col: _Collector) -> None:
@@ -620,8 +772,8 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         if isinstance(home, str) and home.replace("{version}", tk.version) != want:
             col.error(
                 ("envs", tk.env, "ASCEND_TOOLKIT_HOME"),
-                f"{home!r} does not match toolkit {tname!r} (layout {tk.layout!r} installs "
-                f"to {want})",
+                f"{home!r} does not match toolkit {tname!r} (toolkits.{tname}.layout "
+                f"{tk.layout!r} installs to {want})",
             )
         if tk.env not in cat.envs:
             col.error(
@@ -683,6 +835,12 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         if not refs_ok:
             continue
         base = cat.bases[img.base]
+        if base.chip is None and (img.toolkit is not None or img.soc is not None):
+            # a toolkit's packages and env, and a SoC, are per chip: a plain OS base has none
+            col.error((*where, "toolkit" if img.toolkit is not None else "soc"),
+                      f"{'a toolkit' if img.toolkit is not None else 'a soc'} needs the chip of "
+                      f"the image's base, and bases.{img.base}.chip is not set")
+            continue
         fam = cat.families[family] if family is not None else None
         if fam is not None and fam.chip != base.chip:
             col.error(
@@ -736,15 +894,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                     col.error(at, f"tag {tag!r} is given twice for this image")
                     break
                 tags[f"{repository}:{tag}"] = iname
-        tk_env = cat.envs.get(itk.env, {}) if itk is not None and itk.env is not None else {}
-        for var, value in img.env.items():
-            if isinstance(value, str) and isinstance(tk_env.get(var), list):
-                col.error(
-                    (*where, "env", var),
-                    f"{var} is a search path the toolkit sets; a plain value would drop the "
-                    f"toolkit's entries: write {var} = {{ append = [...] }}, prepend, or "
-                    "replace to say so",
-                )
+        _check_overrides(cat, iname, col)
         fired: set[str] = set()
         for level, code, fieldname, message in check_image(cat, iname):
             fired.add(code)

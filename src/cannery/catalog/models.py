@@ -39,12 +39,24 @@ COMPAT_CODES = (
     "compat-torch",
     "compat-torch-npu",
 )
-# Values usable in an image tag template; besides these, a component's version is
-# {<component name with '-' and '.' as '_'>} (which components exist, only the loader knows).
-TAG_FIELDS = (
-    "name", "cann", "chip", "os", "os_version", "python", "recipe", "soc", "family", "version",
-    "date",
-)
+# Values usable in an image tag template, and what each gives (the reference says the same,
+# from here); besides these, a component's version is {<component name with '-' and '.' as
+# '_'>} (which components exist, only the loader knows). Only {cann} changes its value.
+TAG_FIELD_DOCS = {
+    "name": "the image's name",
+    "cann": "the toolkit's version lowercased, as Ascend's own tags write it (8.0.RC3 → 8.0.rc3)",
+    "cann_exact": "the toolkit's version exactly as written (8.0.RC3)",
+    "chip": "the base's chip token (910b, a3)",
+    "os": "the base's os",
+    "os_version": "the base's os_version",
+    "python": "the image's Python as 3.11 (the one it installs, else the base's)",
+    "recipe": "the image's recipe",
+    "soc": "the image's soc",
+    "family": "the SoC family (A2, A3) of its soc, else of its base's chip",
+    "version": "catalog.version",
+    "date": "the UTC day (YYYYMMDD) the newest of the image's lock entries was resolved",
+}
+TAG_FIELDS = tuple(TAG_FIELD_DOCS)
 URL_FIELDS = ("version", "uname_arch", "arch")
 SECRET_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 RUNNER_LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -87,6 +99,34 @@ DEVLIB_PATH = r"^/([A-Za-z0-9_.+/-]|\{(version|uname_arch)\})*$"
 # An image label key: reverse-DNS style (org.opencontainers.image.source), never quoted.
 LABEL_KEY = r"^[A-Za-z0-9][A-Za-z0-9._/-]*$"
 OS_FAMILIES = {"ubuntu": "apt", "debian": "apt", "openeuler": "dnf"}
+
+
+PY_MINOR = r"^3\.[0-9]+$"
+ONE_LINE = r"^[^\n]+$"
+ALTERNATIVE_NAME = r"^[A-Za-z0-9_.+-]+$"
+PY_VERSION = r"^3\.[0-9]+\.[0-9]+$"
+USER_NAME = r"^[a-z_][a-z0-9_-]{0,31}$"
+# What a value checked by a Field pattern must be, said for people (the loader's message for
+# a mismatch: "python.version must look like 3.11.10, got '3.11'"); a test checks that every
+# pattern of the models has its words.
+PATTERN_WORDS = {
+    WORKFLOW_TEXT: "hold no '$', '{', '}', backtick or backslash (it is written into the "
+                   "workflow)",
+    RUNNER_LABEL: "be a name of letters, digits and . _ - that starts with a letter or digit",
+    PY_MINOR: "look like 3.11",
+    PY_VERSION: "look like 3.11.10",
+    TAG_VALUE: "use letters, digits and . _ - only (it can appear in a tag)",
+    ABS_PATH: "be an absolute path of letters, digits and . _ + - /, like /opt/app",
+    USER_NAME: "be a user name like app: lower case letters, digits, _ and -, at most 32",
+    ONE_LINE: "be one line",
+    ALTERNATIVE_NAME: "use letters, digits and . _ + - only",
+    NAME: "use lowercase letters, digits, '-', '_' and '.', starting with a letter or digit",
+    EXTRA_NAME: "be a name like vllm-ascend: letters, digits and . _ -",
+    VERSION: "look like a release as written (v0.18.0, 8.2.RC1, 2.8.0.post2) or be empty",
+    DEVLIB_PATH: "be an absolute path of letters, digits and . _ + - /, with {version} and "
+                 "{uname_arch} allowed",
+    SECRET_NAME: "be a name like REGISTRY_USER: letters, digits and _, not starting with a digit",
+}
 
 
 class Strict(BaseModel):
@@ -141,10 +181,28 @@ def _full(pattern: str, value: str) -> bool:
     return re.fullmatch(pattern, value) is not None
 
 
+# Query parameters that carry a credential: presigned object-store URLs (S3, OBS, OSS, GCS),
+# tokens and signatures.
+CREDENTIAL_PARAM = re.compile(
+    r"^(x-(amz|goog|obs|oss)-.*|(aws)?accesskeyid|signature|sig|[a-z_]*token|auth|password"
+    r"|secret|api_?key|ossaccesskeyid)$", re.IGNORECASE)
+
+
 def _no_userinfo(url: str) -> str:
-    # A credential in a URL would end up in the Dockerfile, the lock and every log line.
+    # A credential in a URL would end up in the Dockerfile, the lock, every log line and, for
+    # what the build fetches, the image's history.
     if re.match(r"^[a-z]+://[^/]*@", url):
         raise ValueError("URL must not carry credentials (user:password@)")
+    query = url.split("#", 1)[0].partition("?")[2]
+    names = [p.split("=", 1)[0] for p in re.split(r"[&;]", query) if p]
+    found = [n for n in names if CREDENTIAL_PARAM.fullmatch(n)]
+    if found:
+        raise ValueError(
+            f"URL carries a credential in its query ({', '.join(f'{n}=…' for n in found)}): it "
+            "would stay in the Dockerfile, the lock and the image history; publish the file "
+            "at a URL without one (the lock pins its sha256), or fetch it in a hand-written "
+            "step with a build secret (RUN --mount=type=secret), mounted for that RUN only"
+        )
     return url
 
 
@@ -247,15 +305,17 @@ class Base(Strict):
         json_schema_extra=_schema(TAGGED_IMAGE),
     )
     python: str | None = Field(
-        None, pattern=r"^3\.[0-9]+$",
+        None, pattern=PY_MINOR,
         description="The Python the base image ships (\"3.11\"); omitted: it ships none",
     )
     os: Literal["ubuntu", "debian", "openeuler"] = Field(
         description="Decides the package manager: apt (ubuntu, debian) or dnf (openeuler)"
     )
     os_version: str = Field(pattern=TAG_VALUE)
-    chip: str = Field(
-        description="Chip token of the base image tag: 910b, a3, 310p, 950", pattern=TAG_VALUE
+    chip: str | None = Field(
+        None, pattern=TAG_VALUE,
+        description="Chip token of the base image tag: 910b, a3, 310p, 950; omitted for a "
+        "plain OS base, which only images with no toolkit and no soc can use",
     )
     toolkit_version: str | None = Field(None, description="CANN version the base already ships")
 
@@ -645,7 +705,6 @@ class Component(Strict):
 
 
 # ---------------------------------------------------------------- image settings and steps
-USER_NAME = r"^[a-z_][a-z0-9_-]{0,31}$"
 
 
 def _one_of(*keys: str) -> JsonDict:
@@ -690,10 +749,20 @@ class PathEdit(Strict):
         return list(self.append or ()) if self.mode == "prepend" else []
 
 
+class Override(Strict):
+    """``{ value = "...", override = true }``: a label or variable that replaces one cannery
+    writes itself (an OCI label, a variable of the toolkit's env), said on purpose."""
+
+    value: str = Field(description="The value written instead of cannery's")
+    override: Literal[True] = Field(
+        description="Must be true: this entry replaces the label or variable cannery writes"
+    )
+
+
 class Alternative(Strict):
     """`update-alternatives --install LINK NAME PATH PRIORITY` (Debian and openEuler alike)."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.+-]+$")
+    name: str = Field(pattern=ALTERNATIVE_NAME)
     link: str = Field(pattern=ABS_PATH)
     path: str = Field(pattern=ABS_PATH)
     priority: int = Field(ge=0)
@@ -719,7 +788,7 @@ class Step(Strict):
     symlink: Symlink | None = None
     ldconfig: Literal[True] | None = Field(None, description="Refresh the dynamic linker cache")
     run: str | None = Field(
-        None, min_length=1, pattern=r"^[^\n]+$",
+        None, min_length=1, pattern=ONE_LINE,
         description="Shell for what no typed step says; linted with cannery's Dockerfile rules",
     )
 
@@ -760,7 +829,6 @@ def _os_packages(v: list[str] | None) -> list[str] | None:
 
 # A Python source tarball's URL template: {version} only (one tarball for every platform).
 PY_URL_TEMPLATE = r"^https://[^/@{}]+(/([^{}]|\{version\})*)?$"
-PY_VERSION = r"^3\.[0-9]+\.[0-9]+$"
 
 
 def _python_rules() -> JsonDict:
@@ -906,7 +974,13 @@ class Image(Strict):
         min_length=1,
         json_schema_extra={"items": {"type": "string", "enum": PLATFORMS}, "uniqueItems": True},
     )
-    tag: str = Field(json_schema_extra=_schema(TAG_TEMPLATE))
+    tag: str = Field(
+        description="Tag template: tag characters and {field}s, each as written except "
+        "{cann}: " + "; ".join(f"{{{k}}} {v}" for k, v in TAG_FIELD_DOCS.items())
+        + "; {<component>}: a component's version ('-' and '.' of its name as '_'), as "
+        "written; `cannery plan` shows each field's value",
+        json_schema_extra=_schema(TAG_TEMPLATE),
+    )
     registry: str | None = None
     mirrors: list[str] | None = Field(
         None, description="Registries this image is also published to (default: catalog.mirrors)"
@@ -932,12 +1006,18 @@ class Image(Strict):
         [], description="Compatibility warnings accepted for this image",
         json_schema_extra={"items": {"type": "string", "enum": list(COMPAT_CODES)}},
     )
-    labels: dict[str, str] = Field(
-        {}, json_schema_extra={"propertyNames": {"pattern": LABEL_KEY}}
+    labels: dict[str, str | Override] = Field(
+        {}, description="Image labels; one that cannery writes itself (org.opencontainers.image."
+        "source, version, base.name, base.digest, revision) only as { value = \"...\", override "
+        "= true }; the io.cannery.* labels are cannery's (verify reads them)",
+        json_schema_extra={"propertyNames": {"pattern": LABEL_KEY,
+                                             "not": {"pattern": r"^io\.cannery\."}}},
     )
     # Image settings for the running container; set after every build step.
-    env: dict[str, str | PathEdit] = Field(
-        {}, description="Runtime env: a value, or {append|prepend|replace = [...]} for a path list",
+    env: dict[str, str | PathEdit | Override] = Field(
+        {}, description="Runtime env: a value, or {append|prepend|replace = [...]} for a path "
+        "list; a plain variable the toolkit's env sets only as { value = \"...\", override = "
+        "true }",
         json_schema_extra={"propertyNames": {"pattern": ENV_NAME}},
     )
     workdir: str | None = Field(None, pattern=ABS_PATH)
@@ -962,17 +1042,26 @@ class Image(Strict):
 
     @field_validator("env")
     @classmethod
-    def _env(cls, v: dict[str, str | PathEdit]) -> dict[str, str | PathEdit]:
+    def _env(
+        cls, v: dict[str, str | PathEdit | Override]
+    ) -> dict[str, str | PathEdit | Override]:
         _env_names(v)
         return v
 
     @field_validator("labels")
     @classmethod
-    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+    def _labels(cls, v: dict[str, str | Override]) -> dict[str, str | Override]:
         for key in v:
             if not _full(LABEL_KEY, key):
                 raise ValueError(f"label key {key!r}: use letters, digits and . _ / - only")
+            if key.startswith("io.cannery."):
+                raise ValueError(f"label {key!r}: the io.cannery.* labels are cannery's own "
+                                 "(build and verify read them); use another prefix")
         return v
+
+    def label_values(self) -> dict[str, str]:
+        """The image's own labels, key → value (an override's value)."""
+        return {k: v if isinstance(v, str) else v.value for k, v in self.labels.items()}
 
     @field_validator("aliases")
     @classmethod
@@ -1029,7 +1118,7 @@ class Image(Strict):
 
 class Family(Strict):
     description: str = ""
-    chip: str
+    chip: str = Field(pattern=TAG_VALUE, description="Chip token of the family's base images")
     socs: list[str]
 
 
@@ -1129,7 +1218,7 @@ class Ci(Strict):
         description="Deployment environment of the jobs that read registry secrets "
                     "(protection rules and environment secrets apply to them only)",
     )
-    python: str = Field("3.12", pattern=r"^3\.[0-9]+$", description="Python CI runs cannery with")
+    python: str = Field("3.12", pattern=PY_MINOR, description="Python CI runs cannery with")
     workflow: str = Field(
         ".github/workflows/cannery-images.yml", json_schema_extra=_inside_repo(REL_PATH.pattern)
     )

@@ -859,7 +859,9 @@ def render_dockerfile(spec: ImageSpec) -> str:
         labels.append(("org.opencontainers.image.base.digest", spec.base_digest))
     labels += [(k, v) for k, v in spec.fact_labels() if v is not None]
     labels += [(f"io.cannery.component.{c.name}", c.label_version) for c in spec.components]
-    labels += list(spec.labels)
+    # an own label of the image's (override = true, the loader checked) replaces cannery's
+    own = dict(spec.labels)
+    labels = [(k, v) for k, v in labels if k not in own] + list(spec.labels)
     if any(c.path is not None for c in spec.components):
         body += [
             Comment("The checkout's commit, read from git by `cannery build` (+dirty… when the "

@@ -187,7 +187,8 @@ def _config_checks(
         detail = "" if ok else f"built from {have_inputs}; catalog and lock give {planned}"
         out.append(Check("inputs match catalog and lock", ok, detail, platform))
     expected_labels: dict[str, str | None] = {
-        "org.opencontainers.image.source": spec.source,
+        "org.opencontainers.image.source": dict(spec.labels).get(
+            "org.opencontainers.image.source", spec.source),
         **dict(spec.fact_labels()),
         **{f"io.cannery.component.{c.name}": c.label_version for c in spec.components},
     }
