@@ -25,16 +25,21 @@ if shutil.which("buildah") is None:  # CI installs it (scripts/test.sh); a dev b
 NUMBER = r"\d+\.\d+"
 
 
-def test_benchmark_runs_at_tiny_size(tmp_path: Path) -> None:
+def _bench(script: str, out: Path, *args: str, timeout: int) -> str:
+    """Run ``bench/SCRIPT`` at its tiny size, writing to ``out``; its stdout."""
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "build_vs_seed.py"), "--size", "tiny", "--runs",
-         "1", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=300, check=False, stdin=subprocess.DEVNULL,
+        [sys.executable, str(ROOT / "bench" / script), "--size", "tiny", *args, "--out", str(out)],
+        capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL,
         env={**os.environ, "BUILDAH_ISOLATION": "chroot"},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_benchmark_runs_at_tiny_size(tmp_path: Path) -> None:
+    stdout = _bench("build_vs_seed.py", tmp_path, "--runs", "1", timeout=300)
     table = (tmp_path / "build.md").read_text()
-    assert proc.stdout.strip() == table.strip()
+    assert stdout.strip() == table.strip()
     assert "size: tiny" in table and "linux/amd64 only" in table
     for row in ("cold build, pushed", "rebuild after a framework bump, pushed",
                 'same bump, (b) with installer = "pip"'):
@@ -56,15 +61,9 @@ def test_family_benchmark_runs_at_tiny_size(tmp_path: Path) -> None:
     """bench/build_family.py at its tiny size: 8 images both ways, real buildah and registries.
     Checks what cannery did (the no-op skipped every image, the bump rebuilt exactly the 4 that
     use the bumped pin, each from its changed step), never how fast."""
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "build_family.py"), "--size", "tiny", "--out",
-         str(tmp_path)],
-        capture_output=True, text=True, timeout=900, check=False, stdin=subprocess.DEVNULL,
-        env={**os.environ, "BUILDAH_ISOLATION": "chroot"},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    stdout = _bench("build_family.py", tmp_path, timeout=900)
     table = (tmp_path / "family.md").read_text()
-    assert proc.stdout.strip() == table.strip()
+    assert stdout.strip() == table.strip()
     assert "size: tiny" in table and "8 images" in table
     for row in ("cold build, pushed", "nightly, nothing changed", "nightly after bumping"):
         pattern = rf"\| {re.escape(row)}[^|]* \| {NUMBER} \| {NUMBER} \| {NUMBER} \|"
@@ -83,15 +82,9 @@ def test_first_lock_benchmark_runs_at_tiny_size(tmp_path: Path) -> None:
     """bench/first_lock.py at its tiny size, once each way: the family's first lock and render
     both one at a time and side by side, on loopback and behind the slow link. Checks that
     both ways write the same lock, never how fast."""
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "first_lock.py"), "--size", "tiny", "--runs", "1",
-         "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=600, check=False, stdin=subprocess.DEVNULL,
-        env={**os.environ, "BUILDAH_ISOLATION": "chroot"},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    stdout = _bench("first_lock.py", tmp_path, "--runs", "1", timeout=600)
     table = (tmp_path / "first_lock.md").read_text()
-    assert proc.stdout.strip() == table.strip()
+    assert stdout.strip() == table.strip()
     assert "8-image family" in table and "size tiny" in table
     for row in ("loopback", "remote"):
         assert re.search(rf"\| {row} \| {NUMBER} s \| {NUMBER} s \| {NUMBER}x \|", table), row
