@@ -1,7 +1,7 @@
 """A family's nightly: 8 images (2 toolkit versions x 2 chips x 2 framework pins, one base),
 seed-style hand-written Dockerfiles against one cannery catalog, same stack, same run.
 
-    .venv/bin/python bench/build_family.py [--size tiny|moderate|large] [--out bench/results]
+    .venv/bin/python bench/build_family.py [--size tiny|moderate|large] [--out DIR]
 
 Generates the build benchmark's stand-in stack (bench/buildbench/stack.py) and a second
 toolkit version, serves them from the e2e world (TLS registries, HTTPS files and wheel index,
@@ -300,7 +300,9 @@ def render_chart(r: FamilyResults, out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", choices=sorted(SIZES), default="moderate")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="where the table and chart go (default: a fresh directory under /tmp; "
+                    "the README's copies in bench/results change only when asked)")
     args = ap.parse_args(argv)
     os.environ.setdefault("BUILDAH_ISOLATION", "chroot")
     with tempfile.TemporaryDirectory(prefix="cannery-family-") as tmp:
@@ -316,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     results.date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     table = render_markdown(results)
     print(table)
+    args.out = args.out or Path(tempfile.mkdtemp(prefix="cannery-bench-"))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "family.md").write_text(table)
     render_chart(results, args.out / "family.png")

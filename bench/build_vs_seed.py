@@ -1,7 +1,7 @@
 """Build speed and image size: a seed-style Dockerfile against cannery's, same stack, same run.
 
     .venv/bin/python bench/build_vs_seed.py [--size tiny|moderate|large] [--runs 3]
-        [--out bench/results]
+        [--out DIR]
 
 Generates a stand-in stack shaped like the seed's (bench/buildbench/stack.py), serves it from
 the e2e world (TLS registries, HTTPS files and wheel index, git smart HTTP; all on 127.0.0.1),
@@ -55,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", choices=sorted(SIZES), default="moderate")
     ap.add_argument("--runs", type=int, default=3, help="repeats of each timing (>= 1)")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="where the table and chart go (default: a fresh directory under /tmp; "
+                    "the README's copies in bench/results change only when asked)")
     args = ap.parse_args(argv)
     size = SIZES[args.size]
     runs = max(1, args.runs)
@@ -73,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     results.date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     table = render_markdown(results)
     print(table)
+    args.out = args.out or Path(tempfile.mkdtemp(prefix="cannery-bench-"))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "build.md").write_text(table)
     render_chart(results, args.out / "build.png")

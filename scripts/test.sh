@@ -27,5 +27,6 @@ python3 -m venv .venv
 # module fixtures build (registries, a buildah storage of its own). Most of an e2e test waits
 # on qemu, a registry or a subprocess, so two workers on 2 cores took the suite from about 31
 # to 18 minutes. At most 4: every worker holds worlds of its own on disk at the same time.
-# A later -n in "$@" wins (-n 0 runs it in this process).
-.venv/bin/python -m pytest -q -n auto --maxprocesses 4 --dist loadfile "$@"
+# A later -n in "$@" wins (-n 0 runs it in this process). The 15 slowest tests are printed at
+# the end: where the run's time goes.
+.venv/bin/python -m pytest -q -n auto --maxprocesses 4 --dist loadfile --durations=15 "$@"
