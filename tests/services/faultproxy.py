@@ -28,6 +28,8 @@ import urllib.parse
 from collections import Counter
 from collections.abc import Callable
 
+from tests.services.tlsca import QuietServer
+
 FAULTS = ("drop-before", "drop-after", "drop-mid-body", "500", "503", "429")
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"}
 
@@ -88,7 +90,7 @@ class FaultProxy:
 
             do_HEAD = do_PUT = do_POST = do_PATCH = do_DELETE = do_GET
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.httpd = QuietServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.port = int(self.httpd.server_address[1])
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.services.faultproxy import _read_body
-from tests.services.tlsca import LocalCA
+from tests.services.tlsca import LocalCA, QuietServer
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -180,7 +180,7 @@ class HostileRegistry:
 
             do_HEAD = do_PUT = do_POST = do_PATCH = do_DELETE = do_GET
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.scheme = "http"
         if ca is not None:

@@ -24,6 +24,8 @@ import json
 import threading
 import urllib.parse
 
+from tests.services.tlsca import QuietServer
+
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"}
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 
@@ -51,7 +53,7 @@ class ReferrersAPIStandIn:
 
             do_HEAD = do_PUT = do_POST = do_PATCH = do_DELETE = do_GET
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.port = int(self.httpd.server_address[1])
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()

@@ -6,6 +6,7 @@ import http.server
 import shutil
 import ssl
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,11 +82,26 @@ def make_ca(root: Path, name: str = "cannery test CA") -> LocalCA:
     return LocalCA(root / "ca.pem", root / "server.pem", root / "server.key")
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    """A threaded HTTP server that says in one line when a client went away mid-request (a
+    download cut short, a TLS connection closed early: expected in tests and benches), and
+    prints a traceback only for anything else."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ssl.SSLError, ConnectionError, TimeoutError)):
+            host, port = self.server_address[:2]
+            print(f"{host}:{port}: a client closed its connection early "
+                  f"({type(exc).__name__}); nothing to do", file=sys.stderr)
+            return
+        super().handle_error(request, client_address)
+
+
 class HTTPSServer:
     """A threaded HTTPS server on 127.0.0.1 with the test CA's server certificate."""
 
     def __init__(self, handler: Any, ca: LocalCA, port: int = 0) -> None:
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self.httpd = QuietServer(("127.0.0.1", port), handler)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(ca.server_cert, ca.server_key)
         self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
