@@ -246,7 +246,31 @@ _kind_command(
     "workflow", "Render the GitHub Actions workflow that builds, merges and verifies every image."
 )
 _kind_command("bake", "Render docker-bake.json: a target per image and per (image, platform).")
-_kind_command("docs", "Render the supported-tags Markdown table.")
+
+
+@render_app.command("docs")
+def render_docs(
+    catalog: CatalogOpt = None,
+    lock: LockOpt = None,
+    out: OutFileOpt = None,
+    check: CheckOpt = False,
+    locked: LockedOpt = False,
+    from_registry: Annotated[
+        bool,
+        typer.Option(
+            "--from-registry",
+            help="Read each image's digest and per-platform compressed size from its first "
+            "registry (else the docs leave them out)",
+        ),
+    ] = False,
+    ca_cert: CaCertOpt = None,
+) -> None:
+    """Render the supported-tags table, and per repository an OVERVIEW.md, the registry
+    page's description and Docker Hub's short description (beside it, in overview/)."""
+    from cannery.commands.render import render_cmd
+
+    raise typer.Exit(render_cmd(["docs"], catalog, lock, check, out, locked=locked,
+                                from_registry=from_registry, ca_cert=ca_cert))
 
 
 @render_app.command("refresh-actions")

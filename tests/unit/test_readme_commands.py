@@ -226,6 +226,8 @@ def _compare_pair(tmp: Path, cli, shown: list[str]) -> None:  # type: ignore[no-
 # run against an e2e test's own registry on a free port: parsed only. The e2e test that runs
 # the same shape against local services is named beside each.
 NETWORK = {
+    "cannery render docs --catalog cannery.toml --from-registry":
+        "tests/e2e/test_docs_from_registry.py",
     "cannery verify 127.0.0.1:46113/e2e/attested:e2e-8.5.2-910b-py3.11 --catalog catalog.toml "
     "--no-runtime --key key.pub": "tests/e2e/test_attest.py",
     "cannery verify 127.0.0.1:41377/e2e/attested:e2e-8.5.2-910b-py3.11 --catalog catalog.toml "

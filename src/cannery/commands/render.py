@@ -1,4 +1,5 @@
-"""`cannery render [KIND]`: Dockerfiles, the CI workflow, the bake file and the tags doc.
+"""`cannery render [KIND]`: Dockerfiles, the CI workflow, the bake file, the tags doc and the
+per-repository overviews (render/overview.py).
 
 With no kind every kind is rendered. Paths come from the catalog's ``[ci]`` table and are
 relative to the catalog's directory (the current directory for the embedded catalog), which is
@@ -9,8 +10,10 @@ differ from what the catalog renders.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cannery.catalog.load import LoadedCatalog
 from cannery.commands.common import err, load_with_lock, out, require_locked, select
@@ -21,7 +24,11 @@ from cannery.render import dockerfile_name
 from cannery.util.bounded import NotRegularFile, OverLimit, read_regular_file
 from cannery.util.fs import atomic_write_many
 
+if TYPE_CHECKING:
+    from cannery.render.overview import Pushed
+
 KINDS = ("dockerfile", "workflow", "bake", "docs")
+OVERVIEWS = "overview"  # beside the tags doc: a directory per repository
 
 
 @dataclass(frozen=True)
@@ -46,9 +53,11 @@ def context(catalog: Path | None, lock: Path | None) -> Context:
 
 
 def render_kind(
-    kind: str, ctx: Context, out_path: Path | None, images: list[str] | None = None
+    kind: str, ctx: Context, out_path: Path | None, images: list[str] | None = None,
+    pushed: Mapping[str, Pushed] | None = None,
 ) -> dict[Path, str]:
-    """The files of one kind: path → text. ``out_path`` overrides the catalog's location."""
+    """The files of one kind: path → text. ``out_path`` overrides the catalog's location.
+    ``pushed``: what the registry holds of each image (the docs then give digests and sizes)."""
     cat = ctx.loaded.catalog
     if kind == "dockerfile":
         from cannery.render.dockerfile import render_dockerfile, render_dockerignore
@@ -83,8 +92,80 @@ def render_kind(
         from cannery.render.docs import render_docs
 
         text = render_docs(ctx.specs(), ctx.dockerfiles(), cat.ci.docs, cat.catalog.name)
-        return {out_path or ctx.root / cat.ci.docs: text}
+        tags = out_path or ctx.root / cat.ci.docs
+        return {tags: text, **overview_files(ctx, tags.parent / OVERVIEWS, pushed)}
     raise InputError(f"unknown render kind {kind!r} (known: {', '.join(KINDS)})")
+
+
+def overview_files(
+    ctx: Context, where: Path, pushed: Mapping[str, Pushed] | None
+) -> dict[Path, str]:
+    """Per repository: OVERVIEW.md, description.md (the registry page's full description) and
+    short.txt (Docker Hub's short description), in ``where/REPOSITORY``."""
+    from cannery.render.overview import (
+        by_repository,
+        directory_name,
+        render_description,
+        render_overview,
+        render_short,
+    )
+
+    catalog_file = ctx.catalog_file or "the embedded catalog"
+    files: dict[Path, str] = {}
+    for repository, specs in by_repository(ctx.specs()).items():
+        directory = where / directory_name(repository)
+        overview = directory / "OVERVIEW.md"
+        shown = overview.relative_to(ctx.root) if overview.is_relative_to(ctx.root) else overview
+        source = specs[0].source.rstrip("/")
+        url = (f"{source}/blob/HEAD/{shown.as_posix()}" if source.startswith("https://github.com/")
+               else f"{shown.as_posix()} in {source}")
+        files[overview] = render_overview(repository, specs, catalog_file, pushed)
+        files[directory / "description.md"] = render_description(
+            repository, specs, catalog_file, url)
+        files[directory / "short.txt"] = render_short(specs)
+    return files
+
+
+def read_pushed(ctx: Context, ca_cert: Path | None) -> dict[str, Pushed]:
+    """Each image's index digest and per-platform compressed size, as its first registry holds
+    it under its tag (an image not pushed there is left out). Every manifest read is checked
+    against its digest by the client."""
+    from cannery.oci import Credentials, OCIClient
+    from cannery.oci.client import NotFound
+    from cannery.oci.manifest import (
+        MalformedManifest,
+        parse_index,
+        parse_manifest,
+        platform_string,
+    )
+    from cannery.oci.reference import Reference
+    from cannery.render.overview import Pushed
+    from cannery.tls import ssl_context
+
+    out: dict[str, Pushed] = {}
+    from cannery.oci.auth import push_host
+
+    creds = Credentials(env_host=push_host([s.repository for s in ctx.specs()]))
+    with OCIClient(ssl_context(ca_cert), credentials=creds) as client:
+        for spec in ctx.specs():
+            ref = Reference.parse(f"{spec.repository}:{spec.tag}")
+            try:
+                body, index = client.get_manifest(ref)
+                children, _ = parse_index(body, str(ref))
+                sizes = []
+                for child in children:
+                    platform = platform_string(child.platform)
+                    if platform is None or platform not in spec.platforms:
+                        continue  # an attestation, or a platform the catalog no longer lists
+                    manifest, _ = client.get_manifest(ref.with_digest(child.digest))
+                    config, layers = parse_manifest(manifest, f"{ref}@{child.digest}")
+                    sizes.append((platform, config.size + sum(layer.size for layer in layers)))
+            except NotFound:
+                continue
+            except MalformedManifest as exc:
+                raise InputError(f"{ref}: {exc}") from None
+            out[spec.name] = Pushed(index.digest, tuple(sorted(sizes)))
+    return out
 
 
 def _stale(files: dict[Path, str]) -> list[Path]:
@@ -142,18 +223,24 @@ def render_cmd(
     out_path: Path | None = None,
     images: list[str] | None = None,
     locked: bool = False,
+    from_registry: bool = False,
+    ca_cert: Path | None = None,
 ) -> int:
     """Render ``kinds`` (all when empty); every file is written, or none. ``locked``: exit 2
-    naming each unlocked input instead of rendering a file that fails closed."""
+    naming each unlocked input instead of rendering a file that fails closed.
+    ``from_registry``: the docs give each image's digest and sizes, read from its registry."""
     ctx = context(catalog, lock)
     if locked:
         require_locked(ctx.specs(images))
+    pushed = read_pushed(ctx, ca_cert) if from_registry else None
     files: dict[Path, str] = {}
     for kind in kinds or KINDS:
-        files.update(render_kind(kind, ctx, out_path, images))
+        files.update(render_kind(kind, ctx, out_path, images, pushed))
     shown = "cannery render" + (f" {kinds[0]}" if len(kinds) == 1 else "")
     if catalog is not None:
         shown += f" --catalog {catalog}"
+    if from_registry:
+        shown += " --from-registry"
     return write_or_check(files, check, shown)
 
 
