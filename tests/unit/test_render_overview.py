@@ -118,3 +118,16 @@ def test_every_example_has_its_overview(tmp_path: Path) -> None:
         specs = plan(cat, read_lock(example / "cannery.lock"))
         assert list((example / Path(cat.ci.docs).parent / "overview").glob("*/OVERVIEW.md"))
         assert render_overview(specs[0].repository, specs, "cannery.toml").startswith("# ")
+
+
+def test_a_hand_edit_is_caught_by_check(tmp_path: Path) -> None:
+    from cannery.cli import main
+
+    files = _render(tmp_path, _locked(tmp_path))
+    name = "overview/registry.example.com_test_images/OVERVIEW.md"
+    edited = files[name].replace("| 3.11 |", "| 3.12 |", 1)
+    assert edited != files[name]
+    (tmp_path / name).write_text(edited)
+    with pytest.raises(SystemExit) as exc:
+        main(["render", "--catalog", str(tmp_path / "cannery.toml"), "--check"])
+    assert exc.value.code == 1
