@@ -8,7 +8,14 @@ import re
 from collections.abc import Iterator
 
 from cannery.lint.facts import ParseFailure
-from cannery.lint.facts.shell import Command, Script, line_offsets, parse_script, unquote
+from cannery.lint.facts.shell import (
+    Command,
+    Script,
+    line_offsets,
+    parse_script,
+    resolve_names,
+    unquote,
+)
 
 INSTRUCTIONS = {
     "ADD", "ARG", "CMD", "COPY", "ENTRYPOINT", "ENV", "EXPOSE", "FROM", "HEALTHCHECK", "LABEL",
@@ -331,6 +338,12 @@ def parse_dockerfile(path: str, text: str, base_shells: dict[str, list[str]]) ->
             else:
                 inst.script = parse_script(_script_text(inst, lines), line,
                                            offsets[line - 1 : end_line])
+            if stage is not None and any("$" in cmd.name for cmd in inst.script.commands):
+                def outer(text: str, insts: list[Instruction] = stage.instructions,
+                          before: int = i) -> str:
+                    return expand(text, insts, before)
+
+                resolve_names(inst.script, outer)
         facts.instructions.append(inst)
         if stage is None:
             if kw == "ARG":

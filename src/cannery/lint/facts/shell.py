@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
@@ -407,6 +408,14 @@ def _unwrap(base: str, args: list[Word], env: dict[str, Word]) -> tuple[str, lis
     return args[i].value.rsplit("/", 1)[-1], args[i + 1 :]
 
 
+# A version written after a tool's name, as digits or through a variable: `python3.9`,
+# `pip3.10`, `pip${PY_VERSION}`, `python$PYV`.
+_VERSIONED = r"(?:[0-9.]|\$\{?[A-Za-z_]\w*\}?)*"
+# A command named only by a variable that names a Python (`${PYTHON} -m pip`) when its value
+# is not known: the variable's name says so.
+_PYTHON_VAR = r"\$\{?[A-Za-z_]*(?:PY|py|Py)[A-Za-z0-9_]*\}?"
+
+
 def _normalise(name: str, args: list[Word], env: dict[str, Word]) -> tuple[str, list[Word]]:
     base = name.rsplit("/", 1)[-1]
     while base in WRAPPERS and args:
@@ -414,13 +423,50 @@ def _normalise(name: str, args: list[Word], env: dict[str, Word]) -> tuple[str, 
         if inner is None:
             break
         base, args = inner
-    if re.fullmatch(r"python[0-9.]*", base) and len(args) >= 2 and args[0].value == "-m":
-        base, args = args[1].value, args[2:]
-    if re.fullmatch(r"pip[0-9.]*", base):
+    if re.fullmatch(f"python{_VERSIONED}", base) or re.fullmatch(_PYTHON_VAR, base):
+        if len(args) >= 2 and args[0].value == "-m":
+            base, args = args[1].value, args[2:]
+        elif base.startswith("python") and base not in ("python", "python3"):
+            # one name for every versioned Python 3 (`python3.9 get-pip.py` runs a script
+            # as `python3` does); a Python 2 is `python`
+            base = "python" if re.fullmatch(r"python2[0-9.]*", base) else "python3"
+    if re.fullmatch(f"pip{_VERSIONED}", base):
         base = "pip"
     if base in ("uv",) and args and args[0].value == "pip":
         base, args = "pip", args[1:]
     return base, args
+
+
+def resolve_names(script: Script, outer: Callable[[str], str]) -> None:
+    """Name again each command whose name still holds a variable (`${PYTHON} -m pip`,
+    `$PIP install`), from the value the variable has there: the script's own assignments
+    before the command, else ``outer`` (a Dockerfile's ARG/ENV values). A name whose value is
+    unknown keeps what its shape said (see _normalise)."""
+    local: dict[str, str] = {}
+    assigned = sorted((a for a in script.assignments if a.value is not None),
+                      key=lambda a: a.start)
+    k = 0
+    for cmd in script.commands:
+        while k < len(assigned) and assigned[k].start < cmd.start:
+            value = assigned[k].value
+            local[assigned[k].name] = value.value if value is not None else ""
+            k += 1
+        if "$" not in cmd.name:
+            continue
+
+        def sub(m: re.Match[str]) -> str:
+            name = m.group(1) or m.group(2)
+            return local[name] if name in local else m.group(0)
+
+        value = re.sub(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)", sub, cmd.name)
+        if "$" in value:
+            value = outer(value)
+        if "$" in value or not value.strip():
+            continue
+        words = value.split()  # `PIP="python3 -m pip"`: the value is the command's start
+        pos = cmd.pos
+        lead = [Word(w, w, pos, cmd.start, cmd.start) for w in words[1:]]
+        cmd.name, cmd.args = _normalise(words[0], lead + cmd.args, dict(cmd.prefix_env))
 
 
 def mask_expressions(text: str) -> str:

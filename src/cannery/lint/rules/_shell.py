@@ -84,15 +84,25 @@ def is_verification(cmd: Command) -> bool:
     return cmd.name == "pip" and cmd.has_flag("--require-hashes")
 
 
+def _decoded(name: str) -> str:
+    """A file name with URL percent-encoding undone: a wheel fetched as
+    `torch-2.6.0%2Bcpu-….whl` is saved by wget (and named by pip) as `torch-2.6.0+cpu-….whl`."""
+    if "%" not in name:
+        return name
+    from urllib.parse import unquote
+
+    return unquote(name)
+
+
 def names_file(value: str, path: str) -> bool:
-    """Whether an argument names ``path``: same path, same file name, or a glob matching it
-    (``pkg*.whl``)."""
-    want = basename(path)
+    """Whether an argument names ``path``: same path, same file name (percent-encoded or
+    not), or a glob matching it (``pkg*.whl``)."""
+    want = _decoded(basename(path))
     if not want:
         return False
-    if value == path or basename(value) == want:
+    if value == path or _decoded(basename(value)) == want:
         return True
-    name = basename(value)
+    name = _decoded(basename(value))
     return any(ch in name for ch in "*?[") and fnmatch.fnmatchcase(want, name)
 
 
@@ -203,7 +213,8 @@ def pip_packages(cmd: Command) -> list[tuple[str, str, Word]]:
         if v.startswith("-") or v == "install":
             continue
         m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*(.*)$", v)
-        if m and not v.startswith(("git+", "http", ".", "/", "~", "$")) and "/" not in v and (
+        if m and not v.startswith(("git+", "http://", "https://", ".", "/", "~", "$")) and (
+                "/" not in v) and (
                 not re.search(r"\.(whl|tar\.gz|zip|tgz)$", v)) and not v.isdigit():
             out.append((m.group(1).lower().replace("-", "_"), m.group(3), w))
     return out
