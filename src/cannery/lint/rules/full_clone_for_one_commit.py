@@ -13,7 +13,8 @@ HISTORY = {"log", "describe", "rev-list", "blame", "bisect", "shortlog"}
 class FullCloneForOneCommit(Rule):
     """## What it does
     Finds `git clone` without `--depth` (or `--filter`) in an image build, where only one
-    commit is ever checked out and no later git command reads the history. When a later
+    commit is ever checked out and no later git command reads the history, whatever other
+    options it has (`--single-branch` still fetches the whole history of its branch). When a later
     checkout picks a commit, the hint is to fetch that commit (a `--depth 1` clone holds only
     the tip, and the checkout would fail).
 
@@ -47,8 +48,9 @@ class FullCloneForOneCommit(Rule):
                 cmd = op.cmd
                 if op.sub != "clone":
                     continue
-                if any(a.startswith(("--depth", "--shallow", "--filter", "--single-branch"))
-                       for a in cmd.argv) or "--mirror" in cmd.argv or "--bare" in cmd.argv:
+                # `--single-branch` alone is not shallow: it fetches that branch's whole history
+                if any(a.startswith(("--depth", "--shallow", "--filter")) for a in cmd.argv) or (
+                        "--mirror" in cmd.argv or "--bare" in cmd.argv):
                     continue
                 later = same_repo_after(ops, k)
                 if any(o.sub in HISTORY for o in later):
