@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import fnmatch
+import posixpath
 import re
 from collections.abc import Iterator
 
-from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction
+from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction, expand
 from cannery.lint.facts.shell import Command
 from cannery.lint.model import Finding, Frozen, Severity
 from cannery.lint.rule import LintContext, Rule, lazy_re
@@ -70,22 +72,69 @@ def _creates(c: Command, workdir: str) -> str | None:
     return None
 
 
+GLOB = "*?["
+
+
 class _Files:
-    """Files made by earlier layers and still there: path (and basename) → line made."""
+    """Files made by earlier layers and still there: path (and basename) → line made; and
+    what a COPY/ADD brought in, as path patterns (`/opt/pkgs/*.run`, `/opt/pkgs/**` for a
+    directory whose members are not known)."""
 
     def __init__(self) -> None:
         self.made: dict[str, int] = {}
+        self.copied: list[tuple[str, int]] = []
 
     def add(self, path: str, line: int) -> None:
         self.made.setdefault(path, line)
         self.made.setdefault(basename(path), line)
 
-    def find(self, path: str) -> int | None:
-        return self.made.get(path) or self.made.get(basename(path))
+    def add_copied(self, pattern: str, line: int) -> None:
+        self.copied.append((pattern, line))
+
+    def find(self, path: str, made_here: set[str]) -> int | None:
+        line = self.made.get(path) or self.made.get(basename(path))
+        if line is not None:
+            return line
+        for pattern, at in self.copied:
+            if _covers(path, pattern, made_here):
+                return at
+        return None
 
     def remove(self, path: str) -> None:
         for key in (path, basename(path)):
             self.made.pop(key, None)
+        if any(ch in path for ch in GLOB):
+            self.copied = [(p, at) for p, at in self.copied
+                           if not (fnmatch.fnmatchcase(p, path) and not p.endswith("/**"))]
+
+
+def _covers(target: str, pattern: str, made_here: set[str]) -> bool:
+    """Whether removing ``target`` (a path, maybe a glob) removes something a COPY brought in
+    as ``pattern``. Under a copied directory whose members lint cannot see (`DIR/**`), only a
+    glob counts (`rm DIR/*.run`): a plain name there may be a file a later step made."""
+    if pattern.endswith("/**"):
+        folder = pattern[:-3]
+        if not target.startswith(folder + "/") or not any(ch in target for ch in GLOB):
+            return False
+        return not any(fnmatch.fnmatchcase(m, target) for m in made_here)
+    if any(ch in pattern for ch in GLOB):  # `COPY wheels/*.whl /tmp/wheels/`
+        if fnmatch.fnmatchcase(target, pattern):
+            return True
+        # `rm /tmp/wheels/*` removes what `*.whl` brought in when some name fits both
+        return posixpath.dirname(target) == posixpath.dirname(pattern) and any(
+            ch in target for ch in GLOB) and _globs_meet(basename(target), basename(pattern))
+    return False
+
+
+def _globs_meet(a: str, b: str) -> bool:
+    """Whether two file-name globs can name one file (`*` and `*.whl`; `*.run` and `*.whl`
+    cannot): each one's fixed suffix and prefix must agree with the other's."""
+    def fixed(g: str) -> tuple[str, str]:
+        cut = [i for i, ch in enumerate(g) if ch in GLOB] or [len(g)]
+        return g[: cut[0]], g[cut[-1] + 1 :]
+
+    (pa, sa), (pb, sb) = fixed(a), fixed(b)
+    return (pa.startswith(pb) or pb.startswith(pa)) and (sa.endswith(sb) or sb.endswith(sa))
 
 
 class CleanupInLaterLayer(Rule):
@@ -94,7 +143,11 @@ class CleanupInLaterLayer(Rule):
     file downloaded (`wget`, `curl`, `aria2c`), cloned or copied by an earlier instruction
     and still there (a file downloaded and removed inside one `RUN` is gone from that
     layer: removing it again after a new download in a later `RUN` is fine), and a package
-    manager's cache cleaned in a step that did not fill it after one that did: `apt-get
+    manager's cache cleaned in a step that did not fill it after one that did. What a
+    `COPY`/`ADD` brought in counts too: the destination, the files a glob source puts there
+    (`COPY pkgs/*.run /opt/`, then `rm /opt/*.run` or `rm /opt/a.run`), and for a directory
+    source a glob under the destination (`COPY installers /opt/pkgs`, then
+    `rm -f /opt/pkgs/*.run`); paths are expanded from ARG/ENV values. Also: `apt-get
     clean` or `rm -rf /var/lib/apt/lists/*` after an earlier `apt-get update`/`install`,
     `yum clean all`/`dnf clean all` or `rm -rf /var/cache/dnf` after an earlier
     `yum`/`dnf install`, `pip cache purge` after an earlier `pip install`. Only the stages
@@ -132,9 +185,14 @@ class CleanupInLaterLayer(Rule):
     def _instruction(self, facts: DockerfileFacts, inst: Instruction, files: _Files,
                      filled: dict[str, int]) -> Iterator[Finding]:
         if inst.keyword in ("COPY", "ADD") and len(inst.value) >= 2:
-            files.add(absolute(inst.value[-1], inst.workdir), inst.line)
+            self._copied(inst, files)
         if inst.script is None:
             return
+        assert inst.stage is not None
+
+        def val(text: str) -> str:
+            return expand(text, inst.stage.instructions, inst.index) if "$" in text else text
+
         here: set[str] = set()  # made by this RUN: removing them here is right
         gone: set[str] = set()  # removed by this RUN: they are not in its layer
         fills = {cache.what for c in inst.script.commands for cache in CACHES
@@ -146,8 +204,8 @@ class CleanupInLaterLayer(Rule):
                 gone.discard(made)
             if c.name == "rm":
                 for w in c.positional():
-                    target = absolute(w.value, inst.workdir)
-                    line = files.find(target)
+                    target = absolute(val(w.value), inst.workdir)
+                    line = files.find(target, here)
                     if line is not None and target not in gone:
                         yield self.at(facts.path, w.pos, f"{w.value} was created by "
                                       f"the instruction at line {line}; removing it "
@@ -168,6 +226,32 @@ class CleanupInLaterLayer(Rule):
             files.add(path, inst.line)
         for what in fills:
             filled[what] = inst.line
+
+    @staticmethod
+    def _copied(inst: Instruction, files: _Files) -> None:
+        """What a COPY/ADD brings in: the destination itself, and per source the paths it
+        puts there (`COPY a/*.run /opt/` → `/opt/*.run`; a directory → everything under the
+        destination)."""
+        assert inst.stage is not None
+
+        def val(text: str) -> str:
+            return expand(text, inst.stage.instructions, inst.index) if "$" in text else text
+
+        dest = absolute(val(inst.value[-1]), inst.workdir)
+        files.add(dest, inst.line)
+        sources = [val(v) for v in inst.value[:-1]]
+        into = inst.value[-1].endswith("/") or len(sources) > 1
+        for src in sources:
+            if "://" in src:
+                continue  # ADD <url>: one file, named as the destination says
+            name = basename(src)
+            if any(ch in name for ch in GLOB):
+                files.add_copied(f"{dest}/{name}", inst.line)
+            elif into:
+                files.add(f"{dest}/{name}", inst.line)
+                files.add_copied(f"{dest}/{name}/**", inst.line)  # if it is a directory
+            else:
+                files.add_copied(f"{dest}/**", inst.line)  # a directory's members, or nothing
 
     def _late_clean(self, facts: DockerfileFacts, pos: Any, cache: Cache, fills: set[str],
                     filled: dict[str, int]) -> Iterator[Finding]:
