@@ -147,7 +147,7 @@ class CleanupInLaterLayer(Rule):
     `COPY`/`ADD` brought in counts too: the destination, the files a glob source puts there
     (`COPY pkgs/*.run /opt/`, then `rm /opt/*.run` or `rm /opt/a.run`), and for a directory
     source a glob under the destination (`COPY installers /opt/pkgs`, then
-    `rm -f /opt/pkgs/*.run`); paths are expanded from ARG/ENV values. Also: `apt-get
+    `rm -f /opt/pkgs/*.run`); paths are expanded from ARG/ENV values. Cache clean-ups: `apt-get
     clean` or `rm -rf /var/lib/apt/lists/*` after an earlier `apt-get update`/`install`,
     `yum clean all`/`dnf clean all` or `rm -rf /var/cache/dnf` after an earlier
     `yum`/`dnf install`, `pip cache purge` after an earlier `pip install`. Only the stages
