@@ -137,9 +137,12 @@ class LintContext:
         import fnmatch
 
         image = re.sub(r"^(docker\.io/)?(library/)?", "", image)
+        # a digest pins some tag of the same image: `ubuntu@sha256:…` is an `ubuntu:*`
+        name, _, digest = image.partition("@")
+        forms = [name, f"{name}:*"] if digest and ":" not in name.rsplit("/", 1)[-1] else [name]
         out: set[str] | None = None
         for pattern, names in self.base_env.items():
-            if fnmatch.fnmatch(image, pattern):
+            if any(fnmatch.fnmatch(form, pattern) for form in forms):
                 out = (out or set()) | set(names)
         return out
 

@@ -3,10 +3,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from cannery.lint.facts.dockerfile import DockerfileFacts
+from cannery.lint.facts.dockerfile import DockerfileFacts, Pair
 from cannery.lint.model import Edit, Finding, Fix, Severity
 from cannery.lint.rule import LintContext, Rule
 
+# Set by most bases a Dockerfile starts from (CUDA, NGC, manylinux, CANN: the library
+# paths; every image: PATH), so on a base lint does not know, `$X` of these is not reported.
+COMMONLY_SET = {"PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "PKG_CONFIG_PATH", "MANPATH"}
 PATH_VARS = {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH",
              "CPLUS_INCLUDE_PATH", "PKG_CONFIG_PATH", "CMAKE_PREFIX_PATH", "MANPATH",
              "ASCEND_CUSTOM_OPP_PATH", "LD_PRELOAD", "CLASSPATH", "GOPATH", "PERL5LIB"}
@@ -21,6 +24,9 @@ def _unguarded(key: str, raw: str) -> str:
     return re.sub(r"\$\{" + key + r":[+-](?:[^{}]|\$\{[^}]*\})*\}", "GUARDED", raw)
 
 
+UNSET = "unset"  # what problem() says of `X=/new:$X` where X is not known to be set
+
+
 def problem(key: str, raw: str, known_set: bool) -> str | None:
     """Why ``raw`` (an ENV/export value of ``key``) may hold an empty element, or None."""
     if key not in PATH_VARS:
@@ -31,7 +37,7 @@ def problem(key: str, raw: str, known_set: bool) -> str | None:
     if known_set:
         return None
     if re.search(":" + _ref(key) + r"(?!\w)", v) or re.search("^" + _ref(key) + ":", v):
-        return f"${key} is unset here, so this leaves an empty element"
+        return UNSET
     return None
 
 
@@ -53,10 +59,14 @@ class EmptyPathElement(Rule):
     Finds search-path variables (`PATH`, `LD_LIBRARY_PATH`, `PYTHONPATH`, …) written as
     `X=/new:$X` where `X` may be unset, or with a literal leading, trailing or doubled `:`.
     A variable is known to be set when an earlier `ENV` sets it or the base image does
-    (`base-image-env`; CANN bases persist what `set_env.sh` exports; manylinux2014 sets
-    `LD_LIBRARY_PATH`, newer manylinux images set it empty). It is called unset only on a
-    base listed there (distribution bases such as `ubuntu` are); on any other base only a
-    literal empty element is reported.
+    (`base-image-env`; CANN bases persist what `set_env.sh` exports; manylinux2014,
+    manylinux_2_28 and _2_34 set `LD_LIBRARY_PATH`, the others set it empty). `PATH` is
+    always set: builders give every image a default one. On a base listed there
+    (distribution bases such as `ubuntu` are, and NVIDIA's `nvidia/cuda`) the finding is a
+    warning that names the base. On a base lint does not know it is info and says that it
+    holds only if that base does not set the variable; there, the variables most bases set
+    (`LD_LIBRARY_PATH`, `LIBRARY_PATH`, `PKG_CONFIG_PATH`, `MANPATH`) are not reported. A
+    literal empty element is a warning on any base.
 
     ## Why is this bad?
     An empty element means "the current directory": `python` then imports from wherever the
@@ -81,27 +91,15 @@ class EmptyPathElement(Rule):
 
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
         for stage in facts.stages:
-            # every base image has PATH; CANN bases also persist set_env.sh (configurable)
-            known = ctx.env_of_base(stage.root.image)
-            # an unknown base may set anything: then only literal empty elements are reported
-            set_before: set[str] = {"PATH"} | (known if known is not None else PATH_VARS)
+            image = stage.root.image
+            # every image has PATH (builders give one when the config has none); a known
+            # base sets what its base-image-env entry lists, an unknown one may set anything
+            known = ctx.env_of_base(image)
+            set_before: set[str] = {"PATH"} | (known if known is not None else COMMONLY_SET)
             for inst in stage.instructions:
                 if inst.keyword == "ENV":
                     for pr in inst.pairs:
-                        why = problem(pr.key, pr.raw, pr.key in set_before)
-                        if why:
-                            new = rewrite(pr.key, pr.raw)
-                            fix = None
-                            # offered only when it removes the problem (a literal `::` stays)
-                            if new is not None and problem(pr.key, new, False) is None:
-                                vstart = pr.end - len(pr.raw)
-                                fix = Fix(f"guard ${pr.key} with ${{{pr.key}:+…}}",
-                                          (Edit(vstart, pr.end, new),), safe=True)
-                            yield self.finding(facts.path, pr.line, pr.column,
-                                               f"{pr.key}: {why} (an empty element means the "
-                                               "current directory)",
-                                               end_column=pr.column + len(pr.key), fix=fix,
-                                               hint=f"use ${{{pr.key}:+:${pr.key}}}")
+                        yield from self._pair(facts.path, pr, set_before, known, image)
                     set_before.update(pr.key for pr in inst.pairs)
                 elif inst.script is not None:
                     for a in inst.script.assignments:
@@ -109,5 +107,40 @@ class EmptyPathElement(Rule):
                             continue
                         why = problem(a.name, a.value.text, a.name in set_before)
                         if why:
-                            yield self.at(facts.path, a.pos, f"{a.name}: {why}",
-                                          hint=f"use ${{{a.name}:+:${a.name}}}")
+                            yield self.at(facts.path, a.pos, _worded(a.name, why, known, image),
+                                          hint=f"use ${{{a.name}:+:${a.name}}}",
+                                          severity=_severity(why, known))
+
+    def _pair(self, path: str, pr: Pair, set_before: set[str], known: set[str] | None,
+              image: str) -> Iterator[Finding]:
+        why = problem(pr.key, pr.raw, pr.key in set_before)
+        if not why:
+            return
+        new = rewrite(pr.key, pr.raw)
+        fix = None
+        # offered only when it removes the problem (a literal `::` stays)
+        if new is not None and problem(pr.key, new, False) is None:
+            vstart = pr.end - len(pr.raw)
+            fix = Fix(f"guard ${pr.key} with ${{{pr.key}:+…}}", (Edit(vstart, pr.end, new),),
+                      safe=True)
+        yield self.finding(path, pr.line, pr.column,
+                           f"{_worded(pr.key, why, known, image)} (an empty element means the "
+                           "current directory)",
+                           end_column=pr.column + len(pr.key), fix=fix,
+                           hint=f"use ${{{pr.key}:+:${pr.key}}}", severity=_severity(why, known))
+
+
+def _worded(key: str, why: str, known: set[str] | None, image: str) -> str:
+    """The message, saying how sure it is: a base lint knows does not set ``key``; of a base
+    it does not know, only that the element is empty if that base does not set it."""
+    if why != UNSET:
+        return f"{key}: {why}"
+    if known is None:
+        return (f"{key}: ${key} is empty here unless the base image {image} sets it (not a "
+                "base lint knows: likely, not certain)")
+    return (f"{key}: ${key} is unset or empty in {image} and not set earlier in the stage, "
+            "so this leaves an empty element")
+
+
+def _severity(why: str, known: set[str] | None) -> Severity | None:
+    return Severity.INFO if why == UNSET and known is None else None
