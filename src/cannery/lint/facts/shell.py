@@ -448,8 +448,8 @@ def resolve_names(script: Script, outer: Callable[[str], str]) -> None:
     k = 0
     for cmd in script.commands:
         while k < len(assigned) and assigned[k].start < cmd.start:
-            value = assigned[k].value
-            local[assigned[k].name] = value.value if value is not None else ""
+            word = assigned[k].value
+            local[assigned[k].name] = word.value if word is not None else ""
             k += 1
         if "$" not in cmd.name:
             continue
@@ -458,12 +458,12 @@ def resolve_names(script: Script, outer: Callable[[str], str]) -> None:
             name = m.group(1) or m.group(2)
             return local[name] if name in local else m.group(0)
 
-        value = re.sub(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)", sub, cmd.name)
-        if "$" in value:
-            value = outer(value)
-        if "$" in value or not value.strip():
+        named = re.sub(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)", sub, cmd.name)
+        if "$" in named:
+            named = outer(named)
+        if "$" in named or not named.strip():
             continue
-        words = value.split()  # `PIP="python3 -m pip"`: the value is the command's start
+        words = named.split()  # `PIP="python3 -m pip"`: the value is the command's start
         pos = cmd.pos
         lead = [Word(w, w, pos, cmd.start, cmd.start) for w in words[1:]]
         cmd.name, cmd.args = _normalise(words[0], lead + cmd.args, dict(cmd.prefix_env))

@@ -189,9 +189,10 @@ class CleanupInLaterLayer(Rule):
         if inst.script is None:
             return
         assert inst.stage is not None
+        earlier = inst.stage.instructions
 
         def val(text: str) -> str:
-            return expand(text, inst.stage.instructions, inst.index) if "$" in text else text
+            return expand(text, earlier, inst.index) if "$" in text else text
 
         here: set[str] = set()  # made by this RUN: removing them here is right
         gone: set[str] = set()  # removed by this RUN: they are not in its layer
@@ -233,9 +234,10 @@ class CleanupInLaterLayer(Rule):
         puts there (`COPY a/*.run /opt/` → `/opt/*.run`; a directory → everything under the
         destination)."""
         assert inst.stage is not None
+        earlier = inst.stage.instructions
 
         def val(text: str) -> str:
-            return expand(text, inst.stage.instructions, inst.index) if "$" in text else text
+            return expand(text, earlier, inst.index) if "$" in text else text
 
         dest = absolute(val(inst.value[-1]), inst.workdir)
         files.add(dest, inst.line)
