@@ -7,9 +7,6 @@ from cannery.lint.facts.dockerfile import DockerfileFacts, Pair
 from cannery.lint.model import Edit, Finding, Fix, Severity
 from cannery.lint.rule import LintContext, Rule
 
-# Set by most bases a Dockerfile starts from (CUDA, NGC, manylinux, CANN: the library
-# paths; every image: PATH), so on a base lint does not know, `$X` of these is not reported.
-COMMONLY_SET = {"PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "PKG_CONFIG_PATH", "MANPATH"}
 PATH_VARS = {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH",
              "CPLUS_INCLUDE_PATH", "PKG_CONFIG_PATH", "CMAKE_PREFIX_PATH", "MANPATH",
              "ASCEND_CUSTOM_OPP_PATH", "LD_PRELOAD", "CLASSPATH", "GOPATH", "PERL5LIB"}
@@ -61,12 +58,11 @@ class EmptyPathElement(Rule):
     A variable is known to be set when an earlier `ENV` sets it or the base image does
     (`base-image-env`; CANN bases persist what `set_env.sh` exports; manylinux2014,
     manylinux_2_28 and _2_34 set `LD_LIBRARY_PATH`, the others set it empty). `PATH` is
-    always set: builders give every image a default one. On a base listed there
-    (distribution bases such as `ubuntu` are, and NVIDIA's `nvidia/cuda`) the finding is a
-    warning that names the base. On a base lint does not know it is info and says that it
-    holds only if that base does not set the variable; there, the variables most bases set
-    (`LD_LIBRARY_PATH`, `LIBRARY_PATH`, `PKG_CONFIG_PATH`, `MANPATH`) are not reported. A
-    literal empty element is a warning on any base.
+    always set: builders give every image a default one. `X=/new:$X` is reported only on a
+    base listed there (distribution bases such as `ubuntu` are, and NVIDIA's `nvidia/cuda`),
+    and the finding names that base: on a base lint does not know, which may set anything,
+    it is not (on files from projects lint was not tuned on, every such report over an NGC,
+    sglang or TensorRT-LLM base was a guess). A literal empty element is reported on any base.
 
     ## Why is this bad?
     An empty element means "the current directory": `python` then imports from wherever the
@@ -95,11 +91,11 @@ class EmptyPathElement(Rule):
             # every image has PATH (builders give one when the config has none); a known
             # base sets what its base-image-env entry lists, an unknown one may set anything
             known = ctx.env_of_base(image)
-            set_before: set[str] = {"PATH"} | (known if known is not None else COMMONLY_SET)
+            set_before: set[str] = {"PATH"} | (known if known is not None else PATH_VARS)
             for inst in stage.instructions:
                 if inst.keyword == "ENV":
                     for pr in inst.pairs:
-                        yield from self._pair(facts.path, pr, set_before, known, image)
+                        yield from self._pair(facts.path, pr, set_before, image)
                     set_before.update(pr.key for pr in inst.pairs)
                 elif inst.script is not None:
                     for a in inst.script.assignments:
@@ -107,12 +103,10 @@ class EmptyPathElement(Rule):
                             continue
                         why = problem(a.name, a.value.text, a.name in set_before)
                         if why:
-                            yield self.at(facts.path, a.pos, _worded(a.name, why, known, image),
-                                          hint=f"use ${{{a.name}:+:${a.name}}}",
-                                          severity=_severity(why, known))
+                            yield self.at(facts.path, a.pos, _worded(a.name, why, image),
+                                          hint=f"use ${{{a.name}:+:${a.name}}}")
 
-    def _pair(self, path: str, pr: Pair, set_before: set[str], known: set[str] | None,
-              image: str) -> Iterator[Finding]:
+    def _pair(self, path: str, pr: Pair, set_before: set[str], image: str) -> Iterator[Finding]:
         why = problem(pr.key, pr.raw, pr.key in set_before)
         if not why:
             return
@@ -124,23 +118,15 @@ class EmptyPathElement(Rule):
             fix = Fix(f"guard ${pr.key} with ${{{pr.key}:+…}}", (Edit(vstart, pr.end, new),),
                       safe=True)
         yield self.finding(path, pr.line, pr.column,
-                           f"{_worded(pr.key, why, known, image)} (an empty element means the "
+                           f"{_worded(pr.key, why, image)} (an empty element means the "
                            "current directory)",
                            end_column=pr.column + len(pr.key), fix=fix,
-                           hint=f"use ${{{pr.key}:+:${pr.key}}}", severity=_severity(why, known))
+                           hint=f"use ${{{pr.key}:+:${pr.key}}}")
 
 
-def _worded(key: str, why: str, known: set[str] | None, image: str) -> str:
-    """The message, saying how sure it is: a base lint knows does not set ``key``; of a base
-    it does not know, only that the element is empty if that base does not set it."""
+def _worded(key: str, why: str, image: str) -> str:
+    """The message; of `X=/new:$X`, the base it is sure does not set ``key``."""
     if why != UNSET:
         return f"{key}: {why}"
-    if known is None:
-        return (f"{key}: ${key} is empty here unless the base image {image} sets it (not a "
-                "base lint knows: likely, not certain)")
     return (f"{key}: ${key} is unset or empty in {image} and not set earlier in the stage, "
             "so this leaves an empty element")
-
-
-def _severity(why: str, known: set[str] | None) -> Severity | None:
-    return Severity.INFO if why == UNSET and known is None else None
