@@ -40,6 +40,7 @@ from cannery.lint.rules.swallowed_command import SwallowedCommand
 from cannery.lint.rules.tag_version_mismatch import TagVersionMismatch
 from cannery.lint.rules.tls_verification_disabled import TlsVerificationDisabled
 from cannery.lint.rules.toolkit_over_toolkit import ToolkitOverToolkit
+from cannery.lint.rules.toolkit_path_version import ToolkitPathVersion
 from cannery.lint.rules.torch_repinned_after_build import TorchRepinnedAfterBuild
 from cannery.lint.rules.unknown_subcommand import UnknownSubcommand
 from cannery.lint.rules.unpinned_git_ref import UnpinnedGitRef
@@ -182,6 +183,7 @@ RULES: list[type[Rule]] = [
     FullCloneForOneCommit,
     CleanupInLaterLayer,
     ToolkitOverToolkit,
+    ToolkitPathVersion,
     EnvNotPersisted,
     IneffectiveSource,
     EmptyPathElement,

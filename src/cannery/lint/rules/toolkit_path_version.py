@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction, Stage, expand
+from cannery.lint.model import Finding, Severity
+from cannery.lint.rule import LintContext, Rule, lazy_re
+
+_VERSION = r"\d+\.\d+\.(?:\d+|rc\d+)(?:[.-]\w+)*?"
+BASE_VERSION = lazy_re(r"cann[^:/]*:(?P<v>" + _VERSION + r")(?=-|$)", re.I)
+INSTALLER = lazy_re(r"Ascend-cann-toolkit_(?P<v>" + _VERSION + r")_linux", re.I)
+# A toolkit tree named by its version: CANN >= 8.5's /usr/local/Ascend/cann-X, and the
+# versioned directory of the older ascend-toolkit/ layout (ascend-toolkit/latest is a link).
+TOOLKIT_PATH = lazy_re(
+    r"/usr/local/Ascend/(?:cann-|ascend-toolkit/)(?P<v>" + _VERSION + r")(?=/|[\s\"':;]|$)", re.I)
+
+
+class ToolkitPathVersion(Rule):
+    """## What it does
+    Finds a path into a CANN toolkit tree that names another version than the toolkit the
+    stage has: the one its installer installs (`Ascend-cann-toolkit_9.0.1_…run`), else the
+    one its base image's tag says it ships (`cann:9.0.1-…`). Paths are read in `ENV` values
+    and in `RUN` commands, with `ARG`/`ENV` values substituted:
+    `/usr/local/Ascend/cann-9.0.0/…` and the older layout's
+    `/usr/local/Ascend/ascend-toolkit/9.0.0/…`.
+
+    ## Why is this bad?
+    That tree does not exist in the image: the variable or command points nowhere, and
+    `import torch_npu` or a kernel build fails on the cluster, not in the build. It happens
+    when a base or installer is bumped and a path written out by hand is not.
+
+    ## Example
+    ```dockerfile
+    FROM quay.io/ascend/cann:9.0.1-910b-ubuntu22.04-py3.11
+    ENV LD_LIBRARY_PATH=/usr/local/Ascend/cann-9.0.0/lib64:${LD_LIBRARY_PATH}
+    ```
+
+    ## Use instead
+    ```dockerfile
+    FROM quay.io/ascend/cann:9.0.1-910b-ubuntu22.04-py3.11
+    ENV LD_LIBRARY_PATH=${ASCEND_TOOLKIT_HOME}/lib64:${LD_LIBRARY_PATH}
+    ```
+    (the base's `ASCEND_TOOLKIT_HOME` moves with it)
+    """
+
+    name = "toolkit-path-version"
+    code = "CD027"
+    severity = Severity.WARNING
+    targets = ("dockerfile",)
+
+    def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
+        for stage in facts.stages:
+            has, where = _provided(stage)
+            for inst in stage.instructions:
+                installed = _installs(inst, stage)
+                if installed is not None:  # from here on the stage has this one
+                    has, where = installed, f"the installer at line {inst.line}"
+                if has is None:
+                    continue
+                yield from self._paths(facts.path, stage, inst, has, where)
+
+    def _paths(self, path: str, stage: Stage, inst: Instruction, has: str,
+               where: str) -> Iterator[Finding]:
+        def wrong(text: str) -> str | None:
+            for m in TOOLKIT_PATH.finditer(expand(text, stage.instructions, inst.index)):
+                if m.group("v").lower() != has:
+                    return m.group("v")
+            return None
+
+        hint = "name the toolkit through ${ASCEND_TOOLKIT_HOME} (or the version the stage has)"
+        if inst.keyword == "ENV":
+            for pr in inst.pairs:
+                v = wrong(pr.raw)
+                if v is not None:
+                    yield self.finding(path, pr.line, pr.column, _message(v, has, where),
+                                       end_column=pr.column + len(pr.key), hint=hint)
+        elif inst.script is not None:
+            for cmd in inst.script.commands:
+                for w in cmd.args:
+                    v = wrong(w.value)
+                    if v is not None:
+                        yield self.at(path, w.pos, _message(v, has, where), hint=hint)
+
+
+def _message(named: str, has: str, where: str) -> str:
+    return (f"this path names CANN {named}, but the stage's toolkit is {has} ({where}): "
+            "that tree is not in the image")
+
+
+def _provided(stage: Stage) -> tuple[str | None, str]:
+    """The toolkit version a stage starts with: its base image's tag's, or the last one an
+    earlier stage it is built FROM installs."""
+    chain = []
+    s: Stage | None = stage
+    while s is not None:
+        chain.append(s)
+        s = s.parent
+    has: str | None = None
+    where = ""
+    for s in reversed(chain[1:]):  # the stages it is built FROM, root first
+        if s is chain[-1]:
+            m = BASE_VERSION.search(s.image)
+            if m:
+                has, where = m.group("v").lower(), f"the base image at line {s.line}"
+        for inst in s.instructions:
+            v = _installs(inst, s)
+            if v is not None:
+                has, where = v, f"the installer at line {inst.line}"
+    if stage.parent is None:
+        m = BASE_VERSION.search(stage.image)
+        if m:
+            has, where = m.group("v").lower(), f"the base image at line {stage.line}"
+    return has, where
+
+
+def _installs(inst: Instruction, stage: Stage) -> str | None:
+    """The toolkit version a RUN installs: one that runs a `.run` installer and names a toolkit
+    installer of that version anywhere (downloaded under another name, `curl -o
+    /tmp/toolkit.run …/Ascend-cann-toolkit_8.5.2_…run && bash /tmp/toolkit.run`, counts)."""
+    if inst.script is None:
+        return None
+    found = None
+    runs = False
+    for cmd in inst.script.commands:
+        words = [cmd.name, *(w.value for w in cmd.args)]
+        if cmd.name.endswith(".run") or (
+                cmd.name in ("bash", "sh") and any(w.endswith(".run") for w in words[1:])):
+            runs = True
+        for w in words:
+            m = INSTALLER.search(expand(w, stage.instructions, inst.index))
+            if m:
+                found = m.group("v").lower()
+    return found if runs else None
