@@ -76,10 +76,14 @@ class ToolkitPathVersion(Rule):
                     yield self.finding(path, pr.line, pr.column, _message(v, has, where),
                                        end_column=pr.column + len(pr.key), hint=hint)
         elif inst.script is not None:
+            for a in inst.script.assignments:  # `export X=…`, `X=… cmd`
+                v = wrong(a.value.text) if a.value is not None else None
+                if v is not None:
+                    yield self.at(path, a.pos, _message(v, has, where), hint=hint)
             for cmd in inst.script.commands:
                 for w in cmd.args:
                     v = wrong(w.value)
-                    if v is not None:
+                    if v is not None and "=" not in w.value.split("/", 1)[0]:
                         yield self.at(path, w.pos, _message(v, has, where), hint=hint)
 
 
