@@ -109,7 +109,10 @@ class TagVersionMismatch(Rule):
     `torch==`/`torch_npu==`/`vllm==`/`vllm-ascend==` pins, the `--branch` of a vllm or
     vllm-ascend clone and `VLLM_VERSION`/`VLLM_ASCEND_VERSION`. A tag that leaves a post
     release out (`torch_npu2.9.0` for `2.9.0.post1`) agrees; one that names another does
-    not.
+    not, nor one that gives a package another's suffix (`torch2.9.0post2` over `torch==2.9.0`
+    and `torch_npu==2.9.0.post2`). The tags read are the build step's, the build job's
+    `docker … -t`, and those of a job that merges what that one job built (it `needs` that
+    build job and no other).
 
     ## Why is this bad?
     A tag is the only thing users read. A `8.5.2` tag on an image that still runs CANN 8.5.1
@@ -132,7 +135,9 @@ class TagVersionMismatch(Rule):
     targets = ("workflow",)
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
-        for b, file, name in dockerfiles(facts):
+        found = list(dockerfiles(facts))
+        builders = {b.job.id for b, _, _ in found}
+        for b, file, name in found:
             text = ctx.read(name)  # None outside the repository: path-outside-repository
             if text is None:
                 continue
@@ -142,13 +147,18 @@ class TagVersionMismatch(Rule):
             if b.tags is not None:
                 tags.append(b.tags)
             tags += [v for k, v in facts.env.items() if "TAG" in k.upper()]
-            for job_step in b.job.steps:
-                if job_step.run is None:
-                    continue
-                for cmd in job_step.run.commands:
-                    w = cmd.flag_value("-t", "--tag")
-                    if w is not None and cmd.name == "docker":
-                        tags.append(Value(w.value, w.pos.line, w.pos.column))
+            # the job itself, and a job that merges what only this job built (`needs` it and
+            # no other build job: `docker buildx imagetools create -t …` of its digests)
+            mergers = [j for j in facts.jobs
+                       if b.job.id in j.needs and len(set(j.needs) & builders) == 1]
+            for job in [b.job, *mergers]:
+                for job_step in job.steps:
+                    if job_step.run is None:
+                        continue
+                    for cmd in job_step.run.commands:
+                        w = cmd.flag_value("-t", "--tag")
+                        if w is not None and cmd.name == "docker":
+                            tags.append(Value(w.value, w.pos.line, w.pos.column))
             for tag in tags:
                 for t in split_list(expand_env(tag.text, facts, b.job, b.step)):
                     name = t.rsplit(":", 1)[-1] if ":" in t else t
