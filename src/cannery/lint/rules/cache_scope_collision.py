@@ -10,13 +10,15 @@ from cannery.lint.rule import LintContext, Rule
 from cannery.lint.rules._workflow import Build, builds
 
 
-def _sibling_caches(path: Path, ctx: LintContext) -> dict[tuple[str, str], tuple[str, str]]:
-    """Cache keys written by the other workflows in the same directory: key → (file, image).
+def _sibling_caches(
+    path: Path, ctx: LintContext
+) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """Cache keys written by the other workflows in the same directory: key → [(file, image)].
     Each is read as lint reads any file (LintContext.read): one it may not read is left out."""
     from cannery.lint.facts import ParseFailure
     from cannery.lint.facts.workflow import parse_workflow
 
-    out: dict[tuple[str, str], tuple[str, str]] = {}
+    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
     try:
         siblings = sorted(p for p in path.parent.iterdir()
                           if p.suffix in (".yml", ".yaml") and p.name != path.name)
@@ -36,7 +38,8 @@ def _sibling_caches(path: Path, ctx: LintContext) -> dict[tuple[str, str], tuple
             for spec in b.cache_to.text.split("\n"):
                 key = _key(spec.strip())
                 if key is not None and "${{" not in key[1]:
-                    out.setdefault(key, (other.name, b.file.text if b.file else "Dockerfile"))
+                    out.setdefault(key, []).append(
+                        (other.name, b.file.text if b.file else "Dockerfile"))
     return out
 
 
@@ -59,7 +62,9 @@ class CacheScopeCollision(Rule):
     `platforms: ${{ matrix.X }}` names. A `cache-to` is per-platform when the matrix
     variables in its scope differ between every two legs that build different platforms.
     Two build steps (or two workflows) writing one scope for different images are reported
-    at each `cache-to`, naming the other. A `cache-from` only reads: every leg may read one
+    at each `cache-to`, naming the other; so are two build steps of one image for different
+    platforms given outright (an amd64 job and an arm64 job, each with its own
+    `platforms:`). A `cache-from` only reads: every leg may read one
     common cache (a warm start from the main branch's cache, say), so it is never reported.
 
     ## Why is this bad?
@@ -91,7 +96,8 @@ class CacheScopeCollision(Rule):
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
         others = _sibling_caches(Path(facts.path), ctx)
-        sites: dict[tuple[str, str], list[tuple[Value, str]]] = {}  # key → (cache-to, image)
+        # key → (cache-to, image, the platforms that build writes for)
+        sites: dict[tuple[str, str], list[tuple[Value, str, str | None]]] = {}
         for b in builds(facts):
             image = (b.file.text if b.file else "Dockerfile")
             platform = _platform_var(b)
@@ -110,25 +116,45 @@ class CacheScopeCollision(Rule):
                             f"{key[0]} cache {key[1]!r} is shared by every matrix.{platform} "
                             f"of job {b.job.id}: the platforms overwrite each other's cache",
                             hint=f"add ${{{{ matrix.{platform} }}}} to the cache-to scope/ref")
-                    sites.setdefault(key, []).append((value, image))
+                    sites.setdefault(key, []).append((value, image, _fixed_platforms(b)))
         for key, where in sites.items():
-            images = {img for _, img in where}
-            for value, image in where:
+            images = {img for _, img, _ in where}
+            for value, image, platforms in where:
+                # one image built for other platforms elsewhere (an amd64 job and an arm64
+                # job, each with its own `platforms:`), writing the same scope
+                apart = [(v, p) for v, img, p in where
+                         if img == image and p is not None and platforms is not None
+                         and p != platforms]
+                if apart:
+                    lines = ", ".join(f"{p} at line {v.line}" for v, p in apart)
+                    yield self.finding(
+                        facts.path, value.line, value.column,
+                        f"{key[0]} cache {key[1]!r} of {platforms} is also written for {lines}: "
+                        "the platforms overwrite each other's cache",
+                        hint="give each platform's build its own scope")
                 if len(images) > 1:
-                    lines = ", ".join(str(v.line) for v, img in where if img != image)
+                    lines = ", ".join(str(v.line) for v, img, _ in where if img != image)
                     yield self.finding(
                         facts.path, value.line, value.column,
                         f"{key[0]} cache {key[1]!r} is also written for another image (line "
                         f"{lines}): two images evict each other's cache",
                         hint="give each image its own scope")
-                elif key in others and others[key][1] != image:
-                    other_file, other_image = others[key]
+                elif any(img != image for _, img in others.get(key, [])):
+                    other_file, other_image = next(
+                        (f, img) for f, img in others[key] if img != image)
                     yield self.finding(
                         facts.path, value.line, value.column,
                         f"{key[0]} cache {key[1]!r} is also written by {other_file} for "
                         f"{other_image}: GitHub's cache is shared by every workflow of the "
                         "repository, so the images evict each other",
                         hint="give each image its own scope")
+
+
+def _fixed_platforms(b: Build) -> str | None:
+    """The platforms a build step names outright (`linux/arm64`), if it does."""
+    if b.platforms is None or "${{" in b.platforms.text:
+        return None
+    return ",".join(sorted(p.strip() for p in re.split(r"[,\n]", b.platforms.text) if p.strip()))
 
 
 def _platform_var(b: Build) -> str | None:
