@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import ssl
 import threading
 from collections.abc import Callable, Iterator
@@ -50,9 +49,6 @@ if TYPE_CHECKING:
 
 HEADER = "# cannery.lock: written by `cannery lock`; edit the catalog, not this file.\n"
 LOCK_LIMIT = 64 << 20  # a lock file larger than this is refused unread
-# The most bytes a `url` input may have: a CANN toolkit `.run` is a few GiB; an endless answer
-# stops here instead of running for ever.
-DOWNLOAD_LIMIT = 16 << 30
 # Inputs to resolve are resolved side by side: each is mostly waiting (a registry round trip,
 # a download hashed as it arrives, `git ls-remote`), and a family's first lock holds dozens.
 # Python pins come after the git commits they read, fewer at a time: each is a uv process.
@@ -148,6 +144,14 @@ class CiInstallError(LockError):
 
 def git_key(url: str, ref: str) -> str:
     return f"{url}#{ref}"
+
+
+def lock_epoch(entries: dict[str, tuple[str, str]]) -> int:
+    """The newest resolution time among ``entries`` (Unix seconds; 0 with none): how new the
+    lock an image was built from is. A lock only gets a newer time where a value changed
+    (``lock._kept_time``), so a later lock of the same image never has a smaller one."""
+    times = [parse_time(v[1]) for v in entries.values()]
+    return int(max(times).timestamp()) if times else 0
 
 
 def read_lock(path: Path) -> Lock:
@@ -519,6 +523,7 @@ def network_resolvers(
     image's registry only when it is that same host. ``tls`` gives the caller's TLS context
     for those roots (a build shares one with its publish client: loading the roots twice
     costs ~25 ms); else one is made here."""
+    from cannery.download import resolve_url
     from cannery.oci import Credentials, OCIClient
     from cannery.oci.auth import push_host
     from cannery.pydeps import resolve_python
@@ -726,60 +731,3 @@ def resolve_prefix(url: str, prefix: str, env: dict[str, str]) -> str:
         raise LockError(f"{url}: commit prefix {prefix!r} is ambiguous ({len(commits)} commits: "
                         f"{', '.join(sorted(c[:12] for c in commits))}): give more digits")
     return commits[0]
-
-
-def resolve_url(
-    url: str,
-    verify: ssl.SSLContext,
-    timeout: float = 60.0,
-    into: Path | None = None,
-    limit: int | None = None,
-) -> tuple[str, int]:
-    """Stream ``url`` over verified TLS and return (sha256 hex, size) of the bytes as sent,
-    keeping them in ``into`` if given. Redirects are followed, except from HTTPS to anything
-    else. ``Accept-Encoding: identity`` is asked for and an answer in any other encoding is
-    refused (what is hashed is what the build's ``curl`` saves, and a gzip bomb is never
-    inflated); an answer over ``limit`` bytes (by default DOWNLOAD_LIMIT) is refused, by its
-    length or as it arrives. On any failure nothing is left at ``into``."""
-    import httpx
-
-    from cannery.errors import NetworkError
-    from cannery.oci import http_reason
-    from cannery.oci.client import shown
-    from cannery.util.bounded import read_http_body
-
-    def no_downgrade(resp: httpx.Response) -> None:
-        # Called for every hop: a redirect off TLS would pin bytes fetched without it.
-        if resp.has_redirect_location:
-            target = resp.url.join(resp.headers["location"])
-            if resp.url.scheme == "https" and target.scheme != "https":
-                raise NetworkError(f"{url}: refusing the redirect to {shown(str(target))}: a "
-                                   "downgrade from HTTPS to plain HTTP")
-
-    digest = hashlib.sha256()
-    size = 0
-    hooks = {"response": [no_downgrade]}
-    try:
-        with httpx.Client(
-            verify=verify, timeout=timeout, follow_redirects=True, event_hooks=hooks
-        ) as http, http.stream("GET", url, headers={"Accept-Encoding": "identity"}) as resp:
-            if resp.status_code != 200:
-                raise NetworkError(f"{url}: download failed: HTTP {resp.status_code}")
-            with open(into, "wb") if into else contextlib.nullcontext() as sink:
-
-                def take(chunk: bytes) -> None:
-                    nonlocal size
-                    digest.update(chunk)
-                    size += len(chunk)
-                    if sink:
-                        sink.write(chunk)
-
-                read_http_body(resp, limit=DOWNLOAD_LIMIT if limit is None else limit,
-                               what=shown(url), sink=take)
-    except BaseException as exc:
-        if into:
-            into.unlink(missing_ok=True)  # nothing half-written is kept
-        if isinstance(exc, httpx.HTTPError):
-            raise NetworkError(f"{url}: download failed: {http_reason(exc)}") from None
-        raise
-    return digest.hexdigest(), size

@@ -6,6 +6,7 @@ Render, build and verify consume these specs unchanged.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from dataclasses import dataclass, field, replace
 
 from cannery.catalog.inputs import (
@@ -19,7 +20,7 @@ from cannery.catalog.inputs import (
 )
 from cannery.catalog.models import OS_FAMILIES, Catalog, Component, Override, Step
 from cannery.catalog.platforms import UNAME_ARCH, arches_of, platform_arch
-from cannery.lock import Lock, git_key
+from cannery.lock import Lock, git_key, lock_epoch
 from cannery.pydeps import python_requests
 from cannery.util.patterns import COMMIT
 
@@ -459,13 +460,43 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
     )
 
 
+def lock_entries(
+    spec: ImageSpec, lock: Lock, arch: str | None = None
+) -> dict[str, tuple[str, str]]:
+    """The lock entries ``spec`` was planned from (for one TARGETARCH, or all): key → (pinned
+    value, resolved_at). Keys name the input, never the image."""
+    out: dict[str, tuple[str, str]] = {}
+    base = lock.bases.get(spec.base_image)
+    if base:
+        out[f"base:{spec.base_image}"] = (base.digest, base.resolved_at)
+    for st in spec.stages:  # a builder stage's own base
+        sbase = lock.bases.get(st.base_image)
+        if st.own_base and sbase:
+            out[f"base:{st.base_image}"] = (sbase.digest, sbase.resolved_at)
+    downloads = [*spec.downloads, *(w for c in spec.components for w in c.wheels)]
+    for d in downloads:
+        url = lock.urls.get(d.url)
+        if url and (arch is None or d.arch == arch):
+            out[f"url:{d.url}"] = (url.sha256, url.resolved_at)
+    locked = dict(spec.python_locked)
+    for a in spec.arches:
+        pentry = lock.python.get(f"{spec.name}/{a}")
+        if pentry and a in locked and (arch is None or a == arch):
+            pins = "\n".join(locked[a])
+            out[f"python:{a}"] = (hashlib.sha256(pins.encode()).hexdigest(), pentry.resolved_at)
+    for c in spec.components:
+        if c.git:
+            entry = lock.git.get(git_key(c.git.url, c.git.ref))
+            if entry:
+                out[f"git:{c.git.url}#{c.git.ref}"] = (entry.commit, entry.resolved_at)
+    return dict(sorted(out.items()))
+
+
 def _tag_date(spec: ImageSpec, lock: Lock) -> str:
     """{date}: the UTC day (YYYYMMDD) the newest of the image's lock entries was resolved.
     Read from the lock, not the clock, so every leg of a build and every rebuild from the
     same lock render the same tag; a nightly's `cannery lock --update` moves it when an
     input moved. ``NO_DATE`` while nothing of the image is locked."""
-    from cannery.builder.plan import lock_entries, lock_epoch
-
     entries = lock_entries(spec, lock)
     if not entries:
         return NO_DATE

@@ -307,7 +307,7 @@ def _bundle_wheels(url: str, dest: Path, ca_file: str | None) -> list[Path]:
     import ssl
     import zipfile
 
-    from cannery.lock import resolve_url
+    from cannery.download import resolve_url
     from cannery.util.bounded import (
         RATIO_LIMIT,
         OverLimit,

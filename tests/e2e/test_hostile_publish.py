@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from cannery.download import resolve_url
 from cannery.errors import NetworkError
-from cannery.lock import resolve_url
 from cannery.oci import (
     OCI_INDEX,
     OCI_MANIFEST,

@@ -381,7 +381,7 @@ def test_url_resolver_asks_for_identity_and_hashes_the_bytes_as_sent(
     """The lock's sha256 of a `url` input (resolve_url's) is of the bytes the build's `curl`
     saves: the resolver asks for no encoding, so a server that compresses on request sends
     the file as it is."""
-    from cannery.lock import resolve_url
+    from cannery.download import resolve_url
 
     ctx = ssl.create_default_context(cafile=str(test_ca.ca_cert))
     sha, size = resolve_url(f"{encoded}/honest", ctx)
@@ -394,7 +394,7 @@ def test_url_resolver_refuses_an_answer_in_another_encoding(
 ) -> None:
     """A server that gzips although identity was asked: one line naming the URL and the
     encoding, exit 2; nothing inflated, nothing kept."""
-    from cannery.lock import resolve_url
+    from cannery.download import resolve_url
 
     ctx = ssl.create_default_context(cafile=str(test_ca.ca_cert))
     with pytest.raises(NetworkError) as exc:
@@ -408,7 +408,7 @@ def test_url_resolver_refuses_an_answer_in_another_encoding(
 def test_url_resolver_stops_at_its_size_limit(encoded: str, test_ca: LocalCA) -> None:
     """An answer past the limit is refused by its Content-Length before it is read, and,
     sent without one, as soon as it passes the limit."""
-    from cannery.lock import resolve_url
+    from cannery.download import resolve_url
 
     ctx = ssl.create_default_context(cafile=str(test_ca.ca_cert))
     limit = len(_Encoded.BODY) - 1

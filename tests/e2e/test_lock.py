@@ -757,7 +757,7 @@ def test_url_input_and_wheel_bundle_over_their_limits_are_refused(  # type: igno
     import tarfile
     import zipfile
 
-    import cannery.lock
+    import cannery.download
     import cannery.pydeps
 
     server, www = https_files
@@ -765,7 +765,7 @@ def test_url_input_and_wheel_bundle_over_their_limits_are_refused(  # type: igno
     lockfile = catalog.parent / "cannery.lock"
     ca = ("--ca-cert", str(test_ca.ca_cert))
     run_file = max(len(p.read_bytes()) for p in www.glob("Ascend-cann-toolkit_*.run"))
-    monkeypatch.setattr(cannery.lock, "DOWNLOAD_LIMIT", run_file - 1)
+    monkeypatch.setattr(cannery.download, "DOWNLOAD_LIMIT", run_file - 1)
     res = cli("lock", "--catalog", str(catalog), *ca)
     assert res.code == 2 and "Ascend-cann-toolkit_8.5.2_linux-" in res.err, res.err
     assert f"bytes is over the {run_file - 1} bytes limit" in res.err and not lockfile.exists()

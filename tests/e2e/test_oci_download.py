@@ -1,4 +1,4 @@
-"""`lock.resolve_url` over verified TLS (the test CA's HTTPS server on 127.0.0.1): an answer
+"""`download.resolve_url` over verified TLS (the test CA's HTTPS server on 127.0.0.1): an answer
 other than 200 is an error, and its body is never hashed into the lock."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from cannery.download import resolve_url
 from cannery.errors import NetworkError
-from cannery.lock import resolve_url
 from cannery.tls import ssl_context
 from tests.services.tlsca import HTTPSFileServer, LocalCA
 

@@ -183,7 +183,7 @@ def test_a_zip_bundle_s_wheels_together_are_held_to_the_ratio(tmp_path: Path,
     copy of the local zip (resolve_url has its own tests against a real HTTPS server)."""
     import zipfile
 
-    from cannery import lock
+    from cannery import download
     from cannery.pydeps import _bundle_wheels
 
     zipped = tmp_path / "bundle.zip"
@@ -197,7 +197,7 @@ def test_a_zip_bundle_s_wheels_together_are_held_to_the_ratio(tmp_path: Path,
     def fetch(url: str, ctx: object, *, timeout: float, into: Path, limit: int) -> None:
         into.write_bytes(zipped.read_bytes())
 
-    monkeypatch.setattr(lock, "resolve_url", fetch)
+    monkeypatch.setattr(download, "resolve_url", fetch)
     with pytest.raises(OverLimit, match="the wheel bundle: its wheels inflate to more than "
                        "100 times the archive's size"):
         _bundle_wheels("https://example.com/b.zip", tmp_path / "out", None)

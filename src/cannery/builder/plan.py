@@ -14,43 +14,11 @@ from cannery import __version__
 from cannery.builder.checkout import Checkout
 from cannery.catalog.platforms import platform_arch
 from cannery.errors import InputError
-from cannery.lock import Lock, git_key, parse_time
-from cannery.plan import CHECKOUT_ARG, ImageSpec
+from cannery.lock import Lock, lock_epoch, parse_time
+from cannery.plan import CHECKOUT_ARG, ImageSpec, lock_entries
 
 INPUTS_LABEL = "io.cannery.inputs"
 MAJOR = __version__.split(".")[0]
-
-
-def lock_entries(
-    spec: ImageSpec, lock: Lock, arch: str | None = None
-) -> dict[str, tuple[str, str]]:
-    """The lock entries ``spec`` was planned from (for one TARGETARCH, or all): key → (pinned
-    value, resolved_at). Keys name the input, never the image."""
-    out: dict[str, tuple[str, str]] = {}
-    base = lock.bases.get(spec.base_image)
-    if base:
-        out[f"base:{spec.base_image}"] = (base.digest, base.resolved_at)
-    for st in spec.stages:  # a builder stage's own base
-        sbase = lock.bases.get(st.base_image)
-        if st.own_base and sbase:
-            out[f"base:{st.base_image}"] = (sbase.digest, sbase.resolved_at)
-    downloads = [*spec.downloads, *(w for c in spec.components for w in c.wheels)]
-    for d in downloads:
-        url = lock.urls.get(d.url)
-        if url and (arch is None or d.arch == arch):
-            out[f"url:{d.url}"] = (url.sha256, url.resolved_at)
-    locked = dict(spec.python_locked)
-    for a in spec.arches:
-        pentry = lock.python.get(f"{spec.name}/{a}")
-        if pentry and a in locked and (arch is None or a == arch):
-            pins = "\n".join(locked[a])
-            out[f"python:{a}"] = (hashlib.sha256(pins.encode()).hexdigest(), pentry.resolved_at)
-    for c in spec.components:
-        if c.git:
-            entry = lock.git.get(git_key(c.git.url, c.git.ref))
-            if entry:
-                out[f"git:{c.git.url}#{c.git.ref}"] = (entry.commit, entry.resolved_at)
-    return dict(sorted(out.items()))
 
 
 def _instructions(dockerfile: str) -> str:
@@ -90,14 +58,6 @@ def source_date_epoch(entries: dict[str, tuple[str, str]]) -> int:
     base = [v[1] for k, v in entries.items() if k.startswith("base:")]
     times = [parse_time(t) for t in (base or [v[1] for v in entries.values()])]
     return int(min(times).timestamp()) if times else 0
-
-
-def lock_epoch(entries: dict[str, tuple[str, str]]) -> int:
-    """The newest resolution time among ``entries`` (Unix seconds; 0 with none): how new the
-    lock an image was built from is. A lock only gets a newer time where a value changed
-    (``lock._kept_time``), so a later lock of the same image never has a smaller one."""
-    times = [parse_time(v[1]) for v in entries.values()]
-    return int(max(times).timestamp()) if times else 0
 
 
 @dataclass(frozen=True)

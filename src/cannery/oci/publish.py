@@ -146,7 +146,7 @@ def merge_index(
     return Descriptor(media_type, digest, len(body), annotations=dict(annotations) or None)
 
 
-# The newest lock time an index was built from (``builder.plan.lock_epoch``, Unix seconds): a
+# The newest lock time an index was built from (``lock.lock_epoch``, Unix seconds): a
 # build from an older lock reads it on the tag's current index and does not move the tag back.
 LOCK_EPOCH = "io.cannery.lock-epoch"
 

@@ -127,7 +127,7 @@ class SingleArchDownload(Rule):
     targets = ("workflow",)
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
-        from cannery.lint.config import DEFAULT_SHELLS
+        from cannery.lint.bases import DEFAULT_SHELLS
         from cannery.lint.facts import ParseFailure
         from cannery.lint.facts.dockerfile import parse_dockerfile
 
