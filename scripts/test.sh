@@ -23,6 +23,8 @@ python3 -m venv .venv
 
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
+# The layering (.importlinter): arrows run catalog -> resolution -> render/builder -> commands
+.venv/bin/lint-imports --no-cache
 # One worker per core, a test file whole on one worker: a file's e2e tests share the world its
 # module fixtures build (registries, a buildah storage of its own). Most of an e2e test waits
 # on qemu, a registry or a subprocess, so two workers on 2 cores took the suite from about 31
