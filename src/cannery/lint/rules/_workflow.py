@@ -7,6 +7,10 @@ from collections.abc import Iterator
 
 from cannery.lint.facts.workflow import Job, Step, Value, WorkflowFacts
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from cannery.lint.rule import LintContext
+
 
 class Build:
     __slots__ = (
@@ -33,21 +37,108 @@ class Build:
         self.cache_to = cache_to
 
 
-def builds(wf: WorkflowFacts) -> list[Build]:
+def builds(wf: WorkflowFacts, ctx: LintContext | None = None) -> list[Build]:
+    """Each build a step runs: `docker/build-push-action`, and with ``ctx`` (to read files)
+    each target a `docker/bake-action` step builds from a JSON bake file (`files:`,
+    `targets:`, `set:` overrides such as `*.cache-to=…`), reported at the step's `files:`."""
     out = []
     for job in wf.jobs:
         for step in job.steps:
-            if step.uses.split("@")[0] in ("docker/build-push-action",):
+            action = step.uses.split("@")[0]
+            if action == "docker/build-push-action":
                 w = step.with_
                 out.append(Build(job, step, w.get("file"), w.get("platforms"), w.get("tags"),
                                  w.get("outputs"), w.get("cache-from"), w.get("cache-to")))
+            elif action == "docker/bake-action" and ctx is not None:
+                out += _bake_builds(wf, job, step, ctx)
     return out
 
 
-def dockerfiles(wf: WorkflowFacts) -> Iterator[tuple[Build, Value, str]]:
+def _bake_builds(wf: WorkflowFacts, job: Job, step: Step, ctx: LintContext) -> list[Build]:
+    import json
+
+    w = step.with_
+    files = w.get("files")
+    if files is None:
+        return []
+    at = (files.line, files.column)
+    wanted = split_list(w["targets"].text) if "targets" in w else ["default"]
+    overrides: dict[tuple[str, str], str] = {}  # (target or *, key) → value
+    for line in split_list(w["set"].text) if "set" in w else []:
+        key, _, given = line.partition("=")
+        target, _, field = key.strip().rpartition(".")
+        overrides[(target, field)] = given.strip()
+    out: list[Build] = []
+    for name in split_list(expand_env(files.text, wf, job, step)):
+        text = ctx.read(name) if name.endswith(".json") else None  # HCL is not read
+        try:
+            bake = json.loads(text) if text is not None else None
+        except ValueError:
+            continue
+        if not isinstance(bake, dict):
+            continue
+        for target, spec in _bake_targets(bake, wanted):
+
+            def value(key: str, target: str = target, spec: dict[str, object] = spec
+                      ) -> Value | None:
+                got = overrides.get((target, key), overrides.get(("*", key)))
+                if got is None:
+                    raw = spec.get(key)
+                    if raw is None:
+                        return None
+                    got = "\n".join(map(str, raw)) if isinstance(raw, list) else str(raw)
+                return Value(got, *at)
+
+            context = str(spec.get("context", "."))
+            dockerfile = str(spec.get("dockerfile", "Dockerfile"))
+            path = dockerfile if context in (".", "./") else f"{context.rstrip('/')}/{dockerfile}"
+            out.append(Build(job, step, Value(path, *at), value("platforms"), value("tags"),
+                             value("output"), value("cache-from"), value("cache-to")))
+    return out
+
+
+def _bake_targets(
+    bake: dict[str, object], wanted: list[str]
+) -> list[tuple[str, dict[str, object]]]:
+    """(name, spec with what it inherits merged in) of each target ``wanted`` names, groups
+    followed."""
+    targets = bake.get("target")
+    groups = bake.get("group")
+    targets = targets if isinstance(targets, dict) else {}
+    groups = groups if isinstance(groups, dict) else {}
+
+    def members(n: str, seen: frozenset[str]) -> list[str]:
+        group = groups.get(n)
+        if isinstance(group, dict) and n not in seen and isinstance(group.get("targets"), list):
+            return [m for t in group["targets"] for m in members(str(t), seen | {n})]
+        return [n]
+
+    def resolve(t: str, seen: frozenset[str]) -> dict[str, object]:
+        spec = targets.get(t)
+        if not isinstance(spec, dict) or t in seen:
+            return {}
+        merged: dict[str, object] = {}
+        parents = spec.get("inherits")
+        for parent in parents if isinstance(parents, list) else []:
+            merged.update(resolve(str(parent), seen | {t}))
+        merged.update(spec)
+        return merged
+
+    out = []
+    for t in dict.fromkeys(m for n in wanted for m in members(n, frozenset())):
+        spec = resolve(t, frozenset())
+        if spec:
+            out.append((t, spec))
+    return out
+
+
+def dockerfiles(
+    wf: WorkflowFacts, ctx: LintContext | None = None
+) -> Iterator[tuple[Build, Value, str]]:
     """Each build step that names a Dockerfile: (build, its `file:` value, the path with
-    `${{ env.X }}` filled in). Paths that still hold an expression are skipped."""
-    for b in builds(wf):
+    `${{ env.X }}` filled in). Paths that still hold an expression are skipped. With
+    ``ctx``, the targets of JSON bake files too (see builds)."""
+    for b in builds(wf, ctx):
         if b.file is None:
             continue
         name = expand_env(b.file.text, wf, b.job, b.step)

@@ -20,7 +20,7 @@ def _leg_value(text: str, leg: dict[str, str]) -> str:
                   lambda m: leg.get(m.group(1), m.group(0)), text)
 
 
-def _targets(wf: WorkflowFacts) -> dict[tuple[str, int, int], set[str]]:
+def _targets(wf: WorkflowFacts, ctx: LintContext) -> dict[tuple[str, int, int], set[str]]:
     """(Dockerfile name, line, column to report at) → platforms built, per build step
     across its matrix legs (`file: ${{ matrix.dockerfile }}` too) and every `docker buildx
     build --platform A,B -f FILE` of a `run:` step."""
@@ -31,7 +31,7 @@ def _targets(wf: WorkflowFacts) -> dict[tuple[str, int, int], set[str]]:
             return
         out.setdefault((name, line, column), set()).update(plats)
 
-    for b in builds(wf):
+    for b in builds(wf, ctx):
         if b.platforms is None:
             continue
         for leg in b.job.legs or [{}]:
@@ -131,7 +131,7 @@ class SingleArchDownload(Rule):
         from cannery.lint.facts import ParseFailure
         from cannery.lint.facts.dockerfile import parse_dockerfile
 
-        for (name, at_line, at_column), plats in _targets(facts).items():
+        for (name, at_line, at_column), plats in _targets(facts, ctx).items():
             if len(plats) < 2:
                 continue
             named = ctx.find_dockerfile(name)
