@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
@@ -437,24 +437,31 @@ def _normalise(name: str, args: list[Word], env: dict[str, Word]) -> tuple[str, 
     return base, args
 
 
-def resolve_names(script: Script, outer: Callable[[str], str]) -> None:
-    """Name again each command whose name still holds a variable (`${PYTHON} -m pip`,
-    `$PIP install`), from the value the variable has there: the script's own assignments
-    before the command, else ``outer`` (a Dockerfile's ARG/ENV values). A name whose value is
-    unknown keeps what its shape said (see _normalise)."""
-    local: dict[str, str] = {}
+def with_assigned(script: Script) -> Iterator[tuple[Command, dict[str, str]]]:
+    """Each command of ``script``, with the values the script's own assignments before it give
+    their variables (one dict, updated as the commands go by)."""
     assigned = sorted((a for a in script.assignments if a.value is not None),
                       key=lambda a: a.start)
+    local: dict[str, str] = {}
     k = 0
     for cmd in script.commands:
         while k < len(assigned) and assigned[k].start < cmd.start:
             word = assigned[k].value
             local[assigned[k].name] = word.value if word is not None else ""
             k += 1
+        yield cmd, local
+
+
+def resolve_names(script: Script, outer: Callable[[str], str]) -> None:
+    """Name again each command whose name still holds a variable (`${PYTHON} -m pip`,
+    `$PIP install`), from the value the variable has there: the script's own assignments
+    before the command, else ``outer`` (a Dockerfile's ARG/ENV values). A name whose value is
+    unknown keeps what its shape said (see _normalise)."""
+    for cmd, local in with_assigned(script):
         if "$" not in cmd.name:
             continue
 
-        def sub(m: re.Match[str]) -> str:
+        def sub(m: re.Match[str], local: dict[str, str] = local) -> str:
             name = m.group(1) or m.group(2)
             return local[name] if name in local else m.group(0)
 

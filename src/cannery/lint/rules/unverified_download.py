@@ -4,7 +4,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction, expand
-from cannery.lint.facts.shell import Command, Script
+from cannery.lint.facts.shell import Command, Script, with_assigned
 from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule, lazy_re
@@ -130,15 +130,7 @@ class UnverifiedDownload(Rule):
 
     def _script(self, path: str, script: Script, track: _Tracker,
                 outer: Callable[[str], str]) -> Iterator[Finding]:
-        assigned = sorted((a for a in script.assignments if a.value is not None),
-                          key=lambda a: a.start)
-        local: dict[str, str] = {}
-        k = 0
-        for cmd in script.commands:
-            while k < len(assigned) and assigned[k].start < cmd.start:
-                value = assigned[k].value
-                local[assigned[k].name] = value.value if value is not None else ""
-                k += 1
+        for cmd, local in with_assigned(script):
 
             def resolve(text: str, env: dict[str, str] = local) -> str:
                 # variables defined from variables (A="/tmp/${NAME}", NAME="x-${V}.tgz"):
