@@ -128,6 +128,7 @@ class StepSpec:
 
     kind: str
     args: tuple[str, ...]
+    at: str = "after-components"
 
 
 @dataclass(frozen=True)
@@ -589,6 +590,11 @@ def _registries(
 
 
 def _step(step: Step) -> StepSpec:
+    spec = _step_kind(step)
+    return replace(spec, at=step.at) if step.at is not None else spec
+
+
+def _step_kind(step: Step) -> StepSpec:
     if step.uninstall is not None:
         return StepSpec("uninstall", tuple(step.uninstall))
     if step.alternatives is not None:

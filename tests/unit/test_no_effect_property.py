@@ -243,6 +243,7 @@ PROBES: dict[str, tuple[list[Edit], list[Edit]]] = {
                      [("images.one.steps.0.symlink.link", "/c")]),
     "Step.ldconfig": ([], [("images.one.steps", [{"ldconfig": True}])]),
     "Step.run": ([("images.one.steps", [STEP])], [("images.one.steps.0.run", "echo bye")]),
+    "Step.at": ([("images.one.steps", [STEP])], [("images.one.steps.0.at", "before-toolkit")]),
     "Image.recipe": ([], [("images.one.recipe", "q")]),
     "Image.platforms": ([], [("images.one.platforms", ["linux/amd64"])]),
     "Image.tag": ([], [("images.one.tag", "u-{cann}")]),

@@ -773,12 +773,16 @@ class Symlink(Strict):
     link: str = Field(pattern=ABS_PATH, description="The link created (its directory too)")
 
 
-class Step(Strict):
-    """One step after the installs: a typed one, or `run` (shell, linted at render time)."""
+STEP_KINDS = ("uninstall", "alternatives", "symlink", "ldconfig", "run")
+# Where an image's step runs; the default is the place steps had before `at` existed.
+STEP_PLACES = ("before-toolkit", "before-components", "after-components")
 
-    model_config = ConfigDict(
-        json_schema_extra=_one_of("uninstall", "alternatives", "symlink", "ldconfig", "run")
-    )
+
+class Step(Strict):
+    """One step: a typed one, or `run` (shell, linted at render time); an image's step may say
+    where it runs (`at`)."""
+
+    model_config = ConfigDict(json_schema_extra=_one_of(*STEP_KINDS))
 
     uninstall: list[str] | None = Field(
         None, min_length=1, description="Python distributions to remove (pip uninstall -y)",
@@ -791,6 +795,15 @@ class Step(Strict):
         None, min_length=1, pattern=ONE_LINE,
         description="Shell for what no typed step says; linted with cannery's Dockerfile rules",
     )
+    at: Literal["before-toolkit", "before-components", "after-components"] | None = Field(
+        None,
+        description=(
+            "Where an image's step runs: before-toolkit (after the system packages and the "
+            "builder stages' outputs, before the CANN toolkit is installed), before-components "
+            "(after the toolkit, before the locked Python dependencies and the components), "
+            "after-components (the default: after every install). Not in a builder stage"
+        ),
+    )
 
     @field_validator("uninstall")
     @classmethod
@@ -802,7 +815,7 @@ class Step(Strict):
 
     @model_validator(mode="after")
     def _one(self) -> Step:
-        given = [k for k in Step.model_fields if getattr(self, k) is not None]
+        given = [k for k in STEP_KINDS if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(
                 "a step is exactly one of uninstall, alternatives, symlink, ldconfig, run"
@@ -811,7 +824,7 @@ class Step(Strict):
 
     @property
     def kind(self) -> str:
-        return next(k for k in Step.model_fields if getattr(self, k) is not None)
+        return next(k for k in STEP_KINDS if getattr(self, k) is not None)
 
 
 PLATFORMS: list[JsonValue] = [*(f"linux/{a}" for a in ARCHES), "linux/arm64/v8"]
@@ -955,6 +968,16 @@ class Stage(Strict):
             raise ValueError("an output is listed twice")
         return v
 
+    @field_validator("steps")
+    @classmethod
+    def _stage_steps(cls, v: list[Step]) -> list[Step]:
+        # a builder stage's steps run in that stage: a place in the final image means nothing
+        for i, step in enumerate(v):
+            if step.at is not None:
+                raise ValueError(f"steps[{i}].at: a builder stage's steps run in the stage, "
+                                 "in order; `at` places an image's step")
+        return v
+
 
 class Image(Strict):
     extends: str | None = EXTENDS
@@ -1032,7 +1055,9 @@ class Image(Strict):
             "items": {"type": "string", "pattern": TAG_TEMPLATE}, "uniqueItems": True
         },
     )
-    steps: list[Step] = Field([], description="Steps after the installs, in order")
+    steps: list[Step] = Field(
+        [], description="Steps, in order, each at its place (`at`; default after the installs)"
+    )
     original: str | None = _original_field("Dockerfile this image")
 
     @field_validator("original")

@@ -828,7 +828,9 @@ def render_dockerfile(spec: ImageSpec) -> str:
     body.append(Blank())
     body += _stage_outputs(spec)
 
+    body += _steps(spec, "before-toolkit")
     body += _toolkit(spec)
+    body += _steps(spec, "before-components")
 
     if spec.python_pinned:
         body += _python_locked(spec)
@@ -845,7 +847,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
         body += _component(spec, comp, constrained and not comp.pin)
         body.append(Blank())
 
-    body += _steps(spec)
+    body += _steps(spec, "after-components")
     body += _settings_head(spec)
 
     labels: list[tuple[str, str]] = [
@@ -906,17 +908,21 @@ def run_step_text(text: str) -> Run:
     return Run([text])
 
 
-def _steps(spec: ImageSpec) -> list[Instruction]:
-    """Steps after the installs, in catalog order: typed ones print their own command."""
-    return _step_list(spec.steps)
+def _steps(spec: ImageSpec, at: str) -> list[Instruction]:
+    """The image's steps placed ``at`` one place, in catalog order: typed ones print their
+    own command."""
+    return _step_list(tuple(s for s in spec.steps if s.at == at))
 
 
 def _step_list(steps: tuple[StepSpec, ...]) -> list[Instruction]:
     out: list[Instruction] = []
     for step in steps:
         a = step.args
+        # a placed step says its place; the default keeps the words it always had
+        when = {"before-toolkit": "before the toolkit",
+                "before-components": "before the components"}.get(step.at, "after the installs")
         if step.kind == "uninstall":
-            out += [Comment(f"Removed after the installs: {', '.join(a)}."),
+            out += [Comment(f"Removed {when}: {', '.join(a)}."),
                     Run([f"python3 -m pip uninstall -y {' '.join(_q(n) for n in a)}"])]
         elif step.kind == "alternatives":
             out += [Comment(f"{a[0]} -> {a[2]} (update-alternatives, priority {a[3]})."),
@@ -925,10 +931,12 @@ def _step_list(steps: tuple[StepSpec, ...]) -> list[Instruction]:
             out += [Comment(f"{a[1]} -> {a[0]}."),
                     Run([f'mkdir -p "$(dirname {_q(a[1])})";', f"ln -sfn {_q(a[0])} {_q(a[1])}"])]
         elif step.kind == "ldconfig":
-            out += [Comment("The dynamic linker cache, refreshed after the installs."),
+            out += [Comment(f"The dynamic linker cache, refreshed {when}."),
                     Run(["ldconfig"])]
         else:
-            out += [Comment("A catalog `run` step (linted with cannery's Dockerfile rules)."),
+            placed = "" if step.at == "after-components" else f", {when}"
+            out += [Comment(f"A catalog `run` step{placed} (linted with cannery's Dockerfile "
+                            "rules)."),
                     run_step_text(a[0])]
         out.append(Blank())
     return out
