@@ -319,6 +319,7 @@ symlink = { target = "/opt/tools", link = "/usr/local/tools" }
 
 [[images.three.steps]]
 run = "echo ready"
+at = "before-components"
 
 [families.X1]
 description = "a test family"
