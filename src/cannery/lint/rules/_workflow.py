@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from cannery.lint.facts.shell import Command
 from cannery.lint.facts.workflow import Job, Step, Value, WorkflowFacts
+from cannery.lint.rules._image_tools import is_docker_build
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
@@ -37,10 +39,12 @@ class Build:
         self.cache_to = cache_to
 
 
-def builds(wf: WorkflowFacts, ctx: LintContext | None = None) -> list[Build]:
-    """Each build a step runs: `docker/build-push-action`, and with ``ctx`` (to read files)
-    each target a `docker/bake-action` step builds from a JSON bake file (`files:`,
-    `targets:`, `set:` overrides such as `*.cache-to=…`), reported at the step's `files:`."""
+def builds(wf: WorkflowFacts, ctx: LintContext | None = None, runs: bool = False) -> list[Build]:
+    """Each build a step runs: `docker/build-push-action`; with ``ctx`` (to read files) each
+    target a `docker/bake-action` step builds from a JSON bake file (`files:`, `targets:`,
+    `set:` overrides such as `*.cache-to=…`), reported at the step's `files:`; with ``runs``,
+    each `docker build`/`docker buildx build` of a `run:` step (`-f`, `--platform`, `-t`,
+    `--cache-from`, `--cache-to`, `--output`), reported at its `-f` (else at the command)."""
     out = []
     for job in wf.jobs:
         for step in job.steps:
@@ -51,7 +55,40 @@ def builds(wf: WorkflowFacts, ctx: LintContext | None = None) -> list[Build]:
                                  w.get("outputs"), w.get("cache-from"), w.get("cache-to")))
             elif action == "docker/bake-action" and ctx is not None:
                 out += _bake_builds(wf, job, step, ctx)
+            elif runs and step.run is not None:
+                out += [_run_build(job, step, cmd) for cmd in step.run.commands
+                        if is_docker_build(cmd)]
     return out
+
+
+def _run_build(job: Job, step: Step, cmd: Command) -> Build:
+    def values(*flags: str) -> Value | None:
+        got: list[str] = []
+        line = column = 0
+        args = cmd.args
+        for i, w in enumerate(args):
+            for f in flags:
+                v = None
+                if w.value == f and i + 1 < len(args):
+                    v = args[i + 1]
+                elif f.startswith("--") and w.value.startswith(f + "="):
+                    v = w
+                    got.append(w.value[len(f) + 1:])
+                    line, column = w.pos.line, w.pos.column
+                    continue
+                if v is not None:
+                    got.append(v.value)
+                    line, column = v.pos.line, v.pos.column
+        return Value("\n".join(got), line, column) if got else None
+
+    file = values("-f", "--file")
+    if file is None:  # the context's Dockerfile: the last operand
+        context = next((w for w in reversed(cmd.args) if not w.value.startswith("-")), None)
+        where = context.pos if context is not None else cmd.pos
+        name = f"{context.value.rstrip('/')}/Dockerfile" if context is not None else "Dockerfile"
+        file = Value(name, where.line, where.column)
+    return Build(job, step, file, values("--platform"), values("-t", "--tag"),
+                 values("-o", "--output"), values("--cache-from"), values("--cache-to"))
 
 
 def _bake_builds(wf: WorkflowFacts, job: Job, step: Step, ctx: LintContext) -> list[Build]:
@@ -133,12 +170,13 @@ def _bake_targets(
 
 
 def dockerfiles(
-    wf: WorkflowFacts, ctx: LintContext | None = None
+    wf: WorkflowFacts, ctx: LintContext | None = None, runs: bool = False
 ) -> Iterator[tuple[Build, Value, str]]:
     """Each build step that names a Dockerfile: (build, its `file:` value, the path with
     `${{ env.X }}` filled in). Paths that still hold an expression are skipped. With
-    ``ctx``, the targets of JSON bake files too (see builds)."""
-    for b in builds(wf, ctx):
+    ``ctx``, the targets of JSON bake files too, and with ``runs`` the `docker build` of
+    `run:` steps (see builds)."""
+    for b in builds(wf, ctx, runs):
         if b.file is None:
             continue
         name = expand_env(b.file.text, wf, b.job, b.step)

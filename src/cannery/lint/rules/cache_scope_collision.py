@@ -98,7 +98,7 @@ class CacheScopeCollision(Rule):
         others = _sibling_caches(Path(facts.path), ctx)
         # key → (cache-to, image, the platforms that build writes for)
         sites: dict[tuple[str, str], list[tuple[Value, str, str | None]]] = {}
-        for b in builds(facts, ctx):
+        for b in builds(facts, ctx, runs=True):
             image = (b.file.text if b.file else "Dockerfile")
             platform = _platform_var(b)
             # only a write collides: legs reading one cache-from share it without harm

@@ -135,7 +135,7 @@ class TagVersionMismatch(Rule):
     targets = ("workflow",)
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
-        found = list(dockerfiles(facts, ctx))
+        found = list(dockerfiles(facts, ctx, runs=True))
         builders = {b.job.id for b, _, _ in found}
         for b, file, name in found:
             text = ctx.read(name)  # None outside the repository: path-outside-repository
