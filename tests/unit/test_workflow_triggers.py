@@ -449,3 +449,28 @@ def test_registry_user_from_a_variable(tmp_path: Path, cli) -> None:  # type: ig
     res = cli("render", "--catalog", str(path))
     assert res.code == 2 and "registries.local" in res.err and "user_var" in res.err, res.err
     assert len(res.err.strip().splitlines()) == 1
+
+
+def test_a_runner_given_as_labels_is_a_list_github_matches_whole(tmp_path: Path) -> None:
+    """`[ci.runners]` takes a list of labels (a self-hosted runner must carry them all): the
+    build legs' matrix gives `runs-on` the list, and actionlint accepts it."""
+    text = _render(_catalog(
+        tmp_path, '[ci.runners]\n"linux/amd64" = "ubuntu-latest"\n'
+        '"linux/arm64" = ["self-hosted", "linux", "arm64"]\n'))
+    doc = yaml.safe_load(text)
+    legs = [leg for job in doc["jobs"].values()
+            for leg in job.get("strategy", {}).get("matrix", {}).get("include", [])
+            if isinstance(leg, dict) and "runner" in leg]
+    assert legs
+    by_arch = {leg["arch"]: leg["runner"] for leg in legs}
+    assert by_arch["arm64"] == ["self-hosted", "linux", "arm64"]
+    assert by_arch["amd64"] == "ubuntu-latest"
+    _actionlint_clean(tmp_path / "repo", text)
+
+
+@pytest.mark.parametrize("runners", ['"linux/arm64" = []', '"linux/arm64" = ["self hosted"]'])
+def test_an_empty_or_bad_runner_label_list_is_refused(tmp_path: Path, runners: str) -> None:
+    from cannery.errors import CatalogError
+
+    with pytest.raises(CatalogError, match="runners"):
+        load_catalog(_catalog(tmp_path, f"[ci.runners]\n{runners}\n"))

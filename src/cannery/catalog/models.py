@@ -1176,12 +1176,17 @@ class Ci(Strict):
     """How `cannery render` lays out files and the GitHub Actions pipeline. Paths are relative to
     the catalog's directory, which is taken to be the repository root."""
 
-    runners: dict[str, str] = Field(
+    runners: dict[str, str | list[str]] = Field(
         {"linux/amd64": "ubuntu-latest", "linux/arm64": "ubuntu-24.04-arm"},
-        description="Native runner label per platform",
+        description="Native runner per platform: a label, or a list of labels a runner must "
+        "all carry (a self-hosted one: [\"self-hosted\", \"linux\", \"arm64\"])",
         json_schema_extra={
             "propertyNames": {"enum": PLATFORMS},
-            "additionalProperties": {"type": "string", "pattern": RUNNER_LABEL},
+            "additionalProperties": {"anyOf": [
+                {"type": "string", "pattern": RUNNER_LABEL},
+                {"type": "array", "minItems": 1,
+                 "items": {"type": "string", "pattern": RUNNER_LABEL}},
+            ]},
         },
     )
     branches: list[str] = Field(
@@ -1254,12 +1259,15 @@ class Ci(Strict):
 
     @field_validator("runners")
     @classmethod
-    def _runners(cls, v: dict[str, str]) -> dict[str, str]:
-        for platform, label in v.items():
+    def _runners(cls, v: dict[str, str | list[str]]) -> dict[str, str | list[str]]:
+        for platform, labels in v.items():
             if not PLATFORM.fullmatch(platform):
                 raise ValueError(f"bad platform {platform!r}: expected os/arch such as linux/arm64")
-            if not _full(RUNNER_LABEL, label):
-                raise ValueError(f"bad runner label {label!r}")
+            if isinstance(labels, list) and not labels:
+                raise ValueError(f"runners.{platform}: give at least one label")
+            for label in [labels] if isinstance(labels, str) else labels:
+                if not _full(RUNNER_LABEL, label):
+                    raise ValueError(f"bad runner label {label!r}")
         return v
 
     @model_validator(mode="after")
