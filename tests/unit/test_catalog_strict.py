@@ -127,8 +127,8 @@ NO_EFFECT = [
         "version-nothing-names",
         lambda t: t.replace('name = "test"\n', 'name = "test"\nversion = "1.0"\n'),
         'version = "1.0"',
-        "catalog.version: catalog.version has no effect: no tag or alias names {version}, and "
-        "[ci] release_tags is empty",
+        "catalog.version: catalog.version has no effect: no tag or alias names {version}, "
+        "[ci] release_tags is empty and [ci] releases is off",
     ),
 ]
 

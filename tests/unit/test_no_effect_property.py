@@ -303,6 +303,7 @@ PROBES: dict[str, tuple[list[Edit], list[Edit]]] = {
     "Ci.schedule": ([], [("ci.schedule", "0 3 * * *")]),
     "Ci.pull_requests": ([], [("ci.pull_requests", False)]),
     "Ci.release_tags": ([], [("ci.release_tags", ["v*"])]),
+    "Ci.releases": ([], [("ci.releases", True)]),
     "Ci.max_parallel": ([], [("ci.max_parallel", 1)]),
     "Ci.free_disk": ([], [("ci.free_disk", True)]),
     "Ci.lock_update": ([("ci.schedule", "0 3 * * *")], [("ci.lock_update", False)]),

@@ -474,3 +474,40 @@ def test_an_empty_or_bad_runner_label_list_is_refused(tmp_path: Path, runners: s
 
     with pytest.raises(CatalogError, match="runners"):
         load_catalog(_catalog(tmp_path, f"[ci.runners]\n{runners}\n"))
+
+
+def test_a_published_release_builds_and_publishes_every_image(tmp_path: Path) -> None:
+    """`releases = true`: the workflow runs on a published release, the check job selects every
+    image, and with catalog.version the release's tag must be that version; actionlint and
+    zizmor stay clean."""
+    from tests.unit.test_render_workflow import _tool
+
+    cat = tmp_path / "cannery.toml"
+    cat.write_text(minimal().replace('[catalog]\nname = "test"',
+                                     '[catalog]\nname = "test"\nversion = "1.2"')
+                   + "\n[ci]\nreleases = true\n")
+    text = _render(cat)
+    doc = yaml.safe_load(text)
+    assert doc["on"]["release"] == {"types": ["published"]}
+    wf = _actionlint_clean(tmp_path / "repo", text)
+    zz = subprocess.run([_tool("zizmor"), "--offline", "--no-progress", "--format", "json",
+                         "--persona", "auditor", str(wf.parent)],
+                        capture_output=True, text=True, timeout=120)
+    assert json.loads(zz.stdout or "[]") == [] and zz.returncode == 0, zz.stdout[:2000]
+    root = tmp_path / "r"
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "user.email", "t@example.com")
+    _git(root, "config", "user.name", "t")
+    (root / "x").write_text("x\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "x")
+    (root / "script.sh").write_text(_affected_script(text))
+    head = _git(root, "rev-parse", "HEAD")
+    code, images, said = _choose(root, "release", head, ref="refs/tags/v1.2")
+    assert (code, images) == (0, ["one", "two"]), said
+    code, images, said = _choose(root, "release", head, ref="refs/tags/v1.3")
+    assert code == 1 and images == [] and "is not the catalog's version 1.2" in said
+    # without it, no release trigger
+    (tmp_path / "no").mkdir()
+    assert "release" not in yaml.safe_load(_render(_catalog(tmp_path / "no", "")))["on"]

@@ -470,10 +470,10 @@ def _check_effects(cat: Catalog, col: _Collector) -> None:
         col.error(("catalog", "mirrors"), "catalog.mirrors has no effect: every image names "
                   "its own mirrors")
     templates = [t for img in cat.images.values() for t in (img.tag, *img.aliases)]
-    if cat.catalog.version is not None and not cat.ci.release_tags and not any(
-            "version" in template_fields(t) for t in templates):
+    if cat.catalog.version is not None and not cat.ci.release_tags and not cat.ci.releases \
+            and not any("version" in template_fields(t) for t in templates):
         col.error(("catalog", "version"), "catalog.version has no effect: no tag or alias "
-                  "names {version}, and [ci] release_tags is empty")
+                  "names {version}, [ci] release_tags is empty and [ci] releases is off")
     for tname, tk in cat.toolkits.items():
         builders = [c for iname, img in cat.images.items() if img.toolkit == tname
                     for c in img.components if cat.components[c].toolkit_build]

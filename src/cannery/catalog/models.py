@@ -1213,6 +1213,11 @@ class Ci(Strict):
         "image: its tag, then its aliases; with catalog.version, the tag must be it (or v+it)",
         json_schema_extra={"items": {"type": "string", "pattern": GIT_TAG_FILTER}},
     )
+    releases: bool = Field(
+        False, description="A GitHub release, when published, builds and publishes every image "
+        "from the release's tag: its tag, then its aliases; with catalog.version, the release's "
+        "tag must be it (or v+it)"
+    )
     max_parallel: int | None = Field(
         None, ge=1, description="At most this many platform legs of one image build at once "
         "(GitHub's strategy.max-parallel)"

@@ -11,7 +11,8 @@ Shape, and why:
   (``images``, a JSON list; see ``_affected``): a pull request or a branch push, the images
   whose rendered Dockerfile, or checkout directory they copy, changed (the Dockerfile carries
   every locked input, and `render --check` has just shown it matches the catalog and the
-  lock); a release tag and the schedule, every image; a manual run, the images it names;
+  lock); a release tag, a published release (``releases``) and the schedule, every image; a
+  manual run, the images it names;
 - per image, one pull-request job (``pr-IMAGE``, only on ``pull_request``): one leg per
   platform on its native runner builds the pull request's checkout with buildah into an OCI
   layout on the runner (`cannery build --platform P --output oci:DIR`) and verifies it there
@@ -287,15 +288,17 @@ def _affected(cat: Catalog, specs: Sequence[ImageSpec]) -> Literal:
 
 
 def _release_guard(cat: Catalog) -> str:
-    """With release tags and a catalog version: a tag push must name that version (``1.2`` or
-    ``v1.2``), else the check fails and nothing is built, so a release tag never publishes
-    another version's images. ``catalog.version`` is validated (tag characters only)."""
+    """With release tags (or published releases) and a catalog version: a tag push, or a
+    published release's tag, must name that version (``1.2`` or ``v1.2``), else the check fails
+    and nothing is built, so a release never publishes another version's images.
+    ``catalog.version`` is validated (tag characters only)."""
     version = cat.catalog.version
-    if not (cat.ci.release_tags and version):
+    if not ((cat.ci.release_tags or cat.ci.releases) and version):
         return ""
     return (
         "# A release tag names the catalog's version: another version's tag publishes nothing.\n"
-        'if [[ "${EVENT}" == push && "${GITHUB_REF}" == refs/tags/* ]]; then\n'
+        'if [[ ( "${EVENT}" == push || "${EVENT}" == release ) &&'
+        ' "${GITHUB_REF}" == refs/tags/* ]]; then\n'
         '  release="${GITHUB_REF#refs/tags/}"\n'
         f"  if [[ \"${{release}}\" != '{version}' && \"${{release}}\" != 'v{version}' ]]; then\n"
         f'    echo "::error::release tag ${{release}} is not the catalog\'s version {version} '
@@ -644,6 +647,9 @@ def render_workflow(
                 "image: its tag, then its aliases.")] = None
     if push:
         on["push"] = push
+    if ci.releases:
+        on[Note("A published release builds and publishes every image from its tag.")] = None
+        on["release"] = {"types": ["published"]}
     if ci.pull_requests:
         on[Note("Builds what the pull request touches, pushes nothing, reads no secret.")] = None
         # with no branches named, pull requests into any branch
