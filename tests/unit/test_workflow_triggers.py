@@ -266,6 +266,18 @@ def _choose(repo: Path, event: str, before: str = "", wanted: str = "",
     return res.returncode, images, res.stdout + res.stderr
 
 
+def _one_commit_repo(root: Path) -> Path:
+    """A git repository at ``root`` with one commit on main."""
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "user.email", "t@example.com")
+    _git(root, "config", "user.name", "t")
+    (root / "x").write_text("x\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "x")
+    return root
+
+
 def _commit(repo: Path, path: str, text: str = "changed\n") -> str:
     before = _git(repo, "rev-parse", "HEAD")
     (repo / path).parent.mkdir(parents=True, exist_ok=True)
@@ -355,14 +367,7 @@ def test_every_trigger_and_setting_at_once_is_lint_clean(tmp_path: Path, cli) ->
 def test_a_release_tag_must_name_the_catalog_version(tmp_path: Path) -> None:
     """With `release_tags` and `catalog.version`: a tag for another version publishes nothing
     (the check job fails before any build); the version, with or without a `v`, builds all."""
-    root = tmp_path / "r"
-    root.mkdir()
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "config", "user.email", "t@example.com")
-    _git(root, "config", "user.name", "t")
-    (root / "x").write_text("x\n")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "x")
+    root = _one_commit_repo(tmp_path / "r")
     cat = tmp_path / "cannery.toml"
     cat.write_text(minimal().replace('[catalog]\nname = "test"',
                                      '[catalog]\nname = "test"\nversion = "1.2"')
@@ -494,14 +499,7 @@ def test_a_published_release_builds_and_publishes_every_image(tmp_path: Path) ->
                          "--persona", "auditor", str(wf.parent)],
                         capture_output=True, text=True, timeout=120)
     assert json.loads(zz.stdout or "[]") == [] and zz.returncode == 0, zz.stdout[:2000]
-    root = tmp_path / "r"
-    root.mkdir()
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "config", "user.email", "t@example.com")
-    _git(root, "config", "user.name", "t")
-    (root / "x").write_text("x\n")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "x")
+    root = _one_commit_repo(tmp_path / "r")
     (root / "script.sh").write_text(_affected_script(text))
     head = _git(root, "rev-parse", "HEAD")
     code, images, said = _choose(root, "release", head, ref="refs/tags/v1.2")
