@@ -6,12 +6,12 @@ from collections.abc import Iterator
 from cannery.lint.facts.workflow import Value, WorkflowFacts
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule, lazy_re
+from cannery.lint.rules._cann import INSTALLER
 from cannery.lint.rules._workflow import dockerfiles, expand_env, split_list
 
 VERSION = lazy_re(r"(?<![\d.])(\d+\.\d+\.(?:\d+|rc\d+|RC\d+))(?![\d.])")
 CHIP = lazy_re(r"-(910b|a3|310p|950)-", re.I)
 BASE = lazy_re(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)", re.I | re.M)
-INSTALLER = lazy_re(r"Ascend-cann-toolkit_(\d+\.\d+\.(?:\d+|rc\d+|RC\d+))_", re.I)
 
 
 def dockerfile_versions(text: str) -> tuple[str | None, str | None]:
@@ -24,7 +24,7 @@ def dockerfile_versions(text: str) -> tuple[str | None, str | None]:
         v = m.group(1)
     args = dict(re.findall(r"^\s*ARG\s+(\w+)=[\"']?([^\s\"']+)", text, re.M))
     expanded = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), m.group(0)), text)
-    inst = INSTALLER.findall(expanded)
+    inst = [m.group("v") for m in INSTALLER.finditer(expanded)]
     if inst:
         v = inst[-1]
     c = CHIP.search(base_ref)

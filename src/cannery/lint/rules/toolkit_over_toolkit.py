@@ -1,14 +1,11 @@
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, expand
 from cannery.lint.model import Finding, Severity
-from cannery.lint.rule import LintContext, Rule, lazy_re
-
-BASE_VERSION = lazy_re(r"cann[^:/]*:(?P<v>\d+\.\d+\.(?:\d+|rc\d+|RC\d+))", re.I)
-INSTALLER = lazy_re(r"Ascend-cann-toolkit_(?P<v>[0-9][\w.]*?)_linux", re.I)
+from cannery.lint.rule import LintContext, Rule
+from cannery.lint.rules._cann import BASE_VERSION, INSTALLER
 
 
 class ToolkitOverToolkit(Rule):

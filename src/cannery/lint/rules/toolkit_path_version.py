@@ -6,10 +6,9 @@ from collections.abc import Iterator
 from cannery.lint.facts.dockerfile import DockerfileFacts, Instruction, Stage, expand
 from cannery.lint.model import Finding, Severity
 from cannery.lint.rule import LintContext, Rule, lazy_re
+from cannery.lint.rules._cann import BASE_VERSION, INSTALLER
 
 _VERSION = r"\d+\.\d+\.(?:\d+|rc\d+)(?:[.-]\w+)*?"
-BASE_VERSION = lazy_re(r"cann[^:/]*:(?P<v>" + _VERSION + r")(?=-|$)", re.I)
-INSTALLER = lazy_re(r"Ascend-cann-toolkit_(?P<v>" + _VERSION + r")_linux", re.I)
 # A toolkit tree named by its version: CANN >= 8.5's /usr/local/Ascend/cann-X, and the
 # versioned directory of the older ascend-toolkit/ layout (ascend-toolkit/latest is a link).
 TOOLKIT_PATH = lazy_re(
@@ -93,28 +92,21 @@ def _message(named: str, has: str, where: str) -> str:
 
 
 def _provided(stage: Stage) -> tuple[str | None, str]:
-    """The toolkit version a stage starts with: its base image's tag's, or the last one an
-    earlier stage it is built FROM installs."""
-    chain = []
-    s: Stage | None = stage
+    """The toolkit version a stage starts with, and where it comes from: its root's base image
+    tag, then the last installer of the stages it is built FROM (root first)."""
+    root = stage.root
+    m = BASE_VERSION.search(root.image)
+    has, where = (m.group("v").lower(), f"the base image at line {root.line}") if m else (None, "")
+    earlier: list[Stage] = []
+    s = stage.parent
     while s is not None:
-        chain.append(s)
+        earlier.append(s)
         s = s.parent
-    has: str | None = None
-    where = ""
-    for s in reversed(chain[1:]):  # the stages it is built FROM, root first
-        if s is chain[-1]:
-            m = BASE_VERSION.search(s.image)
-            if m:
-                has, where = m.group("v").lower(), f"the base image at line {s.line}"
+    for s in reversed(earlier):
         for inst in s.instructions:
             v = _installs(inst, s)
             if v is not None:
                 has, where = v, f"the installer at line {inst.line}"
-    if stage.parent is None:
-        m = BASE_VERSION.search(stage.image)
-        if m:
-            has, where = m.group("v").lower(), f"the base image at line {stage.line}"
     return has, where
 
 
