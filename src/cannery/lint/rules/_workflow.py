@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from cannery.lint.facts.shell import Command
+from cannery.lint.facts.shell import Command, Word
 from cannery.lint.facts.workflow import Job, Step, Value, WorkflowFacts
 from cannery.lint.rules._image_tools import is_docker_build
 
@@ -63,23 +63,18 @@ def builds(wf: WorkflowFacts, ctx: LintContext | None = None, runs: bool = False
 
 def _run_build(job: Job, step: Step, cmd: Command) -> Build:
     def values(*flags: str) -> Value | None:
-        got: list[str] = []
-        line = column = 0
+        """Every value given with ``flags`` (`-t a -t b`, `--tag=a`), one a line, at the first."""
+        got: list[Word] = []
         args = cmd.args
         for i, w in enumerate(args):
             for f in flags:
-                v = None
                 if w.value == f and i + 1 < len(args):
-                    v = args[i + 1]
+                    got.append(args[i + 1])
                 elif f.startswith("--") and w.value.startswith(f + "="):
-                    v = w
-                    got.append(w.value[len(f) + 1:])
-                    line, column = w.pos.line, w.pos.column
-                    continue
-                if v is not None:
-                    got.append(v.value)
-                    line, column = v.pos.line, v.pos.column
-        return Value("\n".join(got), line, column) if got else None
+                    got.append(Word(w.text, w.value[len(f) + 1:], w.pos, w.start, w.end))
+        if not got:
+            return None
+        return Value("\n".join(g.value for g in got), got[0].pos.line, got[0].pos.column)
 
     file = values("-f", "--file")
     if file is None:  # the context's Dockerfile: the last operand

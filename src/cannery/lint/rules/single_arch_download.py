@@ -7,7 +7,6 @@ from cannery.lint.facts.dockerfile import DockerfileFacts, expand
 from cannery.lint.facts.workflow import WorkflowFacts
 from cannery.lint.model import Finding, Severity, Span
 from cannery.lint.rule import LintContext, Rule, lazy_re
-from cannery.lint.rules._image_tools import is_docker_build
 from cannery.lint.rules._shell import DOWNLOADERS, basename, url_of
 from cannery.lint.rules._workflow import builds, expand_env, split_list
 from cannery.lint.rules.arch_dispatch_no_fallback import ARCH_SUBJECT
@@ -21,38 +20,20 @@ def _leg_value(text: str, leg: dict[str, str]) -> str:
 
 
 def _targets(wf: WorkflowFacts, ctx: LintContext) -> dict[tuple[str, int, int], set[str]]:
-    """(Dockerfile name, line, column to report at) → platforms built, per build step
-    across its matrix legs (`file: ${{ matrix.dockerfile }}` too) and every `docker buildx
-    build --platform A,B -f FILE` of a `run:` step."""
+    """(Dockerfile name, line, column to report at) → platforms built, per build across its
+    matrix legs (`file: ${{ matrix.dockerfile }}` too): build steps, bake targets and every
+    `docker buildx build --platform A,B -f FILE` of a `run:` step (see _workflow.builds)."""
     out: dict[tuple[str, int, int], set[str]] = {}
-
-    def add(name: str, plats: set[str], line: int, column: int) -> None:
-        if "${{" in name or "$" in name or not plats:
-            return
-        out.setdefault((name, line, column), set()).update(plats)
-
-    for b in builds(wf, ctx):
+    for b in builds(wf, ctx, runs=True):
         if b.platforms is None:
             continue
         for leg in b.job.legs or [{}]:
             plats = {p for p in split_list(_leg_value(b.platforms.text, leg)) if "${{" not in p}
             name = (_leg_value(expand_env(b.file.text, wf, b.job, b.step), leg)
                     if b.file is not None else "Dockerfile")
-            add(name, plats, b.platforms.line, b.platforms.column)
-    for job, step, cmd in wf.commands():
-        if not is_docker_build(cmd):
-            continue
-        plat = cmd.flag_value("--platform")
-        if plat is None:
-            continue
-        f = cmd.flag_value("-f", "--file")
-        context = next((w.value for w in reversed(cmd.args) if not w.value.startswith("-")),
-                       ".")
-        name = f.value if f is not None else f"{context.rstrip('/')}/Dockerfile"
-        for leg in job.legs or [{}]:
-            add(_leg_value(expand_env(name, wf, job, step), leg),
-                {p for p in split_list(_leg_value(plat.value, leg)) if "${{" not in p},
-                plat.pos.line, plat.pos.column)
+            if "${{" in name or "$" in name or not plats:
+                continue
+            out.setdefault((name, b.platforms.line, b.platforms.column), set()).update(plats)
     return out
 
 
