@@ -9,7 +9,8 @@ from cannery import __version__
 from cannery.plan import ComponentSpec, ImageSpec
 
 
-def _cell(text: str) -> str:
+def table_cell(text: str) -> str:
+    """``text`` as one Markdown table cell: its pipes escaped, its lines joined."""
     return text.replace("|", "\\|").replace("\n", " ")
 
 
@@ -55,12 +56,12 @@ def render_docs(
     ]
     for s in specs:
         link = posixpath.relpath(dockerfiles[s.name], here)
-        comps = "<br>".join(_cell(_pin(c)) for c in s.components)
-        tags = "<br>".join(f"`{_cell(f'{s.repository}:{t}')}`" for t in s.tags)
+        comps = "<br>".join(table_cell(_pin(c)) for c in s.components)
+        tags = "<br>".join(f"`{table_cell(f'{s.repository}:{t}')}`" for t in s.tags)
         lines.append(
-            f"| {_cell(s.name)} | {tags} | {', '.join(s.platforms)} "
-            f"| {_cell(_toolkit(s))} | {_cell(_family(s))} "
-            f"| `{_cell(s.base_image)}` | {comps} "
+            f"| {table_cell(s.name)} | {tags} | {', '.join(s.platforms)} "
+            f"| {table_cell(_toolkit(s))} | {table_cell(_family(s))} "
+            f"| `{table_cell(s.base_image)}` | {comps} "
             f"| [{posixpath.basename(link)}]({link}) |"
         )
     return "\n".join(lines) + "\n"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from cannery import __version__
 from cannery.plan import ComponentSpec, ImageSpec
+from cannery.render.docs import table_cell
 from cannery.util.pynames import requirement_name
 
 # Docker Hub refuses a short description over 100 characters and a full description over
@@ -55,10 +56,6 @@ def by_repository(specs: Sequence[ImageSpec]) -> dict[str, list[ImageSpec]]:
 def directory_name(repository: str) -> str:
     """A file name for ``repository``: quay.io/ascend/cann → quay.io_ascend_cann."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", repository)
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _python_pin(spec: ImageSpec, package: str) -> str | None:
@@ -120,16 +117,16 @@ def _rows(specs: Sequence[ImageSpec], pushed: Mapping[str, Pushed] | None) -> li
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in specs:
         cells = [
-            "<br>".join(f"`{_cell(t)}`" for t in s.tags),
-            _cell(f"{s.chip} ({s.soc})" if s.soc else s.chip or "–"),
-            _cell(f"{s.os} {s.os_version}"),
+            "<br>".join(f"`{table_cell(t)}`" for t in s.tags),
+            table_cell(f"{s.chip} ({s.soc})" if s.soc else s.chip or "–"),
+            table_cell(f"{s.os} {s.os_version}"),
             ", ".join(p.removeprefix("linux/") for p in s.platforms),
-            _cell(_toolkit(s)),
+            table_cell(_toolkit(s)),
             s.python or "–",
-            "<br>".join(_cell(component_version(s, c)) for c in s.components) or "–",
+            "<br>".join(table_cell(component_version(s, c)) for c in s.components) or "–",
         ]
         if driver:
-            cells.append(_cell(dict(s.labels).get(DRIVER_LABEL, "–")))
+            cells.append(table_cell(dict(s.labels).get(DRIVER_LABEL, "–")))
         if pushed is not None:
             held = pushed.get(s.name)
             cells.append("<br>".join(f"{p.removeprefix('linux/')}: {human_size(n)}"
@@ -201,8 +198,8 @@ def render_overview(
         lines += ["## Digests", "", "| Tag | Index digest |", "|---|---|"]
         for s in specs:
             held = pushed.get(s.name)
-            lines.append(f"| `{_cell(s.tag)}` | " + (f"`{held.digest}`" if held else "not pushed")
-                         + " |")
+            digest = f"`{held.digest}`" if held else "not pushed"
+            lines.append(f"| `{table_cell(s.tag)}` | {digest} |")
         lines.append("")
     lines += ["## Supported tags", "", *_rows(specs, pushed), ""]
     return "\n".join(lines)
