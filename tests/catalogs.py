@@ -284,6 +284,11 @@ smoke_imports = ["torch"]
 packages = ["jq"]
 revision_from = "vllm"
 
+[images.one.host]
+chips = ["910b"]
+driver = "25.5.0"
+firmware = "7.8.0.2.212"
+
 [images.one.python]
 version = "3.11.10"
 install = "source"

@@ -17,8 +17,8 @@ from cannery import __version__
 from cannery.errors import FatalError
 
 # Commands in the order a user needs them; a command not listed here comes after these.
-WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "copy", "lint", "compare",
-            "schema")
+WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "copy", "host-check", "lint",
+            "compare", "schema")
 
 
 class _WorkflowOrder(TyperGroup):
@@ -594,6 +594,40 @@ def copy(
     from cannery.commands.copy import copy_cmd
 
     raise typer.Exit(copy_cmd(src, dst, docker_media_types, ca_cert, as_json, force))
+
+
+@app.command("host-check")
+def host_check(
+    images: Annotated[
+        list[str],
+        typer.Argument(help="Images: REGISTRY/REPO:TAG or @DIGEST", metavar="IMAGE...",
+                       show_default=False),
+    ],
+    root: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--root", help="Read the driver and firmware files under this directory "
+                     "(another machine's filesystem) instead of /; npu-smi is not run",
+                     metavar="DIR"),
+    ] = None,
+    chip: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--chip", help="The node's chip (910b, a3, 310p, ...), instead of what "
+                     "npu-smi says", metavar="CHIP"),
+    ] = None,
+    platform: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--platform", help="Which image of an index to read (default: this "
+                     "machine's, e.g. linux/arm64)", metavar="OS/ARCH"),
+    ] = None,
+    ca_cert: CaCertOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Will these images run on this node? Compares each image's needs (its labels: chips,
+    oldest driver and firmware) with the node's, reading only the image config from the
+    registry. Exit 1 when one cannot run, 2 when the node has no NPU driver."""
+    from cannery.commands.host_check import host_check_cmd
+
+    raise typer.Exit(host_check_cmd(images, root, chip, platform, ca_cert, as_json))
 
 
 @app.command(

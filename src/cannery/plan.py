@@ -9,6 +9,7 @@ import datetime as dt
 import hashlib
 from dataclasses import dataclass, field, replace
 
+from cannery.catalog.hosts import HostNeeds, host_needs
 from cannery.catalog.inputs import (
     NO_DATE,
     fill_url,
@@ -238,6 +239,8 @@ class ImageSpec:
     # rendered package and pip steps for that RUN only.
     package_mirrors: tuple[tuple[str, str], ...] = ()
     python_mirrors: tuple[tuple[str, str], ...] = ()
+    # What a node needs to run it (catalog/hosts.py); None: no CANN toolkit in the image
+    host: HostNeeds | None = None
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -295,13 +298,16 @@ class ImageSpec:
         return (*(self.toolkit.downloads if self.toolkit else ()), *py)
 
     def fact_labels(self) -> tuple[tuple[str, str | None], ...]:
-        """The labels that state the toolkit and the SoC; None: the label must be absent (a
-        toolkit the image does not carry is never claimed, nor a SoC it is not built for)."""
+        """The labels that state the toolkit, the SoC and what a node needs (chips, oldest
+        driver and firmware); None: the label must be absent (a toolkit the image does not
+        carry is never claimed, nor a SoC it is not built for, nor a need no source gives)."""
         tk = self.toolkit
+        needs = self.host.labels() if self.host else HostNeeds((), None, None).labels()
         return (
             ("io.cannery.toolkit", f"cann-{tk.version}" if tk and tk.in_image else None),
             ("io.cannery.toolkit-provided", "host" if tk and not tk.in_image else None),
             ("io.cannery.soc", self.soc),
+            *needs,
         )
 
     @property
@@ -415,6 +421,7 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         os=base.os,
         os_version=base.os_version,
         chip=base.chip,
+        host=host_needs(cat, image, base.chip),
         family=family,
         soc=img.soc,
         platforms=tuple(img.platforms),

@@ -149,14 +149,16 @@ def push_image(
     note: str = "",
     verify: object = True,
     auth: tuple[str, str] | None = None,
+    labels: dict[str, str] | None = None,
 ) -> str:
-    """Push a tiny one-layer OCI image; return the manifest digest."""
+    """Push a tiny one-layer OCI image (with ``labels`` in its config); return the manifest
+    digest."""
     with httpx.Client(verify=verify, auth=auth) as client:  # type: ignore[arg-type]
         config = json.dumps(
             {
                 "architecture": arch,
                 "os": "linux",
-                "config": {"Env": [f"NOTE={note}"]},
+                "config": {"Env": [f"NOTE={note}"], **({"Labels": labels} if labels else {})},
                 "rootfs": {"type": "layers", "diff_ids": []},
             }
         ).encode()
@@ -179,11 +181,13 @@ def push_image(
         return "sha256:" + hashlib.sha256(manifest).hexdigest()
 
 
-def push_index(base: str, repo: str, tag: str, note: str = "") -> str:
+def push_index(
+    base: str, repo: str, tag: str, note: str = "", labels: dict[str, str] | None = None
+) -> str:
     """Push a two-platform index (amd64, arm64) under ``tag``; return the index digest."""
     children = []
     for arch in ("amd64", "arm64"):
-        digest = push_image(base, repo, f"{tag}-{arch}", arch, note)
+        digest = push_image(base, repo, f"{tag}-{arch}", arch, note, labels=labels)
         with httpx.Client() as client:
             size = len(
                 client.get(

@@ -278,6 +278,11 @@ PROBES: dict[str, tuple[list[Edit], list[Edit]]] = {
     "Image.cmd": ([], [("images.one.cmd", ["/bin/sh"])]),
     "Image.aliases": ([], [("images.one.aliases", ["latest"])]),
     "Image.steps": ([], [("images.one.steps", [STEP])]),
+    # (the minimal catalog's CANN 8.5.2 on 910b has the table's driver and no firmware)
+    "Image.host": ([], [("images.one.host", {"firmware": "7.8.0.2.212"})]),
+    "HostOverride.chips": ([], [("images.one.host", {"chips": ["910b", "a3"]})]),
+    "HostOverride.driver": ([], [("images.one.host", {"driver": "26.0.rc1"})]),
+    "HostOverride.firmware": ([], [("images.one.host", {"firmware": "7.8.0.2.212"})]),
     # [families.NAME]
     "Catalog.families": ([], [FAMILY]),
     "Family.chip": ([FAMILY, ("images.two.soc", "ascendx9")], [("families.X9.chip", "910c")]),

@@ -252,6 +252,11 @@ NETWORK = {
         "tests/e2e/test_mirror.py",
     "cannery copy 127.0.0.1:40501/ascend/verl:8.5.2-py3.11 127.0.0.1:50319/swr/verl "
     "--docker-media-types": "tests/e2e/test_mirror.py",
+    "cannery host-check 127.0.0.1:5000/ascend/cann:8.2.rc1-910b-ubuntu22.04-py3.11 "
+    "127.0.0.1:5000/ascend/cann:8.5.2-910b-ubuntu22.04-py3.11 --root node --chip 910b":
+        "tests/e2e/test_host_check.py",
+    "cannery host-check 127.0.0.1:5000/ascend/cann:8.5.2-910b-ubuntu22.04-py3.11 --root empty":
+        "tests/e2e/test_host_check.py",
 }
 
 RUN: dict[str, Runner] = {

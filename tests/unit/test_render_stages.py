@@ -110,6 +110,8 @@ def test_host_toolkit_claims_nothing_in_the_image(tmp_path: Path) -> None:
     assert "io.cannery.toolkit=" not in text and "io.cannery.soc" not in text
     assert dict(spec.fact_labels()) == {
         "io.cannery.toolkit": None, "io.cannery.toolkit-provided": "host", "io.cannery.soc": None,
+        # the host's CANN is the host's: the image states no driver or chip of its own
+        "io.cannery.chips": None, "io.cannery.driver.min": None, "io.cannery.firmware.min": None,
     }
 
 

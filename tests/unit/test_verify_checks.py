@@ -44,6 +44,7 @@ def _good(spec: ImageSpec) -> dict[str, object]:
         "org.opencontainers.image.source": spec.source,
         "io.cannery.soc": spec.soc,
         "io.cannery.toolkit": f"cann-{spec.toolkit.version}",
+        **{k: v for k, v in (spec.host.labels() if spec.host else ()) if v is not None},
         **{f"io.cannery.component.{c.name}": c.label_version for c in spec.components},
         INPUTS_LABEL: PLANNED,
     }
@@ -139,6 +140,21 @@ def test_labels_the_catalog_sets(spec: ImageSpec) -> None:
     comp = spec.components[0].name
     del config["config"]["Labels"][f"io.cannery.component.{comp}"]  # type: ignore[index]
     assert _failed(spec, config) == [f"label io.cannery.component.{comp}"]
+
+
+def test_host_needs_labels_present_and_as_the_catalog_says(spec: ImageSpec) -> None:
+    assert spec.host is not None and spec.host.driver and spec.host.chips == ("910b",)
+    config = _good(spec)
+    del config["config"]["Labels"]["io.cannery.driver.min"]  # type: ignore[index]
+    assert _failed(spec, config) == ["label io.cannery.driver.min"]
+    config = _good(spec)
+    config["config"]["Labels"]["io.cannery.chips"] = "910b,a3"  # type: ignore[index]
+    assert _failed(spec, config) == ["label io.cannery.chips"]
+    # a need no source gives is never claimed: the label must be absent
+    assert spec.host.firmware is None
+    config = _good(spec)
+    config["config"]["Labels"]["io.cannery.firmware.min"] = "7.7.0.1.231"  # type: ignore[index]
+    assert _failed(spec, config) == ["label io.cannery.firmware.min"]
 
 
 def test_input_digest_label_annotation_and_plan(spec: ImageSpec) -> None:

@@ -184,4 +184,6 @@ RUN ln -sf /usr/include/c++/12/${CANN_ARCH}-openEuler-linux /usr/include/c++/12/
 LABEL org.opencontainers.image.source="https://github.com/Ascend/cann-container-image" \
       org.opencontainers.image.version="8.5.2-910b-openeuler24.03-py3.11" \
       org.opencontainers.image.base.name="docker.io/openeuler/openeuler:24.03" \
-      io.cannery.toolkit="cann-8.5.2"
+      io.cannery.toolkit="cann-8.5.2" \
+      io.cannery.chips="910b" \
+      io.cannery.driver.min="25.5.0"

@@ -183,4 +183,6 @@ RUN set -eu; \
 LABEL org.opencontainers.image.source="https://github.com/Ascend/cann-container-image" \
       org.opencontainers.image.version="8.5.2-a3-ubuntu22.04-py3.11" \
       org.opencontainers.image.base.name="docker.io/library/ubuntu:22.04" \
-      io.cannery.toolkit="cann-8.5.2"
+      io.cannery.toolkit="cann-8.5.2" \
+      io.cannery.chips="a3" \
+      io.cannery.driver.min="25.5.0"

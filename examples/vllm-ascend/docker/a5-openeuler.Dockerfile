@@ -138,6 +138,8 @@ LABEL org.opencontainers.image.source="https://github.com/vllm-project/vllm-asce
       org.opencontainers.image.revision="${CANNERY_CHECKOUT}" \
       io.cannery.toolkit="cann-9.1.0" \
       io.cannery.soc="ascend950dt_9582" \
+      io.cannery.chips="950" \
+      io.cannery.driver.min="26.0.rc1" \
       io.cannery.component.mooncake="mooncake-transfer-engine-npu==0.3.11.post1" \
       io.cannery.component.serving-extras="modelscope ray>=2.47.1,<=2.48.0 protobuf>3.20.0" \
       io.cannery.component.vllm="v0.27.1@v0.27.1" \

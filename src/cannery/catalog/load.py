@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cannery.catalog.compat import check_image
+from cannery.catalog.hosts import table_chips
 from cannery.catalog.inputs import component_field, render_tag, tag_values, template_fields
 from cannery.catalog.locate import LineMap
 from cannery.catalog.models import (
@@ -751,6 +752,28 @@ def _check_uv(cat: Catalog, iname: str, col: _Collector) -> None:
                           f"{', '.join(sorted(UV_PIP_ARGS))})")
 
 
+def _check_host(cat: Catalog, iname: str, col: _Collector) -> None:
+    """An image's `host` table only where there is a CANN toolkit in the image, and its chip
+    among those the built-in table gives its CANN release, unless `host.chips` says so."""
+    img = cat.images[iname]
+    tk = cat.toolkit_of(iname)
+    in_image = tk is not None and tk.provided == "image"
+    if img.host is not None and not in_image:
+        col.error(("images", iname, "host"),
+                  "host has no effect: the image has no CANN toolkit in it, so it needs no "
+                  "driver of the node")
+        return
+    chip = cat.bases[img.base].chip
+    if tk is None or not in_image or chip is None or (img.host and img.host.chips):
+        return
+    chips = table_chips(tk.version)
+    if chips is not None and chip not in chips:
+        col.error(("images", iname, "toolkit"),
+                  f"CANN {tk.version} does not run on chip {chip!r} (Ascend publishes it for "
+                  f"{', '.join(chips)}: ascend.toml [[hosts]]); if this image does, say so in "
+                  "host.chips")
+
+
 def _cross_check(cat: Catalog, col: _Collector) -> None:
     for cname, comp in cat.components.items():
         # (the schema says it too; here, to name the line where dest is written)
@@ -824,6 +847,8 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         elif registry not in cat.registries:
             col.error((*where, "registry"), f"unknown registry {registry!r}")
         _check_publish(cat, iname, registry, col)
+        if refs_ok:
+            _check_host(cat, iname, col)
         family = cat.family_of(img.soc)
         if img.soc is not None and family is None:
             col.error(

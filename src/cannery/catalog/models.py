@@ -17,6 +17,7 @@ from pydantic import (
 from pydantic.config import JsonDict, JsonValue
 
 from cannery.catalog.platforms import ARCHES, PLATFORM, platform_arch
+from cannery.util.hdkversion import PATTERN as HDK_VERSION_PATTERN
 from cannery.util.text import did_you_mean
 
 NAME = r"^[a-z0-9][a-z0-9_.-]*$"
@@ -81,6 +82,7 @@ GIT_URL = r"^((https|ssh|file)://[^/@]*(/.*)?|[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:.*
 ABS_PATH = r"^/[A-Za-z0-9_.+/-]*$"
 # A value that can appear in an image tag (os_version, chip, recipe, the toolkit version).
 TAG_VALUE = r"^[A-Za-z0-9_.-]*$"
+HDK_VERSION = HDK_VERSION_PATTERN
 CRON = r"^ *[^ \t\n]+([ \t]+[^ \t\n]+){4} *$"
 # A release as written (v0.18.0, 8.2.RC1, 2.8.0.post2, 1.0+local), or "" (none): it reaches
 # labels, comments and messages.
@@ -126,6 +128,7 @@ PATTERN_WORDS = {
     DEVLIB_PATH: "be an absolute path of letters, digits and . _ + - /, with {version} and "
                  "{uname_arch} allowed",
     SECRET_NAME: "be a name like REGISTRY_USER: letters, digits and _, not starting with a digit",
+    HDK_VERSION: "be a driver or firmware version like 24.1.rc2, 25.0.RC1.b030 or 7.3.0.1.231",
 }
 
 
@@ -749,6 +752,22 @@ class PathEdit(Strict):
         return list(self.append or ()) if self.mode == "prepend" else []
 
 
+class HostOverride(Strict):
+    """What the image needs of a node, where the built-in table (ascend.toml ``[[hosts]]``) has
+    no row for its CANN release or the image knows better: each field set replaces the table's."""
+
+    chips: list[str] | None = Field(
+        None, min_length=1, description="Chips the image runs on (default: the base's chip)",
+        json_schema_extra={"items": {"type": "string", "pattern": TAG_VALUE}, "uniqueItems": True},
+    )
+    driver: str | None = Field(
+        None, pattern=HDK_VERSION, description="Oldest NPU driver it runs with (24.1.rc2)"
+    )
+    firmware: str | None = Field(
+        None, pattern=HDK_VERSION, description="Oldest NPU firmware it runs with (7.3.0.1.231)"
+    )
+
+
 class Override(Strict):
     """``{ value = "...", override = true }``: a label or variable that replaces one cannery
     writes itself (an OCI label, a variable of the toolkit's env), said on purpose."""
@@ -1057,6 +1076,10 @@ class Image(Strict):
     )
     steps: list[Step] = Field(
         [], description="Steps, in order, each at its place (`at`; default after the installs)"
+    )
+    host: HostOverride | None = Field(
+        None, description="What it needs of a node (chips, oldest driver and firmware), "
+        "replacing the built-in table's row for its CANN release field by field",
     )
     original: str | None = _original_field("Dockerfile this image")
 

@@ -23,7 +23,6 @@ from cannery.util.pynames import requirement_name
 # same cap as Docker Hub's full description.
 SHORT_LIMIT = 100
 FULL_LIMIT = 25_000
-DRIVER_LABEL = "io.cannery.driver.min"
 
 
 @dataclass(frozen=True)
@@ -108,10 +107,13 @@ def human_size(n: int) -> str:
 
 
 def _rows(specs: Sequence[ImageSpec], pushed: Mapping[str, Pushed] | None) -> list[str]:
-    driver = any(dict(s.labels).get(DRIVER_LABEL) for s in specs)
+    driver = any(s.host and s.host.driver for s in specs)
+    firmware = any(s.host and s.host.firmware for s in specs)
     head = ["Tags", "Chip", "OS", "Architectures", "CANN", "Python", "Components"]
     if driver:
         head.append("Driver ≥")
+    if firmware:
+        head.append("Firmware ≥")
     if pushed is not None:
         head.append("Compressed size")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -126,7 +128,9 @@ def _rows(specs: Sequence[ImageSpec], pushed: Mapping[str, Pushed] | None) -> li
             "<br>".join(table_cell(component_version(s, c)) for c in s.components) or "–",
         ]
         if driver:
-            cells.append(table_cell(dict(s.labels).get(DRIVER_LABEL, "–")))
+            cells.append(table_cell(s.host.driver if s.host and s.host.driver else "–"))
+        if firmware:
+            cells.append(table_cell(s.host.firmware if s.host and s.host.firmware else "–"))
         if pushed is not None:
             held = pushed.get(s.name)
             cells.append("<br>".join(f"{p.removeprefix('linux/')}: {human_size(n)}"

@@ -227,6 +227,8 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.base.digest="sha256:08acacddf0d23e19767fa5e1757f5763698c2f244aecc05d5122b7325906d0e2" \
       io.cannery.toolkit="cann-8.5.2" \
       io.cannery.soc="ascend910b1" \
+      io.cannery.chips="910b" \
+      io.cannery.driver.min="25.5.0" \
       io.cannery.component.torch-2-9="torch==2.9.0 torch_npu==2.9.0 torchvision==0.24.0" \
       io.cannery.component.mindspeed="6d7c17739f699bf1752539e759d81467123f67c6" \
       io.cannery.component.megatron-lm="b9e92761fc4389caf99edc7dea0f11d2a53fcf9b" \

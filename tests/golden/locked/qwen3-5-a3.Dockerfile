@@ -227,6 +227,8 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.base.digest="sha256:7a62999fb43ac003f2ab9f12738ffcd9cc597c955fb08ac11fd04ea2313ae484" \
       io.cannery.toolkit="cann-8.5.2" \
       io.cannery.soc="ascend910_9391" \
+      io.cannery.chips="a3" \
+      io.cannery.driver.min="25.5.0" \
       io.cannery.component.torch-2-9="torch==2.9.0 torch_npu==2.9.0 torchvision==0.24.0" \
       io.cannery.component.mindspeed="6d7c17739f699bf1752539e759d81467123f67c6" \
       io.cannery.component.megatron-lm="b9e92761fc4389caf99edc7dea0f11d2a53fcf9b" \

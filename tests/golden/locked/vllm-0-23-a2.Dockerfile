@@ -165,6 +165,8 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.base.digest="sha256:d4b613eaeb9e8a868addf25a1ac78ad9c306ce3c7633ecd9fb5937130fd7f158" \
       io.cannery.toolkit="cann-9.1.0" \
       io.cannery.soc="ascend910b1" \
+      io.cannery.chips="910b" \
+      io.cannery.driver.min="26.0.rc1" \
       io.cannery.component.torch-2-10="torch==2.10.0 torch_npu==2.10.0.post4 torchvision==0.25.0" \
       io.cannery.component.vllm-0-23="v0.23.0@698c00fbac79d474a212b24e40327d5aebc29d9c" \
       io.cannery.component.vllm-ascend-0-23="v0.23.0@f282a373945e84dc8ad121fa9ced8fa3786a620e" \

@@ -178,6 +178,8 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.revision="4045d67063052dcb800c918c107b8d5a87046006" \
       io.cannery.toolkit="cann-9.1.0" \
       io.cannery.soc="ascend910b1" \
+      io.cannery.chips="910b" \
+      io.cannery.driver.min="26.0.rc1" \
       io.cannery.component.torch-2-10="torch==2.10.0 torch_npu==2.10.0.post4 torchvision==0.25.0" \
       io.cannery.component.vllm-0-23="v0.23.0@v0.23.0" \
       io.cannery.component.vllm-ascend-0-23="v0.23.0@v0.23.0" \

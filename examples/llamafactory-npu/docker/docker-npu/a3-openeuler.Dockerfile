@@ -114,6 +114,8 @@ LABEL org.opencontainers.image.source="https://github.com/hiyouga/LLaMA-Factory"
       org.opencontainers.image.base.name="quay.io/ascend/cann:9.1.0-a3-openeuler24.03-py3.12" \
       org.opencontainers.image.revision="${CANNERY_CHECKOUT}" \
       io.cannery.toolkit="cann-9.1.0" \
+      io.cannery.chips="a3" \
+      io.cannery.driver.min="26.0.rc1" \
       io.cannery.component.torch-npu="torch==2.10.0 torch-npu==2.10.0.post2 torchvision==0.25.0 torchaudio==2.10.0 decorator" \
       io.cannery.component.triton-ascend="triton-ascend==3.2.1" \
       io.cannery.component.deepspeed="deepspeed>=0.10.0,<=0.18.4" \

@@ -246,6 +246,8 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.revision="4045d67063052dcb800c918c107b8d5a87046006" \
       io.cannery.toolkit="cann-8.5.2" \
       io.cannery.soc="ascend910_9392" \
+      io.cannery.chips="a3" \
+      io.cannery.driver.min="25.5.0" \
       io.cannery.component.torch-2-9="torch==2.9.0 torch_npu==2.9.0 torchvision==0.24.0" \
       io.cannery.component.mindspeed="core_r0.16.0" \
       io.cannery.component.megatron-lm="core_r0.16.0" \

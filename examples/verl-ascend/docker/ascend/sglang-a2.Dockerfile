@@ -198,6 +198,8 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.revision="main" \
       io.cannery.toolkit="cann-8.5.0" \
       io.cannery.soc="ascend910b1" \
+      io.cannery.chips="910b" \
+      io.cannery.driver.min="25.5.0" \
       io.cannery.component.torch-2-8="torch==2.8.0 torchvision==0.23.0" \
       io.cannery.component.torch-npu-2-8="2.8.0.post2" \
       io.cannery.component.sglang="v0.5.10@v0.5.10" \

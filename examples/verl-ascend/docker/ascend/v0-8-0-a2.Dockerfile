@@ -216,6 +216,8 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.revision="v0.8.0" \
       io.cannery.toolkit="cann-9.0.0" \
       io.cannery.soc="ascend910b1" \
+      io.cannery.chips="910b" \
+      io.cannery.driver.min="26.0.rc1" \
       io.cannery.component.torch-2-9-post2="torch==2.9.0 torch_npu==2.9.0.post2 torchvision==0.24.0" \
       io.cannery.component.vllm-0-18="v0.18.0@v0.18.0" \
       io.cannery.component.vllm-ascend-0-18="releases/v0.18.0" \

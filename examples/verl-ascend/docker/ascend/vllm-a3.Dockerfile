@@ -203,6 +203,8 @@ LABEL org.opencontainers.image.source="https://github.com/verl-project/verl" \
       org.opencontainers.image.revision="main" \
       io.cannery.toolkit="cann-9.1.0" \
       io.cannery.soc="ascend910_9392" \
+      io.cannery.chips="a3" \
+      io.cannery.driver.min="26.0.rc1" \
       io.cannery.component.torch-2-10="torch==2.10.0 torch_npu==2.10.0.post4 torchvision==0.25.0" \
       io.cannery.component.vllm-0-23="v0.23.0@v0.23.0" \
       io.cannery.component.vllm-ascend-0-23="v0.23.0@v0.23.0" \
