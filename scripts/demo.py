@@ -1,5 +1,5 @@
 """The local demo: build the stand-in image for linux/amd64 and linux/arm64, publish it to
-every registry, verify it.
+every registry, verify it, and show its size layer by layer.
 
 ``demo.sh [REGISTRY/REPO [MIRROR/REPO[#docker]…]]``: the first is where it is built into, the
 others are mirrors (``#docker``: a registry that needs Docker media types, such as SWR).
@@ -155,7 +155,11 @@ def main() -> int:
              *(["--require-attestations"] if sbom else []), "--all-registries"], env=env,
             check=False,
         )
-        return verify.returncode
+        print(flush=True)
+        # How big, and why: each layer with the catalog step that made it, and the budget.
+        size = subprocess.run([*cannery, "size", f"{repo}:{tag}", "--catalog", str(catalog)],
+                              env=env, check=False)
+        return verify.returncode or size.returncode
     finally:
         for server in reversed(started):
             server.stop()

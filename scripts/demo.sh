@@ -4,7 +4,8 @@
 # a venv), then builds the stand-in image for linux/amd64 and linux/arm64, pushes it (to a
 # registry it starts on 127.0.0.1 when none is given), copies it by digest to each mirror
 # (with no arguments: two it starts, one of them behind an SWR stand-in that needs Docker media
-# types; `#docker` marks such a mirror), verifies every registry, and prints the digests.
+# types; `#docker` marks such a mirror), verifies every registry, prints the digests, and shows
+# the image's size layer by layer (`cannery size`).
 # Run it again: nothing changed, so nothing is built, copied or moved.
 set -euo pipefail
 cd "$(dirname "$0")/.."

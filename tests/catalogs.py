@@ -210,6 +210,10 @@ EVERY_FIELD = """
 version = "0.9.2"
 mirrors = ["mirror"]
 
+[budget]
+compressed = "30GB"
+layer = "10GB"
+
 [registries.mirror]
 repository = "mirror.example.com/test/images"
 user_secret = "MIRROR_USER"
@@ -283,6 +287,10 @@ installer = "pip"
 smoke_imports = ["torch"]
 packages = ["jq"]
 revision_from = "vllm"
+
+[images.one.budget]
+compressed = "20GB"
+layer = "5 GB"
 
 [images.one.host]
 chips = ["910b"]

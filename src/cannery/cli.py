@@ -17,8 +17,8 @@ from cannery import __version__
 from cannery.errors import FatalError
 
 # Commands in the order a user needs them; a command not listed here comes after these.
-WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "copy", "host-check", "lint",
-            "compare", "schema")
+WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "copy", "size", "host-check",
+            "lint", "compare", "schema")
 
 
 class _WorkflowOrder(TyperGroup):
@@ -594,6 +594,35 @@ def copy(
     from cannery.commands.copy import copy_cmd
 
     raise typer.Exit(copy_cmd(src, dst, docker_media_types, ca_cert, as_json, force))
+
+
+@app.command("size")
+def size(
+    ref: Annotated[str, typer.Argument(help="Image: REGISTRY/REPO:TAG or @DIGEST", metavar="REF")],
+    catalog: CatalogOpt = None,
+    lock: LockOpt = None,
+    image: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--image", help="The catalog image REF is (default: found by repository "
+                     "and tag; none found: layers are named from the image's history)",
+                     metavar="NAME"),
+    ] = None,
+    platform: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--platform", help="Only this platform (repeatable)", metavar="OS/ARCH"),
+    ] = None,
+    top: Annotated[int, typer.Option("--top", help="Biggest paths shown per layer",
+                                     metavar="N", min=0)] = 3,
+    ca_cert: CaCertOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """How big an image is and why: per platform, each layer with the catalog step that made
+    it, its compressed and uncompressed size, its biggest paths and the bytes a later layer
+    removes or overwrites; then the catalog's size budget. Reads every layer (nothing is
+    unpacked). Exit 1 when over budget."""
+    from cannery.commands.size import size_cmd
+
+    raise typer.Exit(size_cmd(ref, catalog, lock, image, platform, top, as_json, ca_cert))
 
 
 @app.command("host-check")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from cannery.catalog.hosts import HostNeeds, host_needs
 from cannery.catalog.inputs import (
@@ -24,6 +25,7 @@ from cannery.catalog.platforms import UNAME_ARCH, arches_of, platform_arch
 from cannery.lock import Lock, git_key, lock_epoch
 from cannery.pydeps import python_requests
 from cannery.util.patterns import COMMIT
+from cannery.util.sizes import parse_size
 
 # Defined with the catalog; importable from here too, where render and build look for them.
 __all__ = [
@@ -116,6 +118,18 @@ class ToolkitSpec:
     def in_image(self) -> bool:
         """The toolkit is in the image (installed, or shipped by the base): its ENV applies."""
         return self.provided == "image"
+
+
+GHCR_LAYER_LIMIT = 10 * 10**9  # GHCR refuses a layer over 10 GB
+
+
+@dataclass(frozen=True)
+class BudgetSpec:
+    """An image's size budget per platform, in bytes (None: no limit on that)."""
+
+    compressed: int | None = None
+    layer: int = GHCR_LAYER_LIMIT
+    wasted: float | None = None
 
 
 # The build argument carrying the checkout's commit (``+dirty…`` when the tree had changes).
@@ -241,6 +255,7 @@ class ImageSpec:
     python_mirrors: tuple[tuple[str, str], ...] = ()
     # What a node needs to run it (catalog/hosts.py); None: no CANN toolkit in the image
     host: HostNeeds | None = None
+    budget: BudgetSpec = BudgetSpec()
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -422,6 +437,7 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         os_version=base.os_version,
         chip=base.chip,
         host=host_needs(cat, image, base.chip),
+        budget=_budget(cat, image),
         family=family,
         soc=img.soc,
         platforms=tuple(img.platforms),
@@ -558,6 +574,22 @@ def _stages(cat: Catalog, image: str, lock: Lock) -> tuple[StageSpec, ...]:
             own_base=bname != img.base,
         ))
     return tuple(out)
+
+
+def _budget(cat: Catalog, image: str) -> BudgetSpec:
+    """The catalog's budget, each field the image sets replacing it."""
+    own = cat.images[image].budget
+
+    def pick(name: str) -> Any:
+        value = getattr(own, name) if own is not None else None
+        return value if value is not None else getattr(cat.budget, name)
+
+    compressed, layer = pick("compressed"), pick("layer")
+    return BudgetSpec(
+        compressed=parse_size(compressed) if compressed else None,
+        layer=parse_size(layer) if layer else GHCR_LAYER_LIMIT,
+        wasted=pick("wasted"),
+    )
 
 
 def _toolkit(cat: Catalog, image: str, lock: Lock) -> ToolkitSpec | None:

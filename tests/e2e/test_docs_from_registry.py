@@ -13,7 +13,7 @@ import httpx
 
 from cannery.catalog.load import load_catalog
 from cannery.lock import Lock, Resolvers, dump_lock, update_lock
-from cannery.render.overview import human_size
+from cannery.util.sizes import human_size
 from tests.catalogs import tiny
 from tests.services.registry import LocalRegistry, push_index
 

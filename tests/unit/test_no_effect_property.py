@@ -279,6 +279,12 @@ PROBES: dict[str, tuple[list[Edit], list[Edit]]] = {
     "Image.aliases": ([], [("images.one.aliases", ["latest"])]),
     "Image.steps": ([], [("images.one.steps", [STEP])]),
     # (the minimal catalog's CANN 8.5.2 on 910b has the table's driver and no firmware)
+    # (a budget is in the plan verify checks the pushed image against)
+    "Image.budget": ([], [("images.one.budget", {"layer": "2GB"})]),
+    "Catalog.budget": ([], [("budget", {"layer": "2GB"})]),
+    "Budget.compressed": ([], [("budget", {"compressed": "20GB"})]),
+    "Budget.layer": ([], [("images.one.budget", {"layer": "500MB"})]),
+    "Budget.wasted": ([], [("images.one.budget", {"wasted": 0.1})]),
     "Image.host": ([], [("images.one.host", {"firmware": "7.8.0.2.212"})]),
     "HostOverride.chips": ([], [("images.one.host", {"chips": ["910b", "a3"]})]),
     "HostOverride.driver": ([], [("images.one.host", {"driver": "26.0.rc1"})]),

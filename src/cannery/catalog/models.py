@@ -18,6 +18,7 @@ from pydantic.config import JsonDict, JsonValue
 
 from cannery.catalog.platforms import ARCHES, PLATFORM, platform_arch
 from cannery.util.hdkversion import PATTERN as HDK_VERSION_PATTERN
+from cannery.util.sizes import SIZE
 from cannery.util.text import did_you_mean
 
 NAME = r"^[a-z0-9][a-z0-9_.-]*$"
@@ -129,6 +130,7 @@ PATTERN_WORDS = {
                  "{uname_arch} allowed",
     SECRET_NAME: "be a name like REGISTRY_USER: letters, digits and _, not starting with a digit",
     HDK_VERSION: "be a driver or firmware version like 24.1.rc2, 25.0.RC1.b030 or 7.3.0.1.231",
+    SIZE: "be a size like 10GB, 500 MB or 1.5GiB",
 }
 
 
@@ -752,6 +754,24 @@ class PathEdit(Strict):
         return list(self.append or ()) if self.mode == "prepend" else []
 
 
+class Budget(Strict):
+    """What an image may weigh, per platform; `cannery verify` fails an image over it, naming
+    the layer and the step that made it. Each field set replaces the catalog's."""
+
+    compressed: str | None = Field(
+        None, pattern=SIZE, description="Most compressed bytes a pull downloads (config and layers)"
+    )
+    layer: str | None = Field(
+        None, pattern=SIZE,
+        description="Largest compressed layer (default 10GB: GHCR refuses larger ones)",
+    )
+    wasted: float | None = Field(
+        None, ge=0, le=1,
+        description="Largest share of the layers' file bytes that a later layer removes or "
+        "overwrites (0.1: 10 %); checking it reads every layer",
+    )
+
+
 class HostOverride(Strict):
     """What the image needs of a node, where the built-in table (ascend.toml ``[[hosts]]``) has
     no row for its CANN release or the image knows better: each field set replaces the table's."""
@@ -1076,6 +1096,9 @@ class Image(Strict):
     )
     steps: list[Step] = Field(
         [], description="Steps, in order, each at its place (`at`; default after the installs)"
+    )
+    budget: Budget | None = Field(
+        None, description="Size budget per platform, replacing the catalog's field by field"
     )
     host: HostOverride | None = Field(
         None, description="What it needs of a node (chips, oldest driver and firmware), "
@@ -1434,6 +1457,10 @@ class Catalog(Strict):
     compat: Compat = Compat()
     ci: Ci = Ci()
     build_mirrors: BuildMirrors = BuildMirrors()
+    budget: Budget = Field(
+        Budget(), description="Every image's size budget per platform (an image's replaces it "
+        "field by field)",
+    )
 
     @field_validator("registries", "bases", "envs", "toolkits", "components", "images")
     @classmethod

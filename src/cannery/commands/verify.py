@@ -26,6 +26,7 @@ from cannery.verify.mirrors import registry_parity_checks
 from cannery.verify.model import Check
 from cannery.verify.registry import PlatformImage, registry_checks
 from cannery.verify.runtime import runtime_checks
+from cannery.verify.size import BlobSource, budget_checks, layer_steps, platform_size
 
 
 def _spec_for(ref: Reference, specs: list[ImageSpec]) -> ImageSpec:
@@ -86,6 +87,20 @@ def _rebuild(
                 out.append(compare(client, repo, served[pjob.platform], layout, pjob.platform))
             finally:
                 shutil.rmtree(layout, ignore_errors=True)
+    return out
+
+
+def _budget(source: BlobSource, repo: Reference, spec: ImageSpec,
+            images: list[PlatformImage]) -> list[Check]:
+    """The size budget on each platform: sizes from the manifests; the layers are read only
+    when the budget limits the wasted share."""
+    steps = layer_steps(render_dockerfile(spec))
+    out: list[Check] = []
+    for img in images:
+        manifest, _ = source.get_manifest(repo.with_digest(img.descriptor.digest))
+        size = platform_size(source, repo, manifest, img.platform, img.config, steps,
+                             contents=spec.budget.wasted is not None)
+        out += budget_checks(spec.budget, size)
     return out
 
 
@@ -165,6 +180,7 @@ def verify_cmd(
                                          require_attestations)
             if keyless is not None and sigstore is not None:
                 checks += keyless_checks(client, by_digest, spec, images, keyless, sigstore)
+        checks += _budget(client, Reference(ref.host, ref.repository), spec, images)
         if rebuild:
             checks += _rebuild(client, by_digest, job, images, ca_cert, network, rebuild_platforms)
         if all_registries:  # the registry checks above and the runtime checks run once
@@ -235,6 +251,7 @@ def _verify_layout(
                                      inputs, index)
     if images:
         checks.append(index_entries_check(index[0]))
+    checks += _budget(layout, LAYOUT_REF, spec, images)
     if runtime:
         for img in images:
             # the tag names an index (containers/image picks --arch's platform), TAG-ARCH one

@@ -17,6 +17,7 @@ from cannery import __version__
 from cannery.plan import ComponentSpec, ImageSpec
 from cannery.render.docs import table_cell
 from cannery.util.pynames import requirement_name
+from cannery.util.sizes import human_size
 
 # Docker Hub refuses a short description over 100 characters and a full description over
 # 25,000 (its API answers 400); quay documents no limit for its description, so it gets the
@@ -97,13 +98,6 @@ def _toolkit(spec: ImageSpec) -> str:
         return f"{tk.version} (the host's)"
     locked = all(d.sha256 for d in tk.downloads)
     return tk.version if locked or not tk.install else f"{tk.version} (installer not locked)"
-
-
-def human_size(n: int) -> str:
-    """Bytes as a registry page shows them (decimal units)."""
-    if n >= 1e8:
-        return f"{n / 1e9:.2f} GB"
-    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
 
 
 def _rows(specs: Sequence[ImageSpec], pushed: Mapping[str, Pushed] | None) -> list[str]:

@@ -67,6 +67,35 @@ class Layout:
             raise InputError(f"{self.root}: {ref.digest} is not a manifest or an index")
         return body, Descriptor(media, ref.digest, len(body))
 
+    def fetch_blob(self, ref: Reference, digest: str, dest: Path, size: int | None = None) -> int:
+        """Copy a blob (a layer) to ``dest``, hashed as it is read: as the registry client's
+        fetch_blob, it lands only when its bytes match ``digest`` (and ``size``, when given)."""
+        import hashlib
+        import shutil
+
+        if not valid_digest(digest):
+            raise InputError(f"{self.root}: {digest!r} is not a digest")
+        algo, _, hexd = digest.partition(":")
+        path = self.root / "blobs" / algo / hexd
+        hasher = hashlib.new(algo)
+        part = dest.with_name(dest.name + ".part")
+        total = 0
+        try:
+            with path.open("rb") as src, part.open("wb") as out:
+                while chunk := src.read(1 << 20):
+                    hasher.update(chunk)
+                    out.write(chunk)
+                    total += len(chunk)
+        except OSError as exc:
+            part.unlink(missing_ok=True)
+            raise InputError(f"{self.root}: blob {digest} cannot be read ({exc.strerror})") \
+                from None
+        if f"{algo}:{hasher.hexdigest()}" != digest or (size is not None and total != size):
+            part.unlink(missing_ok=True)
+            raise InputError(f"{path}: its bytes do not hash to {digest}")
+        shutil.move(part, dest)
+        return total
+
     def image_config(self, ref: Reference) -> tuple[Descriptor, dict[str, object]]:
         body, desc = self.get_manifest(ref)
         try:

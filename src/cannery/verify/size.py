@@ -1,0 +1,294 @@
+"""How big is an image, and why: per platform, each layer with the catalog step that made it,
+its compressed and uncompressed size and its biggest paths, and the bytes wasted (written in
+one layer, then removed or overwritten in a later one); and the image's size budget as checks.
+
+Layers are read as the registry (or a layout) serves them, each checked against its digest
+while it is written to a temporary file, then read once as a tar stream; nothing is unpacked.
+"""
+
+from __future__ import annotations
+
+import gzip
+import heapq
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Protocol
+
+from cannery.errors import InputError
+from cannery.oci.manifest import Descriptor, parse_manifest
+from cannery.oci.reference import Reference
+from cannery.plan import BudgetSpec
+from cannery.util.sizes import human_size
+from cannery.verify.model import Check
+
+GZIP_TYPES = ("application/vnd.oci.image.layer.v1.tar+gzip",
+              "application/vnd.docker.image.rootfs.diff.tar.gzip",
+              "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip",
+              "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip")
+TAR_TYPES = ("application/vnd.oci.image.layer.v1.tar",
+             "application/vnd.oci.image.layer.nondistributable.v1.tar")
+BASE_STEP = "base image"
+WHITEOUT = ".wh."
+OPAQUE = ".wh..wh..opq"
+
+
+class BlobSource(Protocol):
+    """A registry client or a layout: manifests, and blobs written to a file after checking."""
+
+    def get_manifest(self, ref: Reference) -> tuple[bytes, Descriptor]: ...
+
+    def fetch_blob(
+        self, ref: Reference, digest: str, dest: Path, size: int | None = None
+    ) -> int: ...
+
+
+@dataclass
+class Layer:
+    index: int  # 1-based, as `cannery size` prints it
+    digest: str
+    compressed: int
+    step: str = ""
+    uncompressed: int | None = None  # None: not read (a layer format cannery cannot read)
+    biggest: list[tuple[str, int]] = field(default_factory=list)
+    wasted: int = 0  # bytes of this layer's files that a later layer removes or overwrites
+    file_bytes: int = 0  # bytes of the regular files in it
+
+
+@dataclass
+class PlatformSize:
+    platform: str
+    layers: list[Layer]
+    read: bool = False  # the layers' contents were read (uncompressed, paths, wasted)
+    # dive's "wasted bytes", for the cross-check: every copy of a path written more than once
+    # (the surviving copy too), where cannery counts only the copies hidden later
+    dive_wasted: int = 0
+
+    @property
+    def compressed(self) -> int:
+        return sum(layer.compressed for layer in self.layers)
+
+    @property
+    def wasted(self) -> int:
+        return sum(layer.wasted for layer in self.layers)
+
+    @property
+    def file_bytes(self) -> int:
+        return sum(layer.file_bytes for layer in self.layers)
+
+    @property
+    def wasted_share(self) -> float:
+        return self.wasted / self.file_bytes if self.file_bytes else 0.0
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "platform": self.platform,
+            "compressed": self.compressed,
+            **({"wasted": self.wasted, "file_bytes": self.file_bytes,
+                "wasted_as_dive_counts": self.dive_wasted} if self.read else {}),
+            "layers": [
+                {"index": la.index, "digest": la.digest, "step": la.step,
+                 "compressed": la.compressed, "uncompressed": la.uncompressed,
+                 "wasted": la.wasted if self.read else None,
+                 "biggest": [{"path": p, "size": n} for p, n in la.biggest]}
+                for la in self.layers
+            ],
+        }
+
+
+def layer_steps(dockerfile: str) -> list[str]:
+    """What each layer-making instruction (RUN, COPY, ADD) of a rendered Dockerfile's final
+    stage is, in order: the first line of the comment above it (a catalog `run` step: its
+    command), else the instruction itself."""
+    lines: list[str] = []
+    for raw in dockerfile.splitlines():  # one logical line per instruction
+        if lines and lines[-1].endswith("\\") and not lines[-1].startswith("#"):
+            lines[-1] = lines[-1][:-1] + " " + raw.strip()
+        else:
+            lines.append(raw)
+    steps: list[str] = []
+    comment: str | None = None
+    for line in lines:
+        text = line.strip()
+        if text.startswith("#"):
+            if comment is None:
+                comment = text.lstrip("# ").rstrip(".")
+            continue
+        if not text:
+            continue
+        word, _, rest = text.partition(" ")
+        if word.upper() == "FROM":
+            steps = []  # only the last stage's layers are the image's own
+        elif word.upper() in ("RUN", "COPY", "ADD"):
+            if comment is None or comment.startswith("A catalog `run` step"):
+                steps.append(_short(f"{word.lower()}: {rest}" if comment else text))
+            else:
+                steps.append(_short(comment))
+        comment = None
+    return steps
+
+
+def _short(text: str, width: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def history_steps(config: dict[str, object]) -> list[str]:
+    """Per layer, the config history's ``created_by`` (the instruction that made it)."""
+    history = config.get("history") or []
+    assert isinstance(history, list)
+    return [_short(str(h.get("created_by", "")).replace("/bin/sh -c #(nop) ", ""))
+            for h in history if isinstance(h, dict) and not h.get("empty_layer")]
+
+
+def name_layers(layers: list[Layer], config: dict[str, object], steps: list[str] | None) -> None:
+    """Give each layer the step that made it: the image's own layers are its last ones, one
+    per layer-making instruction of the rendered Dockerfile (``steps``); the ones before come
+    from the base. Without the catalog's Dockerfile (or when the counts disagree), the
+    config history's instruction text is used."""
+    made = history_steps(config)
+    if steps is not None and len(steps) <= len(layers):
+        own = len(layers) - len(steps)
+        for n, layer in enumerate(layers):
+            layer.step = BASE_STEP if n < own else steps[n - own]
+        return
+    for n, layer in enumerate(layers):
+        layer.step = made[n] if len(made) == len(layers) and made[n] else "?"
+
+
+class _Counting:
+    """A read-only stream that counts what is read through it."""
+
+    def __init__(self, inner: IO[bytes]) -> None:
+        self.inner, self.count = inner, 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.inner.read(n)
+        self.count += len(data)
+        return data
+
+
+def _members(path: Path, media_type: str) -> Iterator[tuple[tarfile.TarInfo | None, _Counting]]:
+    opener = gzip.open if media_type in GZIP_TYPES else open
+    with opener(path, "rb") as raw:
+        counted = _Counting(raw)  # type: ignore[arg-type]
+        with tarfile.open(fileobj=counted, mode="r|") as tar:  # type: ignore[call-overload]
+            for member in tar:
+                yield member, counted
+        while counted.read(1 << 20):  # the end-of-archive blocks and padding
+            pass
+        yield None, counted
+
+
+def read_contents(source: BlobSource, repo: Reference, layers: list[Layer],
+                  descriptors: list[Descriptor], top: int = 3) -> tuple[bool, int]:
+    """Read every layer: its uncompressed size, its ``top`` biggest paths, and the wasted bytes
+    (charged to the layer that wrote them). Returns whether every layer could be read, and
+    dive's figure for the same layers."""
+    present: dict[str, tuple[int, int]] = {}  # path → (layer index, size) as stacked so far
+    seen: dict[str, list[int]] = {}  # path → the size of each of its entries, every layer
+    everything = True
+    with tempfile.TemporaryDirectory(prefix="cannery-size-") as tmp:
+        for n, (layer, desc) in enumerate(zip(layers, descriptors, strict=True)):
+            if desc.media_type not in GZIP_TYPES + TAR_TYPES:
+                everything = False  # zstd: Python reads no zstd before 3.14
+                continue
+            blob = Path(tmp) / "layer"
+            source.fetch_blob(repo, desc.digest, blob, desc.size)
+            sizes: list[tuple[int, str]] = []
+            try:
+                for member, counted in _members(blob, desc.media_type):
+                    if member is None:
+                        layer.uncompressed = counted.count
+                        break
+                    path = member.name.removeprefix("./").strip("/")
+                    parent, _, name = path.rpartition("/")
+                    if name == OPAQUE:
+                        _remove(present, seen, layers, parent, n, inside_only=True)
+                    elif name.startswith(WHITEOUT):
+                        gone = f"{parent}/{name[len(WHITEOUT):]}".lstrip("/")
+                        _remove(present, seen, layers, gone, n, inside_only=False)
+                    elif member.isdir():
+                        continue
+                    else:
+                        size = member.size if member.isreg() else 0
+                        earlier = present.get(path)
+                        if earlier is not None and earlier[0] < n:
+                            layers[earlier[0]].wasted += earlier[1]
+                        present[path] = (n, size)
+                        seen.setdefault(path, []).append(size)
+                        if member.isreg():
+                            layer.file_bytes += size
+                            sizes.append((size, "/" + path))
+            except (OSError, EOFError, tarfile.TarError) as exc:
+                raise InputError(f"{repo}@{desc.digest}: layer {layer.index} is not a "
+                                 f"readable tar: {exc}") from None
+            finally:
+                blob.unlink(missing_ok=True)
+            layer.biggest = [(p, s) for s, p in heapq.nlargest(top, sizes)]
+    dive = sum(sum(sizes) for sizes in seen.values() if len(sizes) > 1)
+    return everything, dive
+
+
+def _remove(present: dict[str, tuple[int, int]], seen: dict[str, list[int]],
+            layers: list[Layer], path: str, n: int, inside_only: bool) -> None:
+    """A whiteout in layer ``n``: what earlier layers wrote at ``path`` (and under it; only
+    under it for an opaque directory) is hidden, and wasted by the layer that wrote it."""
+    prefix = f"{path}/" if path else ""
+    hidden = [p for p in present
+              if (p.startswith(prefix) or (p == path and not inside_only))
+              and present[p][0] < n]
+    removed = 0
+    for p in hidden:
+        idx, size = present.pop(p)
+        layers[idx].wasted += size
+        removed += size
+    if not inside_only:
+        # dive sees the whiteout as one more entry of the path, sized as what it removed
+        seen.setdefault(path, []).append(removed if path not in seen else 0)
+
+
+def platform_size(source: BlobSource, repo: Reference, manifest: bytes, platform: str,
+                  config: dict[str, object], steps: list[str] | None,
+                  contents: bool, top: int = 3) -> PlatformSize:
+    """One platform's layers, named, and (``contents``) read."""
+    _, descriptors = parse_manifest(manifest, f"{repo} {platform}")
+    layers = [Layer(n + 1, d.digest, d.size) for n, d in enumerate(descriptors)]
+    name_layers(layers, config, steps)
+    size = PlatformSize(platform, layers)
+    if contents:
+        size.read, size.dive_wasted = read_contents(source, repo, layers, descriptors, top)
+    return size
+
+
+def budget_checks(budget: BudgetSpec, size: PlatformSize) -> list[Check]:
+    """The budget's checks on one platform, each failure naming the layer and its step."""
+    p = size.platform
+    out = []
+    if budget.compressed is not None:
+        ok = size.compressed <= budget.compressed
+        biggest = max(size.layers, key=lambda la: la.compressed, default=None)
+        detail = "" if ok or biggest is None else (
+            f"{human_size(size.compressed)} over the budget of {human_size(budget.compressed)}; "
+            f"its largest layer is {biggest.index} ({biggest.step}, "
+            f"{human_size(biggest.compressed)})")
+        out.append(Check("size budget: compressed", ok, detail, p))
+    over = [la for la in size.layers if la.compressed > budget.layer]
+    out.append(Check(
+        "size budget: largest layer", not over,
+        "; ".join(f"layer {la.index} ({la.step}) is {human_size(la.compressed)}, over "
+                  f"{human_size(budget.layer)}" for la in over), p))
+    if budget.wasted is not None:
+        if not size.read:
+            out.append(Check("size budget: wasted", False, "a layer cannot be read (zstd)", p))
+        else:
+            ok = size.wasted_share <= budget.wasted
+            worst = max(size.layers, key=lambda la: la.wasted)
+            detail = "" if ok else (
+                f"{size.wasted_share:.1%} of the file bytes are removed or overwritten later, "
+                f"over {budget.wasted:.1%}; most by layer {worst.index} ({worst.step}, "
+                f"{human_size(worst.wasted)})")
+            out.append(Check("size budget: wasted", ok, detail, p))
+    return out
