@@ -288,6 +288,12 @@ smoke_imports = ["torch"]
 packages = ["jq"]
 revision_from = "vllm"
 
+[[images.one.downloads]]
+name = "tool"
+url = "https://files.example.com/tool-{uname_arch}"
+path = "/usr/local/bin/tool"
+at = "before-toolkit"
+
 [images.one.budget]
 compressed = "20GB"
 layer = "5 GB"

@@ -24,6 +24,7 @@ import tomli_w
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cannery.catalog.inputs import (
+    file_downloads,
     python_source_url,
     stage_bases,
     toolkit_downloads,
@@ -217,6 +218,8 @@ def required_inputs(cat: Catalog, images: list[str] | None = None) -> list[Input
         out[("base", base.image)] = Input("base", base.image, img.base)
         for _pkg, _arch, url in toolkit_downloads(cat, iname):
             out[("url", url)] = Input("url", url, img.toolkit or iname, url=url)
+        for _name, _arch, url in file_downloads(cat, iname):
+            out[("url", url)] = Input("url", url, iname, url=url)
         # A builder stage's base, and the Python source tarball (checked like an installer).
         for bname in stage_bases(cat, iname):
             out[("base", cat.bases[bname].image)] = Input("base", cat.bases[bname].image, bname)

@@ -13,6 +13,7 @@ from typing import Any
 from cannery.catalog.hosts import HostNeeds, host_needs
 from cannery.catalog.inputs import (
     NO_DATE,
+    file_downloads,
     fill_url,
     python_source_url,
     render_tag,
@@ -50,6 +51,19 @@ class Download:
     arch: str  # TARGETARCH: amd64, arm64
     url: str
     sha256: str | None  # None: not locked yet
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """A file the build fetches (``downloads``: per TARGETARCH, its URL and locked sha256) and
+    places at ``path``."""
+
+    name: str
+    path: str
+    unpack: bool
+    executable: bool
+    at: str
+    downloads: tuple[Download, ...]
 
 
 @dataclass(frozen=True)
@@ -256,6 +270,7 @@ class ImageSpec:
     # What a node needs to run it (catalog/hosts.py); None: no CANN toolkit in the image
     host: HostNeeds | None = None
     budget: BudgetSpec = BudgetSpec()
+    files: tuple[FileSpec, ...] = ()  # the image's downloads, in catalog order
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -307,10 +322,11 @@ class ImageSpec:
 
     @property
     def downloads(self) -> tuple[Download, ...]:
-        """What the image's build fetches and checks: the toolkit's installers and the Python
-        source tarball."""
+        """What the image's build fetches and checks: the toolkit's installers, the Python
+        source tarball and the image's own downloads."""
         py = self.python_install.downloads if self.python_install else ()
-        return (*(self.toolkit.downloads if self.toolkit else ()), *py)
+        files = tuple(d for f in self.files for d in f.downloads)
+        return (*(self.toolkit.downloads if self.toolkit else ()), *py, *files)
 
     def fact_labels(self) -> tuple[tuple[str, str | None], ...]:
         """The labels that state the toolkit, the SoC and what a node needs (chips, oldest
@@ -339,6 +355,10 @@ class ImageSpec:
         for d in self.python_install.downloads if self.python_install else ():
             if not d.sha256:
                 out.append(f"Python source for {d.arch} (no sha256)")
+        for f in self.files:
+            for d in f.downloads:
+                if not d.sha256:
+                    out.append(f"download {f.name} for {d.arch} (no sha256)")
         for st in self.stages:
             if st.own_base and not st.base_digest:
                 out.append(f"base image {st.base_image} of stage {st.name} (no digest)")
@@ -438,6 +458,11 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         chip=base.chip,
         host=host_needs(cat, image, base.chip),
         budget=_budget(cat, image),
+        files=tuple(
+            FileSpec(d.name, d.path, d.unpack, d.executable, d.at, tuple(
+                Download(n, a, u, lock.urls[u].sha256 if u in lock.urls else None)
+                for n, a, u in file_downloads(cat, image) if n == d.name))
+            for d in cat.images[image].downloads),
         family=family,
         soc=img.soc,
         platforms=tuple(img.platforms),

@@ -9,6 +9,7 @@ one world: the first build is what the later ones compare against.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -302,7 +303,8 @@ def test_tampered_installer_fails_at_sha256sum_before_it_runs_and_no_tag_moves(
     installer = world.installer("arm64")
     good = installer.read_bytes()
     # Still a working installer (it would run and install), but not the locked bytes.
-    installer.write_bytes(good.replace(b"set -eu\n", b"set -eu\necho TAMPERED-RAN\n", 1))
+    bad = good.replace(b"set -eu\n", b"set -eu\necho TAMPERED-RAN\n", 1)
+    installer.write_bytes(bad)
     try:
         rc, summary, err = build(world, catalog, "--force", "--frozen")
     finally:
@@ -314,9 +316,12 @@ def test_tampered_installer_fails_at_sha256sum_before_it_runs_and_no_tag_moves(
     amd64, arm64 = image["platforms"]
     assert amd64["digest"] and not amd64["error"]  # pushed by digest, yet no tag names it
     log = Path(arm64["log"]).read_text()
-    assert "FAILED" in log and "sha256sum" in log  # sha256sum -c reports the mismatch
+    # the check names the URL and both digests
+    url = f"{world.files.url}/Ascend-cann-toolkit_8.5.2_linux-aarch64.run"
+    got, locked = hashlib.sha256(bad).hexdigest(), hashlib.sha256(good).hexdigest()
+    assert f"cannery: {url}: sha256 {got}, but cannery.lock has {locked}" in log
     assert "TAMPERED-RAN" not in log
-    assert "FAILED" in err  # the failing platform's last lines are shown
+    assert f"cannery: {url}: sha256 {got}" in err  # the failing platform's last lines
     assert registry_get(world, "tampered", TAG).status_code == 404
 
 

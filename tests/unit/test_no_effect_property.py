@@ -78,6 +78,8 @@ FAMILY = ("families.X9", {"chip": "910b", "socs": ["ascendx9"]})
 ROW = {"vllm_ascend": "v0.18.0", "vllm": "v0.18.0", "python": ">=3.10,<3.12", "cann": "8.5.2",
        "torch": "2.9.0", "torch_npu": "2.9.0"}
 ROWS = ("compat.rows", [ROW])
+DL = {"name": "tool", "url": "https://files.example.com/x", "path": "/opt/x"}
+DLS = ("images.one.downloads", [DL])
 
 # Model.field → (edits both sides start from, the edit of the field itself). The minimal catalog
 # (tests/catalogs.py) already sets many fields; a probe then changes its value.
@@ -279,6 +281,13 @@ PROBES: dict[str, tuple[list[Edit], list[Edit]]] = {
     "Image.aliases": ([], [("images.one.aliases", ["latest"])]),
     "Image.steps": ([], [("images.one.steps", [STEP])]),
     # (the minimal catalog's CANN 8.5.2 on 910b has the table's driver and no firmware)
+    "Image.downloads": ([], [("images.one.downloads", [DL])]),
+    "FileDownload.name": ([DLS], [("images.one.downloads.0.name", "other")]),
+    "FileDownload.url": ([DLS], [("images.one.downloads.0.url", "https://files.example.com/y")]),
+    "FileDownload.path": ([DLS], [("images.one.downloads.0.path", "/opt/y")]),
+    "FileDownload.unpack": ([DLS], [("images.one.downloads.0.unpack", True)]),
+    "FileDownload.executable": ([DLS], [("images.one.downloads.0.executable", True)]),
+    "FileDownload.at": ([DLS], [("images.one.downloads.0.at", "before-toolkit")]),
     # (a budget is in the plan verify checks the pushed image against)
     "Image.budget": ([], [("images.one.budget", {"layer": "2GB"})]),
     "Catalog.budget": ([], [("budget", {"layer": "2GB"})]),

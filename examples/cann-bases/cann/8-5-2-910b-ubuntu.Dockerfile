@@ -41,7 +41,7 @@ RUN set -eu; \
     esac; \
     if [ "${python_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED python download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/python.run "${python_url}"; \
-    echo "${python_sha256}  /tmp/python.run" | sha256sum -c -; \
+    if ! echo "${python_sha256}  /tmp/python.run" | sha256sum -c - >/dev/null; then got="$(sha256sum /tmp/python.run)"; echo "cannery: ${python_url}: sha256 ${got%% *}, but cannery.lock has ${python_sha256}" >&2; exit 1; fi; \
     mkdir -p /tmp/python-src; \
     tar -xf /tmp/python.run -C /tmp/python-src --strip-components=1; \
     cd /tmp/python-src; \
@@ -136,17 +136,17 @@ RUN set -eu; \
     esac; \
     if [ "${toolkit_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED toolkit download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/toolkit.run "${toolkit_url}"; \
-    echo "${toolkit_sha256}  /tmp/toolkit.run" | sha256sum -c -; \
+    if ! echo "${toolkit_sha256}  /tmp/toolkit.run" | sha256sum -c - >/dev/null; then got="$(sha256sum /tmp/toolkit.run)"; echo "cannery: ${toolkit_url}: sha256 ${got%% *}, but cannery.lock has ${toolkit_sha256}" >&2; exit 1; fi; \
     bash /tmp/toolkit.run --quiet --install --install-for-all; \
     rm -f /tmp/toolkit.run; \
     if [ "${ops_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED ops download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/ops.run "${ops_url}"; \
-    echo "${ops_sha256}  /tmp/ops.run" | sha256sum -c -; \
+    if ! echo "${ops_sha256}  /tmp/ops.run" | sha256sum -c - >/dev/null; then got="$(sha256sum /tmp/ops.run)"; echo "cannery: ${ops_url}: sha256 ${got%% *}, but cannery.lock has ${ops_sha256}" >&2; exit 1; fi; \
     bash /tmp/ops.run --quiet --install --install-for-all; \
     rm -f /tmp/ops.run; \
     if [ "${nnal_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED nnal download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/nnal.run "${nnal_url}"; \
-    echo "${nnal_sha256}  /tmp/nnal.run" | sha256sum -c -; \
+    if ! echo "${nnal_sha256}  /tmp/nnal.run" | sha256sum -c - >/dev/null; then got="$(sha256sum /tmp/nnal.run)"; echo "cannery: ${nnal_url}: sha256 ${got%% *}, but cannery.lock has ${nnal_sha256}" >&2; exit 1; fi; \
     bash /tmp/nnal.run --quiet --install --install-for-all; \
     rm -f /tmp/nnal.run; \
     ( set +eu -f; \

@@ -137,7 +137,7 @@ RUN set -eu; \
     esac; \
     if [ "${triton_ascend_daily_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED triton-ascend-daily download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/triton_ascend_daily.run "${triton_ascend_daily_url}"; \
-    echo "${triton_ascend_daily_sha256}  /tmp/triton_ascend_daily.run" | sha256sum -c -; \
+    if ! echo "${triton_ascend_daily_sha256}  /tmp/triton_ascend_daily.run" | sha256sum -c - >/dev/null; then got="$(sha256sum /tmp/triton_ascend_daily.run)"; echo "cannery: ${triton_ascend_daily_url}: sha256 ${got%% *}, but cannery.lock has ${triton_ascend_daily_sha256}" >&2; exit 1; fi; \
     wheel="/tmp/$(basename "${triton_ascend_daily_url}")"; mv /tmp/triton_ascend_daily.run "${wheel}"; \
     python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple --force-reinstall "${wheel}"; rm -f "${wheel}"
 
@@ -155,7 +155,7 @@ RUN set -eu; \
     esac; \
     if [ "${torch_npu_daily_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED torch-npu-daily download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/torch_npu_daily.run "${torch_npu_daily_url}"; \
-    echo "${torch_npu_daily_sha256}  /tmp/torch_npu_daily.run" | sha256sum -c -; \
+    if ! echo "${torch_npu_daily_sha256}  /tmp/torch_npu_daily.run" | sha256sum -c - >/dev/null; then got="$(sha256sum /tmp/torch_npu_daily.run)"; echo "cannery: ${torch_npu_daily_url}: sha256 ${got%% *}, but cannery.lock has ${torch_npu_daily_sha256}" >&2; exit 1; fi; \
     mkdir -p /tmp/torch_npu_daily; tar -xzf /tmp/torch_npu_daily.run -C /tmp/torch_npu_daily; \
     find /tmp/torch_npu_daily \( -name "*_${CANN_ARCH}.whl" -o -name "*-any.whl" \) \( -name "torch_npu-2.10.0*_${CANN_ARCH}.whl" \) -print0 | xargs -0 python3 -m pip install --no-cache-dir --index-url https://mirrors.tuna.tsinghua.edu.cn/pypi/web/simple "$@" --force-reinstall; \
     rm -rf /tmp/torch_npu_daily /tmp/torch_npu_daily.run

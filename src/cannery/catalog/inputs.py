@@ -87,6 +87,13 @@ def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
     return out
 
 
+def file_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
+    """(download name, TARGETARCH, URL) for each file the image's build fetches."""
+    img = cat.images[image]
+    return [(d.name, arch, fill_url(d.url, arch=arch))
+            for d in img.downloads for arch in arches_of(img.platforms)]
+
+
 def python_source_url(cat: Catalog, image: str) -> str | None:
     """The URL of the Python source tarball ``image`` builds, or None (no source install)."""
     py = cat.images[image].python

@@ -866,6 +866,44 @@ class Step(Strict):
         return next(k for k in STEP_KINDS if getattr(self, k) is not None)
 
 
+class FileDownload(Strict):
+    """A file the build fetches: `cannery lock` records its sha256 (and size) per platform, the
+    build checks the bytes against it before anything uses them, then places them at `path`
+    (as a file, marked executable or not, or unpacked into that directory)."""
+
+    name: str = Field(pattern=NAME, description="A name for messages and the build's variables")
+    url: str = Field(
+        description="https URL; {arch} (amd64) and {uname_arch} (x86_64) are filled in per "
+        "platform", json_schema_extra=_schema(URL_TEMPLATE),
+    )
+    path: str = Field(
+        pattern=ABS_PATH, description="Where it lands: the file (made with its directories), or "
+        "with unpack the directory the archive is unpacked into",
+    )
+    unpack: bool = Field(False, description="A tar archive (any compression tar reads): unpack it")
+    executable: bool = Field(False, description="Mark the file executable (0755; else 0644)")
+    at: Literal["before-toolkit", "before-components", "after-components"] = Field(
+        "after-components",
+        description="When it is fetched: at the same places as a step, before the steps placed "
+        "there",
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if "{version}" in v:
+            raise ValueError("unknown template field {version} (known: arch, uname_arch)")
+        return _url_template(v)
+
+    @model_validator(mode="after")
+    def _unpacked(self) -> FileDownload:
+        if self.unpack and self.executable:
+            raise ValueError("executable has no effect with unpack (the archive keeps its modes)")
+        if self.path == "/" or (self.path.endswith("/") and not self.unpack):
+            raise ValueError(f"path {self.path!r}: give the file's path")
+        return self
+
+
 PLATFORMS: list[JsonValue] = [*(f"linux/{a}" for a in ARCHES), "linux/arm64/v8"]
 # A distribution package name (Debian and RPM naming both fit; nothing the shell expands).
 OS_PACKAGE = r"^[A-Za-z0-9][A-Za-z0-9+._-]*$"
@@ -1096,6 +1134,10 @@ class Image(Strict):
     )
     steps: list[Step] = Field(
         [], description="Steps, in order, each at its place (`at`; default after the installs)"
+    )
+    downloads: list[FileDownload] = Field(
+        [], description="Files the build fetches, checked against the lock's sha256 and placed "
+        "at a path (each at its place, like a step)",
     )
     budget: Budget | None = Field(
         None, description="Size budget per platform, replacing the catalog's field by field"

@@ -159,7 +159,11 @@ def _downloads_run(
                 f" {_refuse(f'{name} download has no sha256 for this platform')} fi;"
             )
         lines.append(f'curl -fsSL --proto =https --tlsv1.2 -o /tmp/{v}.run "${{{v}_url}}";')
-        lines.append(f'echo "${{{v}_sha256}}  /tmp/{v}.run" | sha256sum -c -;')
+        # on a mismatch, the URL and both digests (sha256sum -c alone says only FAILED)
+        lines.append(f'if ! echo "${{{v}_sha256}}  /tmp/{v}.run" | sha256sum -c - >/dev/null;'
+                     f' then got="$(sha256sum /tmp/{v}.run)"; echo "cannery: ${{{v}_url}}:'
+                     f' sha256 ${{got%% *}}, but cannery.lock has ${{{v}_sha256}}" >&2;'
+                     " exit 1; fi;")
         if install is not None:
             lines.append(f"bash /tmp/{v}.run {' '.join(_q(a) for a in install)};")
             lines.append(f"rm -f /tmp/{v}.run;")
@@ -909,9 +913,31 @@ def run_step_text(text: str) -> Run:
 
 
 def _steps(spec: ImageSpec, at: str) -> list[Instruction]:
-    """The image's steps placed ``at`` one place, in catalog order: typed ones print their
-    own command."""
-    return _step_list(tuple(s for s in spec.steps if s.at == at))
+    """The image's downloads, then its steps, placed ``at`` one place, in catalog order:
+    typed steps print their own command."""
+    return _files(spec, at) + _step_list(tuple(s for s in spec.steps if s.at == at))
+
+
+def _files(spec: ImageSpec, at: str) -> list[Instruction]:
+    """Each download placed ``at`` one place: fetched, checked, then put at its path."""
+    out: list[Instruction] = []
+    for f in (f for f in spec.files if f.at == at):
+        v = _var(f.name)
+        if f.unpack:
+            place = [f"mkdir -p {_q(f.path)};", f"tar -xf /tmp/{v}.run -C {_q(f.path)};"]
+            how = f"unpacked into {f.path}"
+        else:
+            mode = "0755" if f.executable else "0644"
+            place = [f"install -D -m {mode} /tmp/{v}.run {_q(f.path)};"]
+            how = f"placed at {f.path}" + (" (executable)" if f.executable else "")
+        out += [
+            Comment(f"Download {f.name}: fetched over verified TLS, checked against its sha256 "
+                    f"from cannery.lock,\n{how}."),
+            Run(_finish([*_downloads_run(spec, f.downloads, f"download {f.name}"), *place,
+                         f"rm -f /tmp/{v}.run;"])),
+            Blank(),
+        ]
+    return out
 
 
 def _step_list(steps: tuple[StepSpec, ...]) -> list[Instruction]:

@@ -92,7 +92,7 @@ RUN set -eu; \
     esac; \
     if [ "${torch_npu_2_8_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED torch-npu-2-8 download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/torch_npu_2_8.run "${torch_npu_2_8_url}"; \
-    echo "${torch_npu_2_8_sha256}  /tmp/torch_npu_2_8.run" | sha256sum -c -; \
+    if ! echo "${torch_npu_2_8_sha256}  /tmp/torch_npu_2_8.run" | sha256sum -c - >/dev/null; then got="$(sha256sum /tmp/torch_npu_2_8.run)"; echo "cannery: ${torch_npu_2_8_url}: sha256 ${got%% *}, but cannery.lock has ${torch_npu_2_8_sha256}" >&2; exit 1; fi; \
     wheel="/tmp/$(basename "${torch_npu_2_8_url}")"; mv /tmp/torch_npu_2_8.run "${wheel}"; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt "${wheel}"; rm -f "${wheel}"
 
@@ -122,7 +122,7 @@ RUN set -eu; \
     esac; \
     if [ "${sgl_kernel_npu_910b_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED sgl-kernel-npu-910b download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/sgl_kernel_npu_910b.run "${sgl_kernel_npu_910b_url}"; \
-    echo "${sgl_kernel_npu_910b_sha256}  /tmp/sgl_kernel_npu_910b.run" | sha256sum -c -; \
+    if ! echo "${sgl_kernel_npu_910b_sha256}  /tmp/sgl_kernel_npu_910b.run" | sha256sum -c - >/dev/null; then got="$(sha256sum /tmp/sgl_kernel_npu_910b.run)"; echo "cannery: ${sgl_kernel_npu_910b_url}: sha256 ${got%% *}, but cannery.lock has ${sgl_kernel_npu_910b_sha256}" >&2; exit 1; fi; \
     python3 -m zipfile -e /tmp/sgl_kernel_npu_910b.run /tmp/sgl_kernel_npu_910b/; \
     find /tmp/sgl_kernel_npu_910b \( -name "*_${CANN_ARCH}.whl" -o -name "*-any.whl" \) -print0 | xargs -0 python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt; \
     rm -rf /tmp/sgl_kernel_npu_910b /tmp/sgl_kernel_npu_910b.run

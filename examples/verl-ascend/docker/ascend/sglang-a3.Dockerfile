@@ -92,7 +92,7 @@ RUN set -eu; \
     esac; \
     if [ "${torch_npu_2_8_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED torch-npu-2-8 download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/torch_npu_2_8.run "${torch_npu_2_8_url}"; \
-    echo "${torch_npu_2_8_sha256}  /tmp/torch_npu_2_8.run" | sha256sum -c -; \
+    if ! echo "${torch_npu_2_8_sha256}  /tmp/torch_npu_2_8.run" | sha256sum -c - >/dev/null; then got="$(sha256sum /tmp/torch_npu_2_8.run)"; echo "cannery: ${torch_npu_2_8_url}: sha256 ${got%% *}, but cannery.lock has ${torch_npu_2_8_sha256}" >&2; exit 1; fi; \
     wheel="/tmp/$(basename "${torch_npu_2_8_url}")"; mv /tmp/torch_npu_2_8.run "${wheel}"; \
     python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt "${wheel}"; rm -f "${wheel}"
 
@@ -122,7 +122,7 @@ RUN set -eu; \
     esac; \
     if [ "${sgl_kernel_npu_a3_sha256}" = UNLOCKED ]; then echo 'cannery: UNLOCKED sgl-kernel-npu-a3 download has no sha256 for this platform; run cannery lock' >&2; exit 1; fi; \
     curl -fsSL --proto =https --tlsv1.2 -o /tmp/sgl_kernel_npu_a3.run "${sgl_kernel_npu_a3_url}"; \
-    echo "${sgl_kernel_npu_a3_sha256}  /tmp/sgl_kernel_npu_a3.run" | sha256sum -c -; \
+    if ! echo "${sgl_kernel_npu_a3_sha256}  /tmp/sgl_kernel_npu_a3.run" | sha256sum -c - >/dev/null; then got="$(sha256sum /tmp/sgl_kernel_npu_a3.run)"; echo "cannery: ${sgl_kernel_npu_a3_url}: sha256 ${got%% *}, but cannery.lock has ${sgl_kernel_npu_a3_sha256}" >&2; exit 1; fi; \
     python3 -m zipfile -e /tmp/sgl_kernel_npu_a3.run /tmp/sgl_kernel_npu_a3/; \
     find /tmp/sgl_kernel_npu_a3 \( -name "*_${CANN_ARCH}.whl" -o -name "*-any.whl" \) -print0 | xargs -0 python3 -m pip install --no-cache-dir -c /opt/cannery/constraints.txt; \
     rm -rf /tmp/sgl_kernel_npu_a3 /tmp/sgl_kernel_npu_a3.run
