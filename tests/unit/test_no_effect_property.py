@@ -322,6 +322,8 @@ PROBES: dict[str, tuple[list[Edit], list[Edit]]] = {
     "Ci.branch_pushes": ([], [("ci.branch_pushes", False)]),
     "Ci.schedule": ([], [("ci.schedule", "0 3 * * *")]),
     "Ci.pull_requests": ([], [("ci.pull_requests", False)]),
+    "Ci.pr_label": ([], [("ci.pr_label", "build images")]),
+    "Ci.build_branches": ([], [("ci.build_branches", ["dev/**"])]),
     "Ci.release_tags": ([], [("ci.release_tags", ["v*"])]),
     "Ci.releases": ([], [("ci.releases", True)]),
     "Ci.max_parallel": ([], [("ci.max_parallel", 1)]),

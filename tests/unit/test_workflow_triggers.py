@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from cannery.catalog.load import load_catalog
+from cannery.errors import CatalogError
 from cannery.lock import Lock
 from cannery.plan import plan
 from cannery.pydeps import ci_requirements
@@ -350,7 +351,8 @@ def test_every_trigger_and_setting_at_once_is_lint_clean(tmp_path: Path, cli) ->
 
     text = _render(_catalog(
         tmp_path, 'release_tags = ["v*"]\nschedule = "0 3 * * *"\nmax_parallel = 1\n'
-        'free_disk = true\nbranches = ["main", "releases/*"]\n', extra=APP))
+        'free_disk = true\nbranches = ["main", "releases/*"]\npr_label = "ci: images"\n'
+        'build_branches = ["dev/**", "feature-?"]\n', extra=APP))
     wf = _actionlint_clean(tmp_path, text)
     zz = subprocess.run([_tool("zizmor"), "--offline", "--no-progress", "--format", "json",
                          "--persona", "auditor", str(wf.parent)],
@@ -509,3 +511,70 @@ def test_a_published_release_builds_and_publishes_every_image(tmp_path: Path) ->
     # without it, no release trigger
     (tmp_path / "no").mkdir()
     assert "release" not in yaml.safe_load(_render(_catalog(tmp_path / "no", "")))["on"]
+
+
+def test_a_label_gates_pull_request_builds(tmp_path: Path) -> None:
+    """`pr_label`: a pull request builds only while it carries the label, and adding it is an
+    event (`labeled`) that starts the build; the path stays secret-free."""
+    text = _render(_catalog(tmp_path, 'pr_label = "ci: images"\n'))
+    doc = yaml.safe_load(text)
+    assert doc["on"]["pull_request"]["types"] == ["opened", "synchronize", "reopened",
+                                                  "labeled"]
+    cond = doc["jobs"]["pr-one"]["if"]
+    assert ("github.event_name == 'pull_request' && "
+            "contains(github.event.pull_request.labels.*.name, 'ci: images')") in cond
+    _, pr = _pr_path(text)
+    assert set(pr) == {"check", "pr-one", "pr-two"}
+    _actionlint_clean(tmp_path, text)
+
+
+@pytest.mark.parametrize("label", ["it's", "${{ secrets.X }}", "a\nb", ""])
+def test_a_label_that_could_leave_its_quotes_is_refused(tmp_path: Path, label: str) -> None:
+    with pytest.raises(CatalogError, match=r"ci\.pr_label"):
+        load_catalog(_catalog(tmp_path, f"pr_label = {json.dumps(label)}\n"))
+
+
+def _publish(script: str, event: str, ref: str) -> str:
+    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"publish-{os.getpid()}"
+    out.unlink(missing_ok=True)
+    subprocess.run(["bash", "-c", script], check=True, env={
+        "PATH": os.environ["PATH"], "EVENT": event, "GITHUB_REF": ref,
+        "GITHUB_OUTPUT": str(out)})
+    said = out.read_text().strip()
+    out.unlink()
+    return said
+
+
+def test_build_branches_build_like_a_pull_request_and_never_publish(tmp_path: Path) -> None:
+    """`build_branches`: their pushes trigger the workflow; the check job says they do not
+    publish (GitHub's * ** ? matched as GitHub matches them), so the build-and-push jobs skip
+    and the pull-request job (no secret, no push) builds; every other event publishes as
+    before."""
+    text = _render(_catalog(tmp_path, 'branches = ["main", "releases/*"]\n'
+                                      'build_branches = ["dev/**", "feature-?", "main"]\n'))
+    doc = yaml.safe_load(text)
+    assert doc["on"]["push"]["branches"] == ["main", "releases/*", "dev/**", "feature-?"]
+    step = next(s for s in doc["jobs"]["check"]["steps"] if s.get("id") == "publish")
+    for event, ref, want in [
+        ("push", "refs/heads/dev/a/b", "false"),
+        ("push", "refs/heads/feature-1", "false"),
+        ("push", "refs/heads/main", "false"),  # named in both: build_branches win
+        ("push", "refs/heads/releases/1.0", "true"),
+        ("push", "refs/heads/feature-12", "true"),  # ? is one character
+        ("push", "refs/heads/devx", "true"),
+        ("push", "refs/tags/v1", "true"),
+        ("pull_request", "refs/pull/1/merge", "false"),
+        ("schedule", "refs/heads/main", "true"),
+        ("workflow_dispatch", "refs/heads/dev/x", "true"),
+    ]:
+        assert _publish(step["run"], event, ref) == f"publish={want}", (event, ref)
+    jobs = doc["jobs"]
+    assert "needs.check.outputs.publish == 'true'" in jobs["build-one"]["if"]
+    assert ("(github.event_name == 'push' && needs.check.outputs.publish == 'false')"
+            in jobs["pr-one"]["if"])
+    assert jobs["check"]["outputs"]["publish"] == "${{ steps.publish.outputs.publish }}"
+    # without build_branches nothing of this is rendered
+    (tmp_path / "plain").mkdir()
+    plain = yaml.safe_load(_render(_catalog(tmp_path / "plain")))
+    assert "publish" not in plain["jobs"]["check"]["outputs"]
+    assert "publish" not in plain["jobs"]["build-one"]["if"]

@@ -1256,6 +1256,10 @@ EnvValue = str | list[str]
 # A GitHub Actions tag filter (on.push.tags): tag characters and the glob characters * ? +;
 # no '!' negation and nothing that needs YAML quoting.
 GIT_TAG_FILTER = r"^[A-Za-z0-9_.*?+][A-Za-z0-9_./*?+-]*$"
+# A branch pattern the check job also matches itself (build_branches): * ** ? only.
+BRANCH_GLOB = r"^[A-Za-z0-9_.*?][A-Za-z0-9_./*?-]*$"
+# A pull-request label, written into an expression in single quotes: no quote, no ${{ }}.
+PR_LABEL = r"^[A-Za-z0-9][A-Za-z0-9 _.:/-]*$"
 # An action pinned by commit: owner/repo, an optional path inside it, @ a full commit SHA.
 ACTION_REF = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*@[0-9a-f]{40}$"
 
@@ -1295,6 +1299,16 @@ class Ci(Strict):
     pull_requests: bool = Field(
         True, description="Pull requests to `branches` build every image they touch, per platform "
         "on its native runner, from the pull request's checkout: no push, no secret"
+    )
+    pr_label: str | None = Field(
+        None, pattern=PR_LABEL,
+        description="Pull requests build only while they carry this label (adding it starts "
+        "the build)",
+    )
+    build_branches: list[str] = Field(
+        [], description="Branch patterns (* ** ?) whose pushes build what they touch as a pull "
+        "request does (no push, no secret) and never publish, even where `branches` matches",
+        json_schema_extra={"items": {"type": "string", "pattern": BRANCH_GLOB}},
     )
     release_tags: list[str] = Field(
         [], description="Git tag patterns (e.g. \"v*\") whose pushes build and publish every "
@@ -1399,6 +1413,21 @@ class Ci(Strict):
                     f"the filter characters * ? + (e.g. \"{example}\")"
                 )
         return v
+
+    @field_validator("build_branches")
+    @classmethod
+    def _build_branches(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            if not _full(BRANCH_GLOB, pattern):
+                raise ValueError(f"branch pattern {pattern!r}: use letters, digits, '.', '_', "
+                                 "'-', '/' and * ** ? (e.g. \"dev/**\")")
+        return v
+
+    @model_validator(mode="after")
+    def _label_needs_prs(self) -> Ci:
+        if self.pr_label is not None and not self.pull_requests:
+            raise ValueError("pr_label has no effect with pull_requests = false")
+        return self
 
     @field_validator("schedule")
     @classmethod

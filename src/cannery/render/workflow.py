@@ -308,6 +308,49 @@ def _release_guard(cat: Catalog) -> str:
     )
 
 
+def _pr_cond(cat: Catalog) -> str:
+    """When the pull-request job (build into a layout, push nothing) runs: on a pull request
+    (carrying ``pr_label``, when set), and on a push to one of ``build_branches``."""
+    cond = "github.event_name == 'pull_request'"
+    if cat.ci.pr_label:  # PR_LABEL has no quote: safe inside '…'
+        cond += f" && contains(github.event.pull_request.labels.*.name, '{cat.ci.pr_label}')"
+    if cat.ci.build_branches:
+        cond = (f"({cond}) || (github.event_name == 'push' && "
+                "needs.check.outputs.publish == 'false')")
+    return cond
+
+
+def _publish_cond(cat: Catalog) -> str:
+    """With ``build_branches``: the check job's say that this event publishes."""
+    return " && needs.check.outputs.publish == 'true'" if cat.ci.build_branches else ""
+
+
+def _publish_step(cat: Catalog) -> dict[str, object]:
+    """The check job's step that says whether this event publishes: not a push to a branch
+    that matches one of ``build_branches`` (GitHub's * ** ? as regular expressions; the
+    patterns are catalog-validated letters, digits and . _ - / * ?)."""
+    def regex(pattern: str) -> str:
+        out = pattern.replace(".", r"\.").replace("**", "\0").replace("*", "[^/]*")
+        return out.replace("\0", ".*").replace("?", "[^/]")
+
+    alternatives = "|".join(regex(p) for p in cat.ci.build_branches)
+    return {
+        "name": "Publish, or build only (build_branches)",
+        "id": "publish",
+        "env": {"EVENT": "${{ github.event_name }}"},
+        "run": Literal(
+            "set -euo pipefail\n"
+            f"build_only='^refs/heads/({alternatives})$'\n"
+            "publish=true\n"
+            "if [[ \"${EVENT}\" == pull_request ]]; then publish=false; fi\n"
+            'if [[ "${EVENT}" == push && "${GITHUB_REF}" =~ ${build_only} ]]; then\n'
+            "  publish=false  # a build branch: build what the push touched, publish nothing\n"
+            "fi\n"
+            'echo "publish=${publish}" >> "${GITHUB_OUTPUT}"\n'
+        ),
+    }
+
+
 def _wanted(spec: ImageSpec) -> str:
     return f"contains(fromJSON(needs.check.outputs.images), '{spec.name}')"
 
@@ -343,7 +386,7 @@ def _pr_job(cat: Catalog, spec: ImageSpec, pins: dict[str, Pin], cat_args: str) 
     return {
         "name": f"pull request: build {spec.name} (${{{{ matrix.platform }}}}), push nothing",
         "needs": "check",
-        "if": f"${{{{ github.event_name == 'pull_request' && {_wanted(spec)} }}}}",
+        "if": f"${{{{ {_pr_cond(cat)} && {_wanted(spec)} }}}}",
         "runs-on": "${{ matrix.runner }}",
         "permissions": {"contents": "read"},
         "concurrency": {
@@ -635,10 +678,12 @@ def render_workflow(
     # empty `branches:` list is not a valid filter, so the key is left out instead.
     # branch_pushes = false: `branches` filter pull requests only; no branch push publishes.
     branch_pushes = bool(ci.branches) and ci.branch_pushes
-    push: dict[str, object] = {"branches": list(ci.branches)} if branch_pushes else {}
+    # build_branches: pushed to, they build as a pull request does and never publish
+    branches = [*(ci.branches if branch_pushes else []), *ci.build_branches]
+    push: dict[str, object] = {"branches": list(dict.fromkeys(branches))} if branches else {}
     if ci.release_tags:
         push["tags"] = list(ci.release_tags)
-    if branch_pushes:
+    if branches:
         push.update(filtered)  # GitHub does not check paths for tag pushes
     on: dict[object, object] = {"workflow_dispatch": dispatch}
     if ci.release_tags:
@@ -651,9 +696,14 @@ def render_workflow(
         on[Note("A published release builds and publishes every image from its tag.")] = None
         on["release"] = {"types": ["published"]}
     if ci.pull_requests:
-        on[Note("Builds what the pull request touches, pushes nothing, reads no secret.")] = None
+        note = "Builds what the pull request touches, pushes nothing, reads no secret."
+        if ci.pr_label:
+            note += f"\nOnly while it carries the label {ci.pr_label!r} (adding it starts one)."
+        on[Note(note)] = None
         # with no branches named, pull requests into any branch
-        on["pull_request"] = (
+        # a label gate: adding the label is an event of its own
+        types = {"types": ["opened", "synchronize", "reopened", "labeled"]} if ci.pr_label else {}
+        on["pull_request"] = types | (
             {"branches": list(ci.branches)} if ci.branches else {}) | filtered
     if ci.schedule:
         note = "Unchanged inputs are skipped: the build is a no-op when nothing moved."
@@ -683,9 +733,14 @@ def render_workflow(
                     },
                     "run": _affected(cat, specs),
                 },
+                *([_publish_step(cat)] if ci.build_branches else []),
             ],
         }
     }
+    if ci.build_branches:
+        check = jobs["check"]
+        assert isinstance(check, dict)
+        check["outputs"]["publish"] = "${{ steps.publish.outputs.publish }}"
     force_env = {"FORCE": "${{ inputs.force }}"}
     for spec in specs:
         build_id, merge_id = _job_id("build", spec.name), _job_id("merge", spec.name)
@@ -703,7 +758,7 @@ def render_workflow(
             "needs": "check",
             # registry secrets: never on a pull request, never in a fork (where they are
             # empty); the merge job needs this one, so it is skipped with it
-            "if": f"${{{{ {PUBLISH_IF} && {_wanted(spec)} }}}}",
+            "if": f"${{{{ {PUBLISH_IF}{_publish_cond(cat)} && {_wanted(spec)} }}}}",
             "runs-on": "${{ matrix.runner }}",
             **env,
             "permissions": {"contents": "read"},
