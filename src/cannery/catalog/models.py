@@ -1256,8 +1256,9 @@ EnvValue = str | list[str]
 # A GitHub Actions tag filter (on.push.tags): tag characters and the glob characters * ? +;
 # no '!' negation and nothing that needs YAML quoting.
 GIT_TAG_FILTER = r"^[A-Za-z0-9_.*?+][A-Za-z0-9_./*?+-]*$"
-# A branch pattern the check job also matches itself (build_branches): * ** ? only.
-BRANCH_GLOB = r"^[A-Za-z0-9_.*?][A-Za-z0-9_./*?-]*$"
+# A branch pattern the check job also matches itself (build_branches): GitHub's * ** ? +
+# only (? and + apply to the character before them, so they do not start a pattern).
+BRANCH_GLOB = r"^[A-Za-z0-9_.*][A-Za-z0-9_./*?+-]*$"
 # A pull-request label, written into an expression in single quotes: no quote, no ${{ }}.
 PR_LABEL = r"^[A-Za-z0-9][A-Za-z0-9 _.:/-]*$"
 # An action pinned by commit: owner/repo, an optional path inside it, @ a full commit SHA.
@@ -1306,8 +1307,9 @@ class Ci(Strict):
         "the build)",
     )
     build_branches: list[str] = Field(
-        [], description="Branch patterns (* ** ?) whose pushes build what they touch as a pull "
-        "request does (no push, no secret) and never publish, even where `branches` matches",
+        [], description="Branch patterns (GitHub's * ** ? +) whose pushes build what they touch "
+        "as a pull request does (no push, no secret) and never publish, even where `branches` "
+        "matches",
         json_schema_extra={"items": {"type": "string", "pattern": BRANCH_GLOB}},
     )
     release_tags: list[str] = Field(
@@ -1420,7 +1422,7 @@ class Ci(Strict):
         for pattern in v:
             if not _full(BRANCH_GLOB, pattern):
                 raise ValueError(f"branch pattern {pattern!r}: use letters, digits, '.', '_', "
-                                 "'-', '/' and * ** ? (e.g. \"dev/**\")")
+                                 "'-', '/' and GitHub's * ** ? + (e.g. \"dev/**\")")
         return v
 
     @model_validator(mode="after")

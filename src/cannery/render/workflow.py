@@ -327,11 +327,13 @@ def _publish_cond(cat: Catalog) -> str:
 
 def _publish_step(cat: Catalog) -> dict[str, object]:
     """The check job's step that says whether this event publishes: not a push to a branch
-    that matches one of ``build_branches`` (GitHub's * ** ? as regular expressions; the
-    patterns are catalog-validated letters, digits and . _ - / * ?)."""
+    that matches one of ``build_branches``, in GitHub's filter syntax as an extended regular
+    expression (``*``: anything but '/'; ``**``: anything; ``?`` and ``+``: zero-or-one and
+    one-or-more of the character before, as in a regular expression). The patterns are
+    catalog-validated letters, digits and . _ - / * ? +."""
     def regex(pattern: str) -> str:
         out = pattern.replace(".", r"\.").replace("**", "\0").replace("*", "[^/]*")
-        return out.replace("\0", ".*").replace("?", "[^/]")
+        return out.replace("\0", ".*")
 
     alternatives = "|".join(regex(p) for p in cat.ci.build_branches)
     return {
