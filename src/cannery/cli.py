@@ -332,6 +332,11 @@ def build(
     tag_suffix: Annotated[
         str, typer.Option("--tag-suffix", help="Appended to each tag", metavar="TEXT")
     ] = "",
+    extra_tag: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--extra-tag", help="One more tag for the image's index, moved after its "
+                     "tag and aliases (repeatable; one image per repository)", metavar="TAG"),
+    ] = None,
     builder: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
@@ -454,6 +459,7 @@ def build(
                 attest=attest,
                 sbom=sbom,
                 provenance_dir=provenance_dir,
+                extra_tags=tuple(extra_tag or ()),
             ),
             tls,
         )

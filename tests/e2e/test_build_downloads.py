@@ -1,5 +1,6 @@
-"""Pinned downloads and steps before the toolkit, end to end (real buildah, amd64 only; the
-e2e world's HTTPS files server, TLS registry and stand-in CANN installer, see test_build.py).
+"""Pinned downloads, steps before the toolkit and an extra tag, end to end (real buildah,
+amd64 only; the e2e world's HTTPS files server, TLS registry and stand-in CANN installer, see
+test_build.py).
 
 The image fetches a tool before the toolkit (placed executable on PATH) and an archive after
 the installs (unpacked); a `run` step placed before the toolkit uses the tool and sees no
@@ -94,6 +95,21 @@ def test_downloads_land_where_the_steps_placed_around_the_toolkit_find_them(
     proc = cannery(world, "verify", f"{world.push_registry.host}/e2e/fetched:{TAG}",
                    "--catalog", str(catalog), "--no-runtime")
     assert proc.returncode == 0, proc.stdout[-2000:]
+
+
+def test_an_extra_tag_names_the_same_index_and_moves_nothing_else(
+    world: BuildWorld, catalog: Path
+) -> None:
+    """`--extra-tag` (a manual run's input `tags`): nothing rebuilt, the tag added to the
+    index its tag names."""
+    rc, summary, err = build(world, catalog, "--extra-tag", "nightly-1")
+    assert rc == 0, err[-3000:]
+    (image,) = summary["images"]
+    assert image["tags_moved"] == ["nightly-1"], image
+    first = registry_get(world, "fetched", TAG)
+    extra = registry_get(world, "fetched", "nightly-1")
+    assert extra.status_code == 200
+    assert extra.headers["docker-content-digest"] == first.headers["docker-content-digest"]
 
 
 def test_a_download_changed_after_locking_fails_naming_url_and_digests(

@@ -160,3 +160,16 @@ def test_inputs_label_is_written_as_buildah_label_writes_it() -> None:
          "empty_layer": True},
     ]
     assert config["config"]["Labels"] == {"org.z": "9", "a": "1"}  # type: ignore[index]
+
+
+def test_extra_tags_come_after_the_tag_and_aliases_and_are_checked(cli) -> None:  # type: ignore[no-untyped-def]
+    spec, lock, _ = _job()
+    job = plan_build(spec, render_dockerfile(spec), lock, extra_tags=("nightly", spec.tag))
+    assert job.tags == (*spec.tags, "nightly")  # one already named is not moved twice
+    # a bad one is refused before anything is resolved or built
+    res = cli("build", "qwen3-5-a2", "--extra-tag", "$(id)", "--extra-tag", "ok")
+    assert res.code == 2
+    assert "--extra-tag '$(id)': not a valid image tag" in res.err
+    # the embedded catalog's images share a repository: a tag can name only one index
+    res = cli("build", "qwen3-5-a2", "qwen3-5-a3", "--extra-tag", "nightly")
+    assert res.code == 2 and "--extra-tag names one index per repository" in res.err

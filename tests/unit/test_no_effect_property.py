@@ -323,6 +323,7 @@ PROBES: dict[str, tuple[list[Edit], list[Edit]]] = {
     "Ci.schedule": ([], [("ci.schedule", "0 3 * * *")]),
     "Ci.pull_requests": ([], [("ci.pull_requests", False)]),
     "Ci.pr_label": ([], [("ci.pr_label", "build images")]),
+    "Ci.dispatch_tags": ([], [("ci.dispatch_tags", True)]),
     "Ci.build_branches": ([], [("ci.build_branches", ["dev/**"])]),
     "Ci.release_tags": ([], [("ci.release_tags", ["v*"])]),
     "Ci.releases": ([], [("ci.releases", True)]),

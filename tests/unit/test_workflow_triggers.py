@@ -352,7 +352,7 @@ def test_every_trigger_and_setting_at_once_is_lint_clean(tmp_path: Path, cli) ->
     text = _render(_catalog(
         tmp_path, 'release_tags = ["v*"]\nschedule = "0 3 * * *"\nmax_parallel = 1\n'
         'free_disk = true\nbranches = ["main", "releases/*"]\npr_label = "ci: images"\n'
-        'build_branches = ["dev/**", "feature-?"]\n', extra=APP))
+        'build_branches = ["dev/**", "feature-?"]\ndispatch_tags = true\n', extra=APP))
     wf = _actionlint_clean(tmp_path, text)
     zz = subprocess.run([_tool("zizmor"), "--offline", "--no-progress", "--format", "json",
                          "--persona", "auditor", str(wf.parent)],
@@ -579,3 +579,67 @@ def test_build_branches_build_like_a_pull_request_and_never_publish(tmp_path: Pa
     plain = yaml.safe_load(_render(_catalog(tmp_path / "plain")))
     assert "publish" not in plain["jobs"]["check"]["outputs"]
     assert "publish" not in plain["jobs"]["build-one"]["if"]
+
+
+def _run_step(script: str, env: dict[str, str], tmp: Path) -> tuple[int, str, list[str]]:
+    """Run a step's script with bash and a stand-in `cannery` on PATH (the real one would
+    build); returns the exit status, what it printed, and the stand-in's argv, if called."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    called = tmp / "argv"
+    called.unlink(missing_ok=True)
+    stub = bin_dir / "cannery"
+    stub.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {called}\n')
+    stub.chmod(0o755)
+    out = tmp / "output"
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=tmp,
+                          env={"PATH": f"{bin_dir}:{os.environ['PATH']}", "RUNNER_TEMP": str(tmp),
+                               "GITHUB_OUTPUT": str(out), **env})
+    argv = called.read_text().splitlines() if called.exists() else []
+    return proc.returncode, proc.stdout + proc.stderr, argv
+
+
+HOSTILE = ['$(touch pwned)', '"; touch pwned; echo "', "`touch pwned`", "a;touch pwned",
+           "*", "../x", "-x", "ok $(touch pwned)"]
+
+
+def test_dispatch_tags_become_extra_tags_and_nothing_else(tmp_path: Path) -> None:
+    """`dispatch_tags`: a manual run's input `tags` reaches the merge step through env; each
+    word is checked as an image tag before it becomes `--extra-tag WORD`. Input that tries to
+    reach a shell ends in the tag-validation error: no file is made, cannery is never run."""
+    text = _render(_catalog(tmp_path, "dispatch_tags = true\n"))
+    doc = yaml.safe_load(text)
+    assert doc["on"]["workflow_dispatch"]["inputs"]["tags"]["type"] == "string"
+    merge = next(s for s in doc["jobs"]["merge-one"]["steps"] if "--merge-only" in s.get("run", ""))
+    assert merge["env"]["EXTRA_TAGS"] == "${{ inputs.tags }}"
+    assert "inputs.tags" not in merge["run"]  # never expanded into the script
+    code, said, argv = _run_step(merge["run"], {"EXTRA_TAGS": "nightly v1.2  rc_1"}, tmp_path)
+    assert code == 0, said
+    assert argv[argv.index("--merge-only"):][-6:] == [
+        "--extra-tag", "nightly", "--extra-tag", "v1.2", "--extra-tag", "rc_1"]
+    code, said, argv = _run_step(merge["run"], {"EXTRA_TAGS": ""}, tmp_path)
+    assert code == 0 and "--extra-tag" not in argv
+    check = next(s for s in doc["jobs"]["check"]["steps"]
+                 if s.get("name", "").startswith("Extra tags"))
+    for hostile in HOSTILE:
+        for script, env in ((merge["run"], {"EXTRA_TAGS": hostile}),
+                            (check["run"], {"TAGS": hostile, "IMAGES": '["one"]'})):
+            code, said, argv = _run_step(script, env, tmp_path)
+            assert code == 1, (hostile, said)
+            assert "::error::input tags: a word is not an image tag" in said
+            assert hostile not in said  # not echoed back into the log either
+            assert argv == [] and not (tmp_path / "pwned").exists(), hostile
+    # a tag names one index: two selected images of one repository stop the run
+    code, said, _ = _run_step(check["run"], {"TAGS": "nightly", "IMAGES": '["one", "two"]'},
+                              tmp_path)
+    assert code == 1 and "one and two both publish to" in said
+    assert _run_step(check["run"], {"TAGS": "nightly", "IMAGES": '["two"]'}, tmp_path)[0] == 0
+    assert _run_step(check["run"], {"TAGS": " ", "IMAGES": '["one", "two"]'}, tmp_path)[0] == 0
+    _actionlint_clean(tmp_path / "lint", text)
+
+
+def test_without_dispatch_tags_there_is_no_such_input(tmp_path: Path) -> None:
+    doc = yaml.safe_load(_render(_catalog(tmp_path)))
+    assert "tags" not in doc["on"]["workflow_dispatch"]["inputs"]
+    merge = next(s for s in doc["jobs"]["merge-one"]["steps"] if "--merge-only" in s.get("run", ""))
+    assert "EXTRA_TAGS" not in merge["env"] and "extra" not in merge["run"]

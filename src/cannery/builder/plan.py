@@ -107,9 +107,11 @@ def plan_build(
     platforms: list[str] | None = None,
     tag_suffix: str = "",
     checkout: Checkout | None = None,
+    extra_tags: tuple[str, ...] = (),
 ) -> ImageJob:
-    """One image's build: which platforms, their input digests, the tags to move at the end.
-    ``checkout`` is required, and used, when the image copies the checkout."""
+    """One image's build: which platforms, their input digests, the tags to move at the end
+    (its tag, its aliases, then ``extra_tags``). ``checkout`` is required, and used, when the
+    image copies the checkout."""
     entries = lock_entries(spec, lock)
     epoch = source_date_epoch(entries)
     chosen = [p for p in spec.platforms if not platforms or p in platforms]
@@ -127,7 +129,7 @@ def plan_build(
         spec=spec,
         dockerfile=dockerfile,
         repository=spec.repository,
-        tags=tuple(t + tag_suffix for t in spec.tags),
+        tags=tuple(dict.fromkeys([*(t + tag_suffix for t in spec.tags), *extra_tags])),
         epoch=epoch,
         platforms=tuple(jobs),
         lock_epoch=lock_epoch(entries),

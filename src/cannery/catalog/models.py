@@ -1306,6 +1306,11 @@ class Ci(Strict):
         description="Pull requests build only while they carry this label (adding it starts "
         "the build)",
     )
+    dispatch_tags: bool = Field(
+        False, description="A manual run takes an input `tags`: more tags (separated by spaces) "
+        "for the index of each image it publishes, checked as tags before any use, passed "
+        "through env, never expanded into a script"
+    )
     build_branches: list[str] = Field(
         [], description="Branch patterns (GitHub's * ** ? +) whose pushes build what they touch "
         "as a pull request does (no push, no secret) and never publish, even where `branches` "

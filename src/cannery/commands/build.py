@@ -78,6 +78,7 @@ class BuildRequest:
     sign_key: str | None = None  # FILE or env:NAME (the key itself never in argv)
     attest: bool = True
     sbom: bool = False
+    extra_tags: tuple[str, ...] = ()  # more tags for each image's index (a manual run's input)
     provenance_dir: Path | None = None
 
 
@@ -123,6 +124,14 @@ def _jobs(
             if not IMAGE_TAG.match(tag + req.tag_suffix):
                 usage.append(f"--tag-suffix {req.tag_suffix!r}: {tag + req.tag_suffix!r} is "
                              "not a valid image tag")
+    for tag in req.extra_tags:
+        if not IMAGE_TAG.match(tag):
+            usage.append(f"--extra-tag {tag[:130]!r}: not a valid image tag (letters, digits, "
+                         "'_', '.', '-'; at most 128, not starting with '.' or '-')")
+    shared = {s.repository for s in first if sum(t.repository == s.repository for t in first) > 1}
+    if req.extra_tags and shared:
+        usage.append(f"--extra-tag names one index per repository, and {', '.join(sorted(shared))} "
+                     "would get several: build one image of it at a time")
     if usage:
         raise InputError("\n".join(dict.fromkeys(usage)))
     if planned is not None:
@@ -144,7 +153,8 @@ def _jobs(
         if spec.unpinned():
             problems.append(f"{spec.name}: Python dependencies are not in {path}")
         jobs.append(
-            plan_build(spec, render_dockerfile(spec), lk, req.platforms, req.tag_suffix, checkout)
+            plan_build(spec, render_dockerfile(spec), lk, req.platforms, req.tag_suffix, checkout,
+                       req.extra_tags)
         )
     if problems:
         hint = "" if not req.frozen else " (--frozen never resolves: run `cannery lock`)"

@@ -308,6 +308,72 @@ def _release_guard(cat: Catalog) -> str:
     )
 
 
+def _extra_tags_step(specs: Sequence[ImageSpec]) -> dict[str, object]:
+    """The check job's step for a manual run's input ``tags``: every word an image tag, and
+    at most one selected image per repository (a tag names one index), else the run stops
+    before anything is built. Repositories are catalog-validated: safe in single quotes."""
+    table = "".join(f"  [{s.name}]='{s.repository}'\n" for s in specs)
+    return {
+        "name": "Extra tags of a manual run (input tags)",
+        "env": {"TAGS": "${{ inputs.tags }}",
+                "IMAGES": "${{ steps.affected.outputs.images }}"},
+        "run": Literal(
+            "set -euo pipefail\n"
+            "set -f  # the input is split into words, never globbed\n"
+            "# shellcheck disable=SC2086\n"
+            "for tag in ${TAGS:-}; do\n"
+            "  if [[ ! \"${tag}\" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]]; then\n"
+            '    echo "::error::input tags: a word is not an image tag (letters, digits, _ . -;'
+            ' at most 128)"\n'
+            "    exit 1\n"
+            "  fi\n"
+            "done\n"
+            'if [[ -z "${TAGS//[[:space:]]/}" ]]; then exit 0; fi\n'
+            "declare -A repository=(\n"
+            f"{table}"
+            ")\n"
+            "declare -A owner=()\n"
+            "mapfile -t selected < <(jq -r '.[]' <<< \"${IMAGES}\")\n"
+            'for image in "${selected[@]}"; do\n'
+            '  repo="${repository[${image}]}"\n'
+            '  if [[ -n "${owner[${repo}]+x}" ]]; then\n'
+            '    echo "::error::input tags: ${owner[${repo}]} and ${image} both publish to'
+            ' ${repo}, and a tag names one index: name one of them in input images"\n'
+            "    exit 1\n"
+            "  fi\n"
+            '  owner[${repo}]="${image}"\n'
+            "done\n"
+        ),
+    }
+
+
+def _merge_script(spec: ImageSpec, cat_args: str, extra: bool) -> Literal:
+    """The merge step: with ``dispatch_tags``, a manual run's input ``tags`` (in env, never in
+    the script's text) is split into words, unglobbed, each checked as an image tag before it
+    becomes an argument; one that is not stops the step, and nothing is merged."""
+    merge = (f"cannery build {spec.name}{cat_args} --locked --merge-only \\\n"
+             '  --digest-dir "${RUNNER_TEMP}/digests" --push \\\n'
+             '  --provenance-dir "${RUNNER_TEMP}/provenance"')
+    if not extra:
+        return Literal(merge + "\n")
+    return Literal(
+        "set -euo pipefail\n"
+        "set -f  # the input is split into words, never globbed\n"
+        "extra=()\n"
+        "# shellcheck disable=SC2086\n"
+        "for tag in ${EXTRA_TAGS:-}; do\n"
+        "  if [[ ! \"${tag}\" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]]; then\n"
+        "    # (the value is not echoed: it is whatever the run was given)\n"
+        '    echo "::error::input tags: a word is not an image tag (letters, digits, _ . -;'
+        ' at most 128)"\n'
+        "    exit 1\n"
+        "  fi\n"
+        '  extra+=(--extra-tag "${tag}")\n'
+        "done\n"
+        + merge + ' "${extra[@]}"\n'
+    )
+
+
 def _pr_cond(cat: Catalog) -> str:
     """When the pull-request job (build into a layout, push nothing) runs: on a pull request
     (carrying ``pr_label``, when set), and on a push to one of ``build_branches``."""
@@ -674,6 +740,13 @@ def render_workflow(
                 "required": False,
                 "default": False,
             },
+            **({"tags": {
+                "description": "More tags for each image this run publishes, separated by "
+                "spaces (letters, digits, _ . -)",
+                "type": "string",
+                "required": False,
+                "default": "",
+            }} if ci.dispatch_tags else {}),
         }
     }
     # branches = []: no branch push builds (releases, the schedule and manual runs only); an
@@ -736,6 +809,7 @@ def render_workflow(
                     "run": _affected(cat, specs),
                 },
                 *([_publish_step(cat)] if ci.build_branches else []),
+                *([_extra_tags_step(specs)] if ci.dispatch_tags else []),
             ],
         }
     }
@@ -836,12 +910,9 @@ def render_workflow(
                     "name": "Merge into one index, push it, then move the tag and aliases"
                     if not mirrors
                     else "Copy to every registry by digest, an index in each, then the tags",
-                    "env": every,
-                    "run": Literal(
-                        f"cannery build {spec.name}{cat_args} --locked --merge-only \\\n"
-                        '  --digest-dir "${RUNNER_TEMP}/digests" --push \\\n'
-                        '  --provenance-dir "${RUNNER_TEMP}/provenance"\n'
-                    ),
+                    "env": {**every, **({"EXTRA_TAGS": "${{ inputs.tags }}"}
+                                        if ci.dispatch_tags else {})},
+                    "run": _merge_script(spec, cat_args, ci.dispatch_tags),
                 },
                 *_keyless(spec, pins, creds),
                 {
