@@ -147,3 +147,15 @@ def test_wasted_bytes_agree_with_dive(world, sized, tmp_path) -> None:  # type: 
     counted = platform["wasted_as_dive_counts"]
     assert abs(dive_wasted - counted) <= 0.01 * counted, (dive_wasted, counted)
     assert counted - platform["wasted"] >= SECOND  # the copies that survive
+
+
+def test_size_reads_with_the_catalogs_per_registry_login(world, sized) -> None:  # type: ignore[no-untyped-def]
+    """The registry's own variables (CANNERY_REGISTRY_LOCAL_*), as verify and build read them,
+    and not the generic ones: `size` finds them through the catalog's registry name."""
+    env = world.env()
+    env["CANNERY_REGISTRY_LOCAL_USER"] = env.pop("CANNERY_REGISTRY_USER")
+    env["CANNERY_REGISTRY_LOCAL_PASSWORD"] = env.pop("CANNERY_REGISTRY_PASSWORD")
+    proc = cannery(world, "size", str(sized["ref"]), "--catalog", str(sized["catalog"]),
+                   env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "within budget (sized)" in proc.stdout

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cannery.builder.registries import registry_hosts
 from cannery.commands.common import load_with_lock, out, select
 from cannery.errors import InputError
 from cannery.oci import Credentials, OCIClient, Reference
@@ -63,7 +64,10 @@ def size_cmd(ref_text: str, catalog: Path | None, lock: Path | None, image: str 
     steps = layer_steps(render_dockerfile(spec)) if spec is not None else None
     sizes: list[PlatformSize] = []
     checks: list[Check] = []
-    with OCIClient(ssl_context(ca_cert), credentials=Credentials(env_host=ref.host)) as client:
+    # the catalog's per-registry credential variables too, as verify reads them
+    creds = Credentials(env_host=ref.host,
+                        registries=registry_hosts([spec]) if spec is not None else None)
+    with OCIClient(ssl_context(ca_cert), credentials=creds) as client:
         body, desc = client.get_manifest(ref)
         repo = Reference(ref.host, ref.repository)
         if desc.media_type in INDEX_TYPES:
