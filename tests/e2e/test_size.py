@@ -91,7 +91,7 @@ def test_size_names_each_layer_and_counts_the_waste(world, sized) -> None:  # ty
     # the table a person reads says the same
     text = cannery(world, "size", str(sized["ref"]), "--catalog", str(sized["catalog"]))
     assert f"linux/amd64: {len(layers)} layers, " in text.stdout
-    assert f"4.0 MB  {WRITER}" in text.stdout  # its wasted column, then its step
+    assert f"4.0 MB  {WRITER[:39]}…" in text.stdout  # its wasted column, then its step
     assert "within budget (sized)" in text.stdout
 
 

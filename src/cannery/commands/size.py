@@ -48,8 +48,9 @@ def _table(size: PlatformSize) -> list[str]:
         unc = human_size(la.uncompressed) if la.uncompressed is not None else "–"
         waste = human_size(la.wasted) if size.read else "–"
         paths = ", ".join(f"{p} ({human_size(n)})" for p, n in la.biggest)
+        step = la.step if len(la.step) <= 40 else la.step[:39] + "…"  # (--json: whole)
         lines.append(f"  {la.index:>5}  {human_size(la.compressed):>10}  {unc:>12}  "
-                     f"{waste:>9}  {la.step:<40}  {paths}".rstrip())
+                     f"{waste:>9}  {step:<40}  {paths}".rstrip())
     return lines
 
 
