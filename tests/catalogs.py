@@ -360,6 +360,8 @@ torch_npu = "2.9.0"
 [ci]
 runners = { "linux/amd64" = "ubuntu-latest", "linux/arm64" = "ubuntu-24.04-arm" }
 branches = ["main"]
+pr_label = "ci: images"
+build_branches = ["dev/**"]
 schedule = "0 3 * * 1"
 release_tags = ["v*"]
 install = "cannery==0.1"

@@ -6,6 +6,8 @@
   CANN >= 8.5 layout ASCEND.md describes, with the env scripts of the toolkit
   (``ascend-toolkit/set_env.sh``), AscendNPU-IR and NNAL exporting every variable Ascend's 8.5 base
   images persist (prepending search paths without guarding empty values, as the real ones do).
+- ``make_old_toolkit_run``: the same installer for the CANN 8.0–8.3 ``ascend-toolkit`` layout
+  (everything under ``/usr/local/Ascend/ascend-toolkit/<version>``, ``latest`` pointing at it).
 - ``make_fastops_repo``: a git repository whose ``setup.py`` compiles a few C files into a shared
   library with as many parallel jobs as ``MAX_JOBS`` allows, and records that number.
 - ``make_wheelhouse``: a pure-Python wheel behind a PEP 503 simple index (a directory to serve).
@@ -150,6 +152,79 @@ def _tar_link(tar: tarfile.TarFile, name: str, target: str) -> None:
     info.linkname = target
     info.mtime = 0
     tar.addfile(info)
+
+
+# CANN <= 8.3's ascend-toolkit/set_env.sh, as the 8.3.RC2 image's ENV lines write it (the
+# built-in "cann-8.3" table): everything under ascend-toolkit/latest.
+OLD_SET_ENV = """\
+# Stand-in for CANN 8.3's ascend-toolkit/set_env.sh (the ascend-toolkit layout).
+export ASCEND_TOOLKIT_HOME=/usr/local/Ascend/ascend-toolkit/latest
+export LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64/common/:/usr/local/Ascend/driver/lib64/driver/:${LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=${ASCEND_TOOLKIT_HOME}/lib64:${ASCEND_TOOLKIT_HOME}/lib64/plugin/opskernel:${ASCEND_TOOLKIT_HOME}/lib64/plugin/nnengine:${ASCEND_TOOLKIT_HOME}/opp/built-in/op_impl/ai_core/tbe/op_tiling:${LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=${ASCEND_TOOLKIT_HOME}/tools/aml/lib64:${ASCEND_TOOLKIT_HOME}/tools/aml/lib64/plugin:${LD_LIBRARY_PATH}
+export PYTHONPATH=${ASCEND_TOOLKIT_HOME}/python/site-packages:${ASCEND_TOOLKIT_HOME}/opp/built-in/op_impl/ai_core/tbe:${PYTHONPATH}
+export PATH=${ASCEND_TOOLKIT_HOME}/bin:${ASCEND_TOOLKIT_HOME}/compiler/ccec_compiler/bin:${ASCEND_TOOLKIT_HOME}/tools/ccec_compiler/bin:${PATH}
+export ASCEND_AICPU_PATH=${ASCEND_TOOLKIT_HOME}
+export ASCEND_OPP_PATH=${ASCEND_TOOLKIT_HOME}/opp
+export TOOLCHAIN_HOME=${ASCEND_TOOLKIT_HOME}/toolkit
+export ASCEND_HOME_PATH=${ASCEND_TOOLKIT_HOME}
+"""
+
+# CANN 8.3's NNAL atb/set_env.sh: the old C++ ABI, and the 8.3.RC2 image's plain values.
+OLD_NNAL_SET_ENV = """\
+# Stand-in for CANN 8.3's NNAL atb/set_env.sh.
+if [ -n "$ZSH_VERSION" ]; then :; fi
+export ATB_HOME_PATH=/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_0
+export LD_LIBRARY_PATH=${ATB_HOME_PATH}/lib:${ATB_HOME_PATH}/examples:${ATB_HOME_PATH}/tests/atbopstest:${LD_LIBRARY_PATH}
+export PATH=${ATB_HOME_PATH}/bin:$PATH
+export ATB_STREAM_SYNC_EVERY_KERNEL_ENABLE=0
+export ATB_STREAM_SYNC_EVERY_RUNNER_ENABLE=0
+export ATB_STREAM_SYNC_EVERY_OPERATION_ENABLE=0
+export ATB_OPSRUNNER_SETUP_CACHE_ENABLE=1
+export ATB_OPSRUNNER_KERNEL_CACHE_LOCAL_COUNT=1
+export ATB_OPSRUNNER_KERNEL_CACHE_GLOABL_COUNT=5
+export ATB_WORKSPACE_MEM_ALLOC_ALG_TYPE=1
+export ATB_WORKSPACE_MEM_ALLOC_GLOBAL=1
+export ATB_COMPARE_TILING_EVERY_KERNEL=0
+export ATB_HOST_TILING_BUFFER_BLOCK_NUM=128
+export ATB_DEVICE_TILING_BUFFER_BLOCK_NUM=32
+export ATB_SHARE_MEMORY_NAME_SUFFIX=""
+export ATB_MATMUL_SHUFFLE_K_ENABLE=1
+export LCCL_DETERMINISTIC=0
+export LCCL_PARALLEL=0
+"""
+
+OLD_ENV_SCRIPTS = ("/usr/local/Ascend/ascend-toolkit/set_env.sh",
+                   "/usr/local/Ascend/nnal/atb/set_env.sh")
+
+
+def make_old_toolkit_run(out: Path, version: str, arch: str) -> Path:
+    """The stand-in installer's second mode: the CANN 8.0–8.3 ascend-toolkit layout, the
+    toolkit in /usr/local/Ascend/ascend-toolkit/<version> with `latest` pointing at it, its
+    set_env.sh and NNAL's (old ABI) as CANN 8.3 writes them. Same options and checks."""
+    uname = UNAME[arch]
+    home = f"usr/local/Ascend/ascend-toolkit/{version}"
+    payload = io.BytesIO()
+    with tarfile.open(fileobj=payload, mode="w:gz", format=tarfile.GNU_FORMAT) as tar:
+        for d in ("usr/local/Ascend", "usr/local/Ascend/ascend-toolkit", home, f"{home}/bin",
+                  f"{home}/lib64", f"{home}/opp", f"{home}/toolkit", f"{home}/python",
+                  f"{home}/python/site-packages", f"{home}/python/site-packages/cann_standin",
+                  "usr/local/Ascend/nnal", "usr/local/Ascend/nnal/atb"):
+            _tar_dir(tar, d)
+        _tar_add(tar, f"{home}/python/site-packages/cann_standin/__init__.py",
+                 f'VERSION = "{version}"\nARCH = "{uname}"\nLAYOUT = "ascend-toolkit"\n'.encode())
+        _tar_add(tar, f"{home}/bin/cann-standin-version", f"#!/bin/sh\necho {version}\n".encode(),
+                 0o755)
+        _tar_link(tar, "usr/local/Ascend/ascend-toolkit/latest", version)
+        _tar_add(tar, "usr/local/Ascend/ascend-toolkit/set_env.sh", OLD_SET_ENV.encode())
+        _tar_add(tar, "usr/local/Ascend/nnal/atb/set_env.sh", OLD_NNAL_SET_ENV.encode())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    body = base64.encodebytes(payload.getvalue())
+    header = _HEADER.format(version=version, uname=uname).replace(
+        f"/usr/local/Ascend/cann-{version}/version.info", f"/{home}/version.info")
+    out.write_bytes(header.encode() + body)
+    out.chmod(0o755)
+    return out
 
 
 def make_toolkit_run(out: Path, version: str, arch: str, filler_bytes: int = 0) -> Path:

@@ -112,6 +112,12 @@ USER_NAME = r"^[a-z_][a-z0-9_-]{0,31}$"
 # What a value checked by a Field pattern must be, said for people (the loader's message for
 # a mismatch: "python.version must look like 3.11.10, got '3.11'"); a test checks that every
 # pattern of the models has its words.
+# A branch pattern the check job also matches itself (build_branches): GitHub's * ** ? +
+# only (? and + apply to the character before them, so they do not start a pattern).
+BRANCH_GLOB = r"^[A-Za-z0-9_.*][A-Za-z0-9_./*?+-]*$"
+# A pull-request label, written into an expression in single quotes: no quote, no ${{ }}.
+PR_LABEL = r"^[A-Za-z0-9][A-Za-z0-9 _.:/-]*$"
+
 PATTERN_WORDS = {
     WORKFLOW_TEXT: "hold no '$', '{', '}', backtick or backslash (it is written into the "
                    "workflow)",
@@ -131,6 +137,8 @@ PATTERN_WORDS = {
     SECRET_NAME: "be a name like REGISTRY_USER: letters, digits and _, not starting with a digit",
     HDK_VERSION: "be a driver or firmware version like 24.1.rc2, 25.0.RC1.b030 or 7.3.0.1.231",
     SIZE: "be a size like 10GB, 500 MB or 1.5GiB",
+    PR_LABEL: "be a label of letters, digits, spaces and . _ : / - (no quote)",
+    BRANCH_GLOB: "be a branch pattern of letters, digits, . _ - / and GitHub's * ** ? +",
 }
 
 
@@ -1256,11 +1264,6 @@ EnvValue = str | list[str]
 # A GitHub Actions tag filter (on.push.tags): tag characters and the glob characters * ? +;
 # no '!' negation and nothing that needs YAML quoting.
 GIT_TAG_FILTER = r"^[A-Za-z0-9_.*?+][A-Za-z0-9_./*?+-]*$"
-# A branch pattern the check job also matches itself (build_branches): GitHub's * ** ? +
-# only (? and + apply to the character before them, so they do not start a pattern).
-BRANCH_GLOB = r"^[A-Za-z0-9_.*][A-Za-z0-9_./*?+-]*$"
-# A pull-request label, written into an expression in single quotes: no quote, no ${{ }}.
-PR_LABEL = r"^[A-Za-z0-9][A-Za-z0-9 _.:/-]*$"
 # An action pinned by commit: owner/repo, an optional path inside it, @ a full commit SHA.
 ACTION_REF = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*@[0-9a-f]{40}$"
 
