@@ -87,6 +87,10 @@ class _Strict(BaseModel):
 class BaseEntry(_Strict):
     digest: str = Field(pattern=OCI_DIGEST_PATTERN)
     resolved_at: Timestamp
+    # The image's /etc/os-release (ID and VERSION_ID, as written), read when it was locked;
+    # absent: not read (an older lock, or no layer had the file)
+    os_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,64}$")
+    os_version: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,64}$")
 
 
 class GitEntry(_Strict):
@@ -186,9 +190,11 @@ def read_lock(path: Path) -> Lock:
 
 def dump_lock(lock: Lock) -> str:
     data = lock.model_dump()
+    # an os-release not read is left out, not written empty (TOML has no null)
+    bases = {k: {f: v for f, v in e.items() if v is not None} for k, e in data["bases"].items()}
     ordered = {
         "version": data["version"],
-        "bases": dict(sorted(data["bases"].items())),
+        "bases": dict(sorted(bases.items())),
         "git": dict(sorted(data["git"].items())),
         "urls": dict(sorted(data["urls"].items())),
         "python": dict(sorted(data["python"].items())),
@@ -237,6 +243,24 @@ def required_inputs(cat: Catalog, images: list[str] | None = None) -> list[Input
     return sorted(out.values(), key=lambda i: (i.kind, i.key))
 
 
+def os_contradictions(cat: Catalog, lock: Lock) -> list[tuple[str, str, str]]:
+    """(base name, field, why) for each base whose ``os`` or ``os_version`` says other than its
+    image's /etc/os-release as the lock recorded it (a base not read yet says nothing)."""
+    out = []
+    for name, base in cat.bases.items():
+        entry = lock.bases.get(base.image)
+        if entry is None or entry.os_id is None:
+            continue
+        said = f"{entry.os_id} {entry.os_version}".strip()
+        if base.os != entry.os_id.lower():
+            out.append((name, "os", f"{base.os!r}, but {base.image}'s /etc/os-release says "
+                        f"{said} (cannery.lock)"))
+        elif entry.os_version and base.os_version != entry.os_version:
+            out.append((name, "os_version", f"{base.os_version!r}, but {base.image}'s "
+                        f"/etc/os-release says {said} (cannery.lock)"))
+    return out
+
+
 @dataclass
 class Resolvers:
     """How each kind of reference is resolved; tests may point these at local services.
@@ -248,6 +272,9 @@ class Resolvers:
     git: Callable[[str, str], str]
     url: Callable[[str], tuple[str, int]]
     python: Callable[[PythonRequest], list[str]] | None = None
+    # (image, digest) → the image's os-release (ID, VERSION_ID), None when no layer has it;
+    # without it, bases are locked without their OS
+    os_release: Callable[[str, str], tuple[str, str] | None] | None = None
 
 
 def now() -> str:
@@ -373,13 +400,18 @@ def _update_refs(
     gits: dict[str, GitEntry] = {}
     urls: dict[str, UrlEntry] = {}
     todo: list[Input] = []  # resolved side by side below, then stored in this order
+    fresh_bases: dict[str, bool] = {}  # base → re-resolved (False: only its OS is missing)
     for inp in inputs:
         chosen = selected is None or (inp.kind, inp.key) in selected
         fresh = chosen and ("all" in update or bool(names[(inp.kind, inp.key)] & update))
+        if inp.kind == "base":
+            fresh_bases[inp.key] = fresh or inp.key not in old.bases
         # A commit prefix names one commit for good: --update never re-resolves it (more
         # commits later could make it ambiguous, and the nightly's `--update all` fail).
         fresh = fresh and not (inp.kind == "git" and SHORT_COMMIT.match(inp.ref))
-        if inp.kind == "base" and not fresh and inp.key in old.bases:
+        if inp.kind == "base" and not fresh and inp.key in old.bases and (
+            old.bases[inp.key].os_id is not None or resolvers.os_release is None
+        ):
             bases[inp.key] = old.bases[inp.key]
         elif inp.kind == "git" and not fresh and inp.key in old.git:
             gits[inp.key] = old.git[inp.key]
@@ -393,7 +425,18 @@ def _update_refs(
     def resolve(inp: Input) -> Callable[[], BaseEntry | GitEntry | UrlEntry]:
         def work() -> BaseEntry | GitEntry | UrlEntry:
             if inp.kind == "base":
-                return BaseEntry(digest=resolvers.base(inp.key), resolved_at=stamp)
+                kept = old.bases.get(inp.key)
+                when = stamp
+                if kept is not None and not fresh_bases.get(inp.key, True):
+                    # locked already: only its OS is read, once, and its time (the build's
+                    # clock) stays, so no input digest moves
+                    digest, when = kept.digest, kept.resolved_at
+                else:
+                    digest = resolvers.base(inp.key)
+                found = resolvers.os_release(inp.key, digest) if resolvers.os_release else None
+                os_id, os_version = found if found else (None, None)
+                return BaseEntry(digest=digest, resolved_at=when, os_id=os_id,
+                                 os_version=os_version)
             if inp.kind == "git":
                 try:
                     commit = resolvers.git(inp.url, inp.ref)
@@ -529,6 +572,7 @@ def network_resolvers(
     from cannery.download import resolve_url
     from cannery.oci import Credentials, OCIClient
     from cannery.oci.auth import push_host
+    from cannery.oci.rootfs import read_os_release
     from cannery.pydeps import resolve_python
     from cannery.tls import git_ca_bundle, ssl_context
 
@@ -544,6 +588,7 @@ def network_resolvers(
             git=lambda url, ref: resolve_git(url, ref, git_ca),
             url=lambda url: resolve_url(url, ctx),
             python=lambda request: resolve_python(request, git_ca),
+            os_release=lambda image, digest: read_os_release(client, image, digest),
         )
 
 

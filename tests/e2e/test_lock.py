@@ -294,7 +294,10 @@ def test_rendered_installer_step_fails_closed_on_checksum_mismatch(  # type: ign
     )
     assert bad.returncode != 0
     assert "EVIL" not in bad.stdout
-    assert re.search(r"FAILED", bad.stdout + bad.stderr)
+    # the check names the URL and both digests
+    evil = hashlib.sha256(b"#!/bin/sh\necho EVIL\n").hexdigest()
+    assert re.search(rf"cannery: https://\S+/Ascend-cann-toolkit_8\.5\.2_linux-x86_64\.run: "
+                     rf"sha256 {evil}, but cannery\.lock has [0-9a-f]{{64}}", bad.stderr)
     unknown = subprocess.run(
         ["bash", "-o", "pipefail", "-c", body],
         env=dict(env, TARGETARCH="s390x"),

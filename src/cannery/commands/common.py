@@ -38,7 +38,29 @@ def load_with_lock(
 ) -> tuple[LoadedCatalog, Lock, Path]:
     loaded = load(catalog, quiet)
     path = lock_path_for(catalog, lock)
-    return loaded, read_lock(path), path
+    locked = read_lock(path)
+    _check_os(loaded, locked)
+    return loaded, locked, path
+
+
+def _check_os(loaded: LoadedCatalog, lock: Lock) -> None:
+    """A base whose `os` or `os_version` contradicts its image's /etc/os-release (read when it
+    was locked) is a catalog error at the line of that key: the package manager follows it."""
+    from cannery.catalog.load import EMBEDDED, default_catalog_text
+    from cannery.catalog.locate import LineMap
+    from cannery.errors import CatalogError, Location
+    from cannery.lock import os_contradictions
+
+    found = os_contradictions(loaded.catalog, lock)
+    if not found:
+        return
+    text = default_catalog_text() if loaded.path == EMBEDDED else Path(loaded.path).read_text()
+    lines = LineMap(text)
+    problems = []
+    for name, key, why in found:
+        line = lines.line_of(("bases", name, key)) or lines.line_of(("bases", name))
+        problems.append(f"{Location(loaded.path, line, f'bases.{name}.{key}')}: {why}")
+    raise CatalogError(problems)
 
 
 def select(loaded: LoadedCatalog, names: list[str] | None) -> list[str]:

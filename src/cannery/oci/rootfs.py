@@ -1,0 +1,117 @@
+"""A file of an image's root filesystem, read from its layers in the registry: today the
+base image's /etc/os-release, which says what OS (and so what package manager) it is.
+
+Layers are read bottom up, each checked against its digest as it is written to a temporary
+file, then scanned as one tar stream (nothing is unpacked); the scan stops at the first layer
+that has the file. The OS is laid down by the first layers, and a CANN base's later ones are
+its gigabytes of toolkit, so at most ``MAX_LAYERS`` layers are read.
+"""
+
+from __future__ import annotations
+
+import gzip
+import posixpath
+import tarfile
+import tempfile
+from pathlib import Path
+
+from cannery.oci.client import OCIClient
+from cannery.oci.manifest import (
+    INDEX_TYPES,
+    MalformedManifest,
+    parse_index,
+    parse_manifest,
+    platform_string,
+)
+from cannery.oci.reference import Reference
+
+OS_RELEASE = ("etc/os-release", "usr/lib/os-release")
+MAX_LAYERS = 3
+GZIP = ("application/vnd.oci.image.layer.v1.tar+gzip",
+        "application/vnd.docker.image.rootfs.diff.tar.gzip")
+TAR = ("application/vnd.oci.image.layer.v1.tar",)
+
+
+def parse_os_release(text: str) -> tuple[str, str] | None:
+    """(ID, VERSION_ID) of an os-release file, unquoted; None without an ID."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            fields[key.strip()] = value.strip().strip("\"'")
+    if not fields.get("ID"):
+        return None
+    return fields["ID"], fields.get("VERSION_ID", "")
+
+
+def _scan(path: Path, media_type: str) -> str | None:
+    """The text of the first os-release file in the layer at ``path`` (a symlink followed
+    within the same layer), or None."""
+    opener = gzip.open if media_type in GZIP else open
+    found: dict[str, bytes] = {}
+    links: dict[str, str] = {}
+    with opener(path, "rb") as raw, tarfile.open(fileobj=raw, mode="r|") as tar:
+        for member in tar:
+            if _resolved(found, links) is not None:
+                break  # no need to read the rest of a large layer
+            name = member.name.removeprefix("./").strip("/")
+            if name not in OS_RELEASE:
+                continue
+            if member.isreg() and member.size <= 1 << 16:
+                data = tar.extractfile(member)
+                found[name] = data.read() if data else b""
+            elif member.issym():
+                target = member.linkname
+                links[name] = posixpath.normpath(
+                    target.lstrip("/") if target.startswith("/")
+                    else posixpath.join(posixpath.dirname(name), target))
+    return _resolved(found, links)
+
+
+def _resolved(found: dict[str, bytes], links: dict[str, str]) -> str | None:
+    """/etc/os-release's text if what was read settles it (else /usr/lib/os-release's, which
+    systemd reads when /etc has none), following a link to the other."""
+    etc, usr = OS_RELEASE
+    if etc in found:
+        return found[etc].decode("utf-8", "replace")
+    if etc in links:
+        target = links[etc]
+        return found[target].decode("utf-8", "replace") if target in found else None
+    return found[usr].decode("utf-8", "replace") if usr in found else None
+
+
+def read_os_release(client: OCIClient, image: str, digest: str,
+                    platform: str = "linux/amd64") -> tuple[str, str] | None:
+    """(ID, VERSION_ID) of ``image@digest``'s os-release, for ``platform`` when it is an
+    index; None when none of its first layers has one (or they are zstd)."""
+    repo = Reference.parse(image)
+    ref = repo.with_digest(digest)
+    body, desc = client.get_manifest(ref)
+    if desc.media_type in INDEX_TYPES:
+        children, _ = parse_index(body, str(ref))
+        chosen = next((c for c in children if platform_string(c.platform) == platform), None)
+        chosen = chosen or next((c for c in children
+                                 if (platform_string(c.platform) or "").startswith("linux/")),
+                                None)
+        if chosen is None:
+            return None
+        body, _ = client.get_manifest(ref.with_digest(chosen.digest))
+    try:
+        _, layers = parse_manifest(body, str(ref))
+    except MalformedManifest:
+        return None
+    with tempfile.TemporaryDirectory(prefix="cannery-os-") as tmp:
+        blob = Path(tmp) / "layer"
+        for layer in layers[:MAX_LAYERS]:
+            if layer.media_type not in GZIP + TAR:
+                return None
+            client.fetch_blob(ref, layer.digest, blob, layer.size)
+            try:
+                text = _scan(blob, layer.media_type)
+            except (OSError, EOFError, tarfile.TarError):
+                return None
+            finally:
+                blob.unlink(missing_ok=True)
+            if text is not None:
+                return parse_os_release(text)
+    return None
