@@ -15,6 +15,7 @@ real buildah (arm64 under qemu), the e2e world's registries, files server and wh
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -225,6 +226,7 @@ def test_tampered_python_tarball_fails_at_sha256sum_and_no_tag_moves(
             'platforms = ["linux/amd64"]\ntag = "built'))
     (tampered / "cannery.lock").write_text((catalog.parent / "cannery.lock").read_text())
     make_python_tarball(tarball, "3.11.98")  # a working tarball, not the locked bytes
+    bad = tarball.read_bytes()
     try:
         rc, summary, err = build(world, tampered / "catalog.toml", "--frozen", "built")
     finally:
@@ -233,5 +235,8 @@ def test_tampered_python_tarball_fails_at_sha256sum_and_no_tag_moves(
     image = summary["images"][0]
     assert image["tags_moved"] == [] and image["index_digest"] is None
     log = Path(image["platforms"][0]["log"]).read_text()
-    assert "FAILED" in log and "sha256sum" in log, log[-2000:]
+    # the check names the URL and both digests
+    url = f"{world.files.url}/python/Python-{VERSION}.tgz"
+    assert (f"cannery: {url}: sha256 {hashlib.sha256(bad).hexdigest()}, but cannery.lock has "
+            f"{hashlib.sha256(good).hexdigest()}") in log, log[-2000:]
     assert registry_get(world, "stages-tampered", BUILT_TAG).status_code == 404
