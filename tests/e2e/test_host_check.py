@@ -168,3 +168,38 @@ def test_a_platform_the_index_lacks_is_named(cli, images, tmp_path) -> None:  # 
     r = cli("host-check", images["cann"], "--root", str(root), "--platform", "linux/s390x")
     assert r.code == 2
     assert "no linux/s390x image in its index (it has linux/amd64, linux/arm64" in r.err
+
+
+def test_an_arm64_v8_index_entry_is_arm64_and_another_arch_is_never_judged(
+    cli, registry, tmp_path  # type: ignore[no-untyped-def]
+) -> None:
+    """Indexes often spell arm64 as linux/arm64/v8; a one-platform image of another arch is
+    exit 2, not "runs"."""
+    from tests.services.registry import push_image
+
+    labels = {"io.cannery.toolkit": "cann-9.1.0", "io.cannery.driver.min": "26.0.rc1"}
+    push_image(registry.url, "hc/one", "amd64-only", "amd64", "x", labels=labels)
+    root = host_tree(tmp_path, "26.0.rc1")
+    r = cli("host-check", f"{registry.host}/hc/one:amd64-only", "--root", str(root),
+            "--platform", "linux/arm64")
+    assert r.code == 2 and "an image for linux/amd64, not linux/arm64" in r.err
+    r = cli("host-check", f"{registry.host}/hc/one:amd64-only", "--root", str(root),
+            "--platform", "linux/amd64")
+    assert r.code == 0 and ": runs" in r.out
+    r = cli("host-check", f"{registry.host}/hc/one:amd64-only", "--root", str(root),
+            "--platform", "linux/arm64/v8")
+    assert r.code == 2  # still amd64
+
+
+def test_odd_bytes_from_npu_smi_are_not_a_crash(cli, images, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    if Path("/usr/local/Ascend/driver/version.info").exists():
+        pytest.skip("this machine has a real NPU driver")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "npu-smi"
+    smi.write_bytes(b"#!/bin/sh\n"
+                    b"printf '| npu-smi 24.1.rc2  Version: 24.1.rc2 |\\n\\377\\376\\n'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    r = cli("host-check", images["cann"], "--platform", "linux/amd64")
+    assert r.code == 1 and "this host has 24.1.rc2 (npu-smi info)" in r.out

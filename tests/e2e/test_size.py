@@ -159,3 +159,10 @@ def test_size_reads_with_the_catalogs_per_registry_login(world, sized) -> None: 
                    env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "within budget (sized)" in proc.stdout
+
+
+def test_a_platform_the_image_lacks_is_exit_2_not_within_budget(world, sized) -> None:  # type: ignore[no-untyped-def]
+    proc = cannery(world, "size", str(sized["ref"]), "--catalog", str(sized["catalog"]),
+                   "--platform", "linux/arm64")
+    assert proc.returncode == 2
+    assert "no image for linux/arm64" in proc.stderr and "within budget" not in proc.stdout

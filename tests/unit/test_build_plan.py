@@ -173,3 +173,8 @@ def test_extra_tags_come_after_the_tag_and_aliases_and_are_checked(cli) -> None:
     # the embedded catalog's images share a repository: a tag can name only one index
     res = cli("build", "qwen3-5-a2", "qwen3-5-a3", "--extra-tag", "nightly")
     assert res.code == 2 and "--extra-tag names one index per repository" in res.err
+    # another image's tag in the same repository is that image's: not moved to this one
+    res = cli("build", "qwen3-5-a2", "--extra-tag", _job("qwen3-5-a3")[0].tag)
+    assert res.code == 2 and "the catalog's image qwen3-5-a3 owns that tag" in res.err
+    res = cli("build", "qwen3-5-a2", "--extra-tag", "latest\n")
+    assert res.code == 2 and "not a valid image tag" in res.err

@@ -104,11 +104,27 @@ def test_the_rendered_step_lints_clean(tmp_path: Path) -> None:
         ('url = "https://files.example.com/x"\nunpack = true\nexecutable = true', "downloads[0]",
          "executable has no effect with unpack"),
         ('url = "https://files.example.com/x"\npath = "/"', "downloads[0]", "give the file"),
+        ('url = "https://files.example.com/x"\nname = "9p"', "downloads[0].name",
+         "starting with a letter"),
     ],
 )
 def test_what_cannot_work_is_refused(tmp_path: Path, body: str, field: str, words: str) -> None:
     path_line = "" if "path =" in body else 'path = "/opt/x"\n'
-    extra = f'\n[[images.one.downloads]]\nname = "x"\n{path_line}{body}\n'
+    name_line = "" if "name =" in body else 'name = "x"\n'
+    extra = f'\n[[images.one.downloads]]\n{name_line}{path_line}{body}\n'
     with pytest.raises(CatalogError) as exc:
         load_catalog(_catalog(tmp_path, extra))
     assert f"images.one.{field}" in str(exc.value) and words in str(exc.value)
+
+
+def test_two_downloads_of_one_name_are_refused_at_the_second(tmp_path: Path) -> None:
+    """Their build variables would be one (the second URL written over the first, its bytes
+    then placed at the first's path with a passing check)."""
+    extra = "".join(f'\n[[images.one.downloads]]\nname = "{n}"\n'
+                    f'url = "https://files.example.com/{n}"\npath = "/opt/{n}"\n'
+                    for n in ("tool-a", "tool.a"))
+    path = _catalog(tmp_path, extra)
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(path)
+    assert "images.one.downloads[1].name: 'tool.a': another download of this image is named " \
+        "'tool-a'" in str(exc.value)

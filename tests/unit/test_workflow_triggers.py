@@ -571,8 +571,11 @@ def test_build_branches_build_like_a_pull_request_and_never_publish(tmp_path: Pa
         assert _publish(step["run"], event, ref) == f"publish={want}", (event, ref)
     jobs = doc["jobs"]
     assert "needs.check.outputs.publish == 'true'" in jobs["build-one"]["if"]
-    assert ("(github.event_name == 'push' && needs.check.outputs.publish == 'false')"
-            in jobs["pr-one"]["if"])
+    # whole: && binds tighter than || in an expression, so the images filter must wrap both
+    assert jobs["pr-one"]["if"] == (
+        "${{ ((github.event_name == 'pull_request') || (github.event_name == 'push' && "
+        "needs.check.outputs.publish == 'false')) && "
+        "contains(fromJSON(needs.check.outputs.images), 'one') }}")
     assert jobs["check"]["outputs"]["publish"] == "${{ steps.publish.outputs.publish }}"
     # without build_branches nothing of this is rendered
     (tmp_path / "plain").mkdir()

@@ -849,6 +849,15 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         _check_publish(cat, iname, registry, col)
         if refs_ok:
             _check_host(cat, iname, col)
+        seen: dict[str, str] = {}
+        for i, dl in enumerate(img.downloads):
+            # the build's variables are the name with '.' and '-' as '_': one per download
+            var = re.sub(r"[^a-z0-9]", "_", dl.name)
+            if var in seen:
+                col.error((*where, "downloads", i, "name"),
+                          f"{dl.name!r}: another download of this image is named {seen[var]!r} "
+                          "(names must differ in more than '.', '-' and '_')")
+            seen.setdefault(var, dl.name)
         family = cat.family_of(img.soc)
         if img.soc is not None and family is None:
             col.error(

@@ -112,6 +112,8 @@ USER_NAME = r"^[a-z_][a-z0-9_-]{0,31}$"
 # What a value checked by a Field pattern must be, said for people (the loader's message for
 # a mismatch: "python.version must look like 3.11.10, got '3.11'"); a test checks that every
 # pattern of the models has its words.
+# A download's name: it becomes a shell variable's (NAME_url), so it starts with a letter.
+DOWNLOAD_NAME = r"^[a-z][a-z0-9_.-]*$"
 # A branch pattern the check job also matches itself (build_branches): GitHub's * ** ? +
 # only (? and + apply to the character before them, so they do not start a pattern).
 BRANCH_GLOB = r"^[A-Za-z0-9_.*][A-Za-z0-9_./*?+-]*$"
@@ -137,6 +139,8 @@ PATTERN_WORDS = {
     SECRET_NAME: "be a name like REGISTRY_USER: letters, digits and _, not starting with a digit",
     HDK_VERSION: "be a driver or firmware version like 24.1.rc2, 25.0.RC1.b030 or 7.3.0.1.231",
     SIZE: "be a size like 10GB, 500 MB or 1.5GiB",
+    DOWNLOAD_NAME: "be a name like libfoo: lowercase letters, digits and . _ -, starting with a "
+                   "letter",
     PR_LABEL: "be a label of letters, digits, spaces and . _ : / - (no quote)",
     BRANCH_GLOB: "be a branch pattern of letters, digits, . _ - / and GitHub's * ** ? +",
 }
@@ -767,7 +771,7 @@ class Budget(Strict):
     the layer and the step that made it. Each field set replaces the catalog's."""
 
     compressed: str | None = Field(
-        None, pattern=SIZE, description="Most compressed bytes a pull downloads (config and layers)"
+        None, pattern=SIZE, description="Most compressed bytes of the layers a pull downloads"
     )
     layer: str | None = Field(
         None, pattern=SIZE,
@@ -879,7 +883,8 @@ class FileDownload(Strict):
     build checks the bytes against it before anything uses them, then places them at `path`
     (as a file, marked executable or not, or unpacked into that directory)."""
 
-    name: str = Field(pattern=NAME, description="A name for messages and the build's variables")
+    name: str = Field(pattern=DOWNLOAD_NAME,
+                      description="A name for messages and the build's shell variables")
     url: str = Field(
         description="https URL; {arch} (amd64) and {uname_arch} (x86_64) are filled in per "
         "platform", json_schema_extra=_schema(URL_TEMPLATE),

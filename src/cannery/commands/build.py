@@ -121,11 +121,17 @@ def _jobs(
                 f"({', '.join(spec.platforms)})"
             )
         for tag in spec.tags:
-            if not IMAGE_TAG.match(tag + req.tag_suffix):
+            if not IMAGE_TAG.fullmatch(tag + req.tag_suffix):
                 usage.append(f"--tag-suffix {req.tag_suffix!r}: {tag + req.tag_suffix!r} is "
                              "not a valid image tag")
+    owners = {(s.repository, t): s.name for s in plan(loaded.catalog, lk) for t in s.tags}
     for tag in req.extra_tags:
-        if not IMAGE_TAG.match(tag):
+        taken = [owners[(s.repository, tag)] for s in first
+                 if owners.get((s.repository, tag), s.name) != s.name]
+        if taken:
+            usage.append(f"--extra-tag {tag!r}: the catalog's image {taken[0]} owns that tag in "
+                         "the same repository")
+        if not IMAGE_TAG.fullmatch(tag):
             usage.append(f"--extra-tag {tag[:130]!r}: not a valid image tag (letters, digits, "
                          "'_', '.', '-'; at most 128, not starting with '.' or '-')")
     shared = {s.repository for s in first if sum(t.repository == s.repository for t in first) > 1}

@@ -30,19 +30,28 @@ def host_platform() -> str:
     return f"linux/{arch}"
 
 
+def _same(platform: str | None, want: str) -> bool:
+    """linux/arm64/v8 is linux/arm64 (the one variant spelled out in practice)."""
+    return platform is not None and platform.removesuffix("/v8") == want.removesuffix("/v8")
+
+
 def read_labels(client: OCIClient, ref: Reference, want: str) -> dict[str, str]:
-    """The labels of ``ref``'s image for platform ``want`` (through its index, if it has one)."""
+    """The labels of ``ref``'s image for platform ``want`` (through its index, if it has one);
+    an image of another platform is exit 2, never judged as if it ran here."""
     body, desc = client.get_manifest(ref)
     target = ref
     if desc.media_type in INDEX_TYPES:
         children, _ = parse_index(body, str(ref))
-        found = [c for c in children if platform_string(c.platform) == want]
+        found = [c for c in children if _same(platform_string(c.platform), want)]
         if not found:
             have = sorted({p for c in children if (p := platform_string(c.platform))})
             raise InputError(f"{ref}: no {want} image in its index (it has "
                              f"{', '.join(have) or 'none'}; give --platform)")
         target = ref.with_digest(found[0].digest)
-    _, config = client.image_config(target)
+    found_desc, config = client.image_config(target)
+    built_for = platform_string(found_desc.platform)
+    if not _same(built_for, want):
+        raise InputError(f"{ref}: an image for {built_for}, not {want} (give --platform)")
     cfg = config.get("config") or {}
     labels = cfg.get("Labels") if isinstance(cfg, dict) else None
     return {str(k): str(v) for k, v in (labels or {}).items()}

@@ -78,16 +78,20 @@ def size_cmd(ref_text: str, catalog: Path | None, lock: Path | None, image: str 
         else:
             wanted = [("", desc.digest)]
         for platform, digest in wanted:
-            if platforms and platform not in platforms:
+            if platform and platforms and platform not in platforms:
                 continue
             manifest, _ = client.get_manifest(repo.with_digest(digest))
             found, config = client.image_config(repo.with_digest(digest))
             platform = platform or platform_string(found.platform) or "?"
+            if platforms and platform not in platforms:
+                continue  # a one-platform image of another platform
             size = platform_size(client, repo, manifest, platform, config, steps,
                                  contents=True, top=top)
             sizes.append(size)
             if spec is not None:
                 checks += budget_checks(spec.budget, size)
+    if not sizes:
+        raise InputError(f"{ref_text}: no image for {', '.join(platforms or [])}")
     failed = [c for c in checks if not c.ok]
     if as_json:
         out.print_json(json.dumps({

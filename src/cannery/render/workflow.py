@@ -454,7 +454,8 @@ def _pr_job(cat: Catalog, spec: ImageSpec, pins: dict[str, Pin], cat_args: str) 
     return {
         "name": f"pull request: build {spec.name} (${{{{ matrix.platform }}}}), push nothing",
         "needs": "check",
-        "if": f"${{{{ {_pr_cond(cat)} && {_wanted(spec)} }}}}",
+        # (parenthesised whole: in an expression && binds tighter than ||)
+        "if": f"${{{{ ({_pr_cond(cat)}) && {_wanted(spec)} }}}}",
         "runs-on": "${{ matrix.runner }}",
         "permissions": {"contents": "read"},
         "concurrency": {

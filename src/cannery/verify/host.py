@@ -100,7 +100,7 @@ def _npu_smi() -> tuple[Fact | None, Fact | None, list[str]]:
         return None, None, []
     try:
         done = subprocess.run([exe, "info"], capture_output=True, text=True, check=False,
-                              timeout=NPU_SMI_TIMEOUT)
+                              timeout=NPU_SMI_TIMEOUT, encoding="utf-8", errors="replace")
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, None, [f"npu-smi info failed: {exc}"]
     if done.returncode != 0:
