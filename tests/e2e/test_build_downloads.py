@@ -102,6 +102,8 @@ def test_an_extra_tag_names_the_same_index_and_moves_nothing_else(
 ) -> None:
     """`--extra-tag` (a manual run's input `tags`): nothing rebuilt, the tag added to the
     index its tag names."""
+    rc, _, err = build(world, catalog)  # (a no-op after the first test; this file alone: built)
+    assert rc == 0, err[-3000:]
     rc, summary, err = build(world, catalog, "--extra-tag", "nightly-1")
     assert rc == 0, err[-3000:]
     (image,) = summary["images"]

@@ -6,7 +6,7 @@
   CANN >= 8.5 layout ASCEND.md describes, with the env scripts of the toolkit
   (``ascend-toolkit/set_env.sh``), AscendNPU-IR and NNAL exporting every variable Ascend's 8.5 base
   images persist (prepending search paths without guarding empty values, as the real ones do).
-- ``make_old_toolkit_run``: the same installer for the CANN 8.0–8.3 ``ascend-toolkit`` layout
+- ``make_old_toolkit_run``: the same installer for CANN 8.3's ``ascend-toolkit`` layout
   (everything under ``/usr/local/Ascend/ascend-toolkit/<version>``, ``latest`` pointing at it).
 - ``make_fastops_repo``: a git repository whose ``setup.py`` compiles a few C files into a shared
   library with as many parallel jobs as ``MAX_JOBS`` allows, and records that number.
@@ -199,7 +199,8 @@ OLD_ENV_SCRIPTS = ("/usr/local/Ascend/ascend-toolkit/set_env.sh",
 
 
 def make_old_toolkit_run(out: Path, version: str, arch: str) -> Path:
-    """The stand-in installer's second mode: the CANN 8.0–8.3 ascend-toolkit layout, the
+    """The stand-in installer's second mode: CANN 8.3's ascend-toolkit layout (8.0–8.2 lay it
+    out the same; their NNAL values differ), the
     toolkit in /usr/local/Ascend/ascend-toolkit/<version> with `latest` pointing at it, its
     set_env.sh and NNAL's (old ABI) as CANN 8.3 writes them. Same options and checks."""
     uname = UNAME[arch]

@@ -66,9 +66,9 @@ def test_the_step_checks_before_it_places_and_names_both_digests(tmp_path: Path)
     check = text.index('if ! echo "${tool_sha256}  /tmp/tool.run" | sha256sum -c - >/dev/null')
     assert 'echo "cannery: ${tool_url}: sha256 ${got%% *}, but cannery.lock has ' \
         '${tool_sha256}" >&2; exit 1; fi' in text
-    placed = text.index("install -D -m 0755 /tmp/tool.run /usr/local/bin/tool")
+    placed = text.index("install -D -T -m 0755 /tmp/tool.run /usr/local/bin/tool")
     assert check < placed
-    assert "tar -xf /tmp/data.run -C /opt/data" in text
+    assert "tar -xf /tmp/data.run -C /opt/data --no-same-owner" in text
     assert "install -D -m 0644" not in text  # the unpacked one is not installed as a file
     # each at its place: the tool before the toolkit, the data after the installs
     toolkit = text.index("ENV ASCEND_TOOLKIT_HOME")
@@ -106,6 +106,8 @@ def test_the_rendered_step_lints_clean(tmp_path: Path) -> None:
         ('url = "https://files.example.com/x"\npath = "/"', "downloads[0]", "give the file"),
         ('url = "https://files.example.com/x"\nname = "9p"', "downloads[0].name",
          "starting with a letter"),
+        ('url = "https://files.example.com/x"\npath = "/opt/../etc/x"', "downloads[0]",
+         "without '.', '..' or '//'"),
     ],
 )
 def test_what_cannot_work_is_refused(tmp_path: Path, body: str, field: str, words: str) -> None:

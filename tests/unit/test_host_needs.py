@@ -132,6 +132,7 @@ def test_every_row_is_well_formed() -> None:
         ("25.5.0", "26.0.rc1"),
         ("25.0.alpha1", "25.0.beta1"),
         ("25.0.beta1", "25.0.rc1"),
+        ("24.1.rc3", "24.1.0.0"),  # trailing zeros past three are the same release
     ],
 )
 def test_version_order(older: str, newer: str) -> None:
@@ -144,3 +145,7 @@ def test_version_order(older: str, newer: str) -> None:
 def test_not_a_version(text: str) -> None:
     with pytest.raises(BadVersion):
         version_key(text)
+
+
+def test_trailing_zeros_name_the_same_release() -> None:
+    assert at_least("24.1.0", "24.1.0.0") and at_least("24.1.0.0", "24.1.0")

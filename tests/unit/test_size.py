@@ -167,3 +167,12 @@ def test_budget_failures_name_the_layer_and_step(tmp_path: Path) -> None:
 
 def test_reference_is_only_a_name_in_messages() -> None:
     assert str(Reference("localhost", "oci-layout")) == str(LAYOUT_REF)
+
+
+def test_a_path_that_changes_type_and_a_duplicate_in_one_layer_are_waste(tmp_path: Path) -> None:
+    size = _size(tmp_path, [
+        [("x", 100), ("d/big", 200), ("dup", 50), ("dup", 70)],  # dup written twice
+        [("x", None), ("x/new", 1), ("d", 5)],  # a directory over file x, a file over dir d
+    ])
+    assert size.layers[0].wasted == 100 + 200 + 50
+    assert size.layers[1].wasted == 0

@@ -523,6 +523,9 @@ def test_a_label_gates_pull_request_builds(tmp_path: Path) -> None:
     cond = doc["jobs"]["pr-one"]["if"]
     assert ("github.event_name == 'pull_request' && "
             "contains(github.event.pull_request.labels.*.name, 'ci: images')") in cond
+    # another label added to a labelled pull request starts (and cancels) nothing
+    assert ("(github.event.action != 'labeled' || github.event.label.name == 'ci: images')"
+            in cond)
     _, pr = _pr_path(text)
     assert set(pr) == {"check", "pr-one", "pr-two"}
     _actionlint_clean(tmp_path, text)

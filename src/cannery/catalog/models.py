@@ -893,7 +893,8 @@ class FileDownload(Strict):
         pattern=ABS_PATH, description="Where it lands: the file (made with its directories), or "
         "with unpack the directory the archive is unpacked into",
     )
-    unpack: bool = Field(False, description="A tar archive (any compression tar reads): unpack it")
+    unpack: bool = Field(False, description="A tar archive: unpack it (owned by root; a "
+                         "compressed one needs its decompressor, gzip or xz, in the image)")
     executable: bool = Field(False, description="Mark the file executable (0755; else 0644)")
     at: Literal["before-toolkit", "before-components", "after-components"] = Field(
         "after-components",
@@ -914,6 +915,8 @@ class FileDownload(Strict):
             raise ValueError("executable has no effect with unpack (the archive keeps its modes)")
         if self.path == "/" or (self.path.endswith("/") and not self.unpack):
             raise ValueError(f"path {self.path!r}: give the file's path")
+        if any(part in (".", "..") for part in self.path.split("/")) or "//" in self.path:
+            raise ValueError(f"path {self.path!r}: write it without '.', '..' or '//'")
         return self
 
 

@@ -924,11 +924,13 @@ def _files(spec: ImageSpec, at: str) -> list[Instruction]:
     for f in (f for f in spec.files if f.at == at):
         v = _var(f.name)
         if f.unpack:
-            place = [f"mkdir -p {_q(f.path)};", f"tar -xf /tmp/{v}.run -C {_q(f.path)};"]
+            place = [f"mkdir -p {_q(f.path)};",
+                     f"tar -xf /tmp/{v}.run -C {_q(f.path)} --no-same-owner;"]
             how = f"unpacked into {f.path}"
         else:
             mode = "0755" if f.executable else "0644"
-            place = [f"install -D -m {mode} /tmp/{v}.run {_q(f.path)};"]
+            # -T: a path that is an existing directory fails, not gets the file inside it
+            place = [f"install -D -T -m {mode} /tmp/{v}.run {_q(f.path)};"]
             how = f"placed at {f.path}" + (" (executable)" if f.executable else "")
         out += [
             Comment(f"Download {f.name}: fetched over verified TLS, checked against its sha256 "

@@ -379,7 +379,10 @@ def _pr_cond(cat: Catalog) -> str:
     (carrying ``pr_label``, when set), and on a push to one of ``build_branches``."""
     cond = "github.event_name == 'pull_request'"
     if cat.ci.pr_label:  # PR_LABEL has no quote: safe inside '…'
-        cond += f" && contains(github.event.pull_request.labels.*.name, '{cat.ci.pr_label}')"
+        label = cat.ci.pr_label
+        # adding another label to a labelled pull request starts (and cancels) nothing
+        cond += (f" && contains(github.event.pull_request.labels.*.name, '{label}') && "
+                 f"(github.event.action != 'labeled' || github.event.label.name == '{label}')")
     if cat.ci.build_branches:
         cond = (f"({cond}) || (github.event_name == 'push' && "
                 "needs.check.outputs.publish == 'false')")

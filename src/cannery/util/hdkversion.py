@@ -39,6 +39,8 @@ def version_key(text: str) -> Key:
     if m is None:
         raise BadVersion(f"not a driver or firmware version: {text.strip()[:60]!r}")
     release = tuple(int(p) for p in m["release"].split("."))
+    while len(release) > 3 and release[-1] == 0:  # 24.1.0.0 is 24.1.0
+        release = release[:-1]
     release += (0,) * (3 - len(release))
     stage = m["stage"].lower() if m["stage"] else None
     patch = tuple(int(p) for p in m["patch"].split(".") if p)

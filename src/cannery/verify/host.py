@@ -40,6 +40,7 @@ class Host:
     firmware: Fact | None
     chip: Fact | None
     chip_unknown: str = ""  # why the chip is not known
+    firmware_file: str = "/" + FIRMWARE_INFO  # where the firmware's version was looked for
 
 
 @dataclass
@@ -142,10 +143,12 @@ def read_host(root: Path | None, chip: str | None) -> Host:
     if driver is None:
         where = f"no {base / DRIVER_INFO}" + ("" if root is not None else " and no npu-smi")
         raise NoDriver(f"this host has no NPU driver: {where}")
+    if chip:  # 910B and a SoC name (ascend910b3) say the same chip as 910b
+        chip = soc_chips().get(chip.lower(), chip.lower())
     found = Fact(chip, "--chip") if chip else smi_chip
     why = "; ".join(notes) or ("give --chip" if root is not None
                                else "no npu-smi on PATH; give --chip")
-    return Host(driver, firmware, found, "" if found else why)
+    return Host(driver, firmware, found, "" if found else why, str(base / FIRMWARE_INFO))
 
 
 def judge(image: str, labels: dict[str, str], host: Host) -> Verdict:
@@ -162,7 +165,7 @@ def judge(image: str, labels: dict[str, str], host: Host) -> Verdict:
             v.unchecked.append(f"{what} not checked: no source gives CANN {cann}'s oldest {what}")
             continue
         if fact is None:
-            v.unchecked.append(f"{what} not checked: no /{FIRMWARE_INFO} on this host")
+            v.unchecked.append(f"{what} not checked: no {host.firmware_file} on this host")
             continue
         try:
             ok = at_least(fact.value, need)

@@ -211,11 +211,18 @@ def read_contents(source: BlobSource, repo: Reference, layers: list[Layer],
                         gone = f"{parent}/{name[len(WHITEOUT):]}".lstrip("/")
                         _remove(present, seen, layers, gone, n, inside_only=False)
                     elif member.isdir():
+                        # a directory where an earlier layer had a file hides that file
+                        earlier = present.pop(path, None)
+                        if earlier is not None:
+                            layers[earlier[0]].wasted += earlier[1]
                         continue
                     else:
                         size = member.size if member.isreg() else 0
+                        # a file where there was a directory hides what was under it
+                        _remove(present, seen, layers, path, n + 1, inside_only=True,
+                                counted=False)
                         earlier = present.get(path)
-                        if earlier is not None and earlier[0] < n:
+                        if earlier is not None:  # an earlier copy, this layer's too
                             layers[earlier[0]].wasted += earlier[1]
                         present[path] = (n, size)
                         seen.setdefault(path, []).append(size)
@@ -233,9 +240,12 @@ def read_contents(source: BlobSource, repo: Reference, layers: list[Layer],
 
 
 def _remove(present: dict[str, tuple[int, int]], seen: dict[str, list[int]],
-            layers: list[Layer], path: str, n: int, inside_only: bool) -> None:
-    """A whiteout in layer ``n``: what earlier layers wrote at ``path`` (and under it; only
-    under it for an opaque directory) is hidden, and wasted by the layer that wrote it."""
+            layers: list[Layer], path: str, n: int, inside_only: bool,
+            counted: bool = True) -> None:
+    """A whiteout in layer ``n``: what layers before it wrote at ``path`` (and under it; only
+    under it for an opaque directory) is hidden, and wasted by the layer that wrote it.
+    ``counted``: dive sees the whiteout as an entry of its own (a file replacing a directory
+    is not one)."""
     prefix = f"{path}/" if path else ""
     hidden = [p for p in present
               if (p.startswith(prefix) or (p == path and not inside_only))
@@ -245,7 +255,7 @@ def _remove(present: dict[str, tuple[int, int]], seen: dict[str, list[int]],
         idx, size = present.pop(p)
         layers[idx].wasted += size
         removed += size
-    if not inside_only:
+    if counted and not inside_only:
         # dive sees the whiteout as one more entry of the path, sized as what it removed
         seen.setdefault(path, []).append(removed if path not in seen else 0)
 
