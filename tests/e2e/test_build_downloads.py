@@ -4,7 +4,8 @@ test_build.py).
 
 The image fetches a tool before the toolkit (placed executable on PATH) and an archive after
 the installs (unpacked); a `run` step placed before the toolkit uses the tool and sees no
-toolkit yet, and one after the installs reads the unpacked file. Then the archive's bytes
+toolkit yet, one placed before the components sees the toolkit and not yet the archive, and
+one after the installs reads the unpacked file. Then the archive's bytes
 change on the server after locking: the next build fails at the check, naming the URL and
 both digests, and no tag moves.
 """
@@ -34,6 +35,7 @@ platforms = ["linux/amd64"]
 tag = "fetched"
 steps = [
   {{ run = "standin-tool > /opt/tool-ran && test ! -e {toolkit}", at = "before-toolkit" }},
+  {{ run = "test -d {toolkit} && test ! -e /opt/data", at = "before-components" }},
   {{ run = "grep -q 'hello from the archive' /opt/data/hello.txt && test -d {toolkit}" }},
 ]
 

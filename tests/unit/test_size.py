@@ -123,13 +123,36 @@ LABEL a=b
 """
 
 
+NAMES = ["System packages (change least often)",
+         "run: head -c 3000000 /dev/urandom > /opt/big",
+         "COPY --from=tools /opt/x /opt/x"]
+
+
 def test_layers_are_named_from_the_rendered_dockerfile(tmp_path: Path) -> None:
     steps = layer_steps(DOCKERFILE)
-    assert steps == ["System packages (change least often)",
-                     "run: head -c 3000000 /dev/urandom > /opt/big",
-                     "COPY --from=tools /opt/x /opt/x"]
+    assert [s.name for s in steps] == NAMES
     size = _size(tmp_path, [BASE, BASE, [("a", 1)], [("b", 1)], [("c", 1)]], steps)
-    assert [la.step for la in size.layers] == ["base image", "base image", *steps]
+    assert [la.step for la in size.layers] == ["base image", "base image", *NAMES]
+
+
+@pytest.mark.parametrize("builder", ["buildah", "buildkit"])
+def test_a_layer_the_builder_adds_shifts_no_name(tmp_path: Path, builder: str) -> None:
+    """The history's created_by of each layer, as buildah and BuildKit write it: BuildKit adds
+    a layer for a WORKDIR that makes its directory; it is named by its own text, and the steps
+    after it keep theirs."""
+    run = ("/bin/bash -o pipefail -c " if builder == "buildah"
+           else "RUN /bin/bash -o pipefail -c ")
+    tail = "" if builder == "buildah" else " # buildkit"
+    history = ["/bin/sh -c #(nop) ADD file:0 in /", "/bin/sh -c apt-get update",
+               f"{run}set -eu; apt-get install -y jq{tail}",
+               f"WORKDIR /work{tail}",
+               f"{run}head -c 3000000 /dev/urandom > /opt/big{tail}",
+               ("/bin/sh -c #(nop) COPY dir:ab12 in /opt/x" if builder == "buildah"
+                else "COPY /opt/x /opt/x # buildkit")]
+    layers = [[("a", 1)] for _ in history]
+    size = _size(tmp_path, layers, layer_steps(DOCKERFILE), history)
+    assert [la.step for la in size.layers] == [
+        "base image", "base image", NAMES[0], f"WORKDIR /work{tail}", NAMES[1], NAMES[2]]
 
 
 def test_without_the_catalog_layers_are_named_from_history(tmp_path: Path) -> None:

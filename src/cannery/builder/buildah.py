@@ -307,7 +307,8 @@ def _assemble(
         path = blobs / desc.digest.partition(":")[2]
         if path.stat().st_size != desc.size:
             raise ValueError(f"blob {desc.digest} is not {desc.size} bytes")
-        os.link(path, out / path.name)
+        if not (out / path.name).exists():  # two identical layers (two RUNs that change
+            os.link(path, out / path.name)  # nothing) are one blob
         cache.record(diff_id, layer)
         fixed.append(layer)
     config = with_inputs_label(normalize_config(config), inputs)

@@ -12,7 +12,7 @@ import gzip
 import heapq
 import tarfile
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
@@ -98,7 +98,17 @@ class PlatformSize:
         }
 
 
-def layer_steps(dockerfile: str) -> list[str]:
+@dataclass(frozen=True)
+class OwnLayer:
+    """A layer-making instruction of the image's own stage: what to call its layer, and a
+    piece of its text that the config history's ``created_by`` of that layer contains (the
+    RUN's command, as buildah and BuildKit both record it; a COPY's destination)."""
+
+    name: str
+    key: str
+
+
+def layer_steps(dockerfile: str) -> list[OwnLayer]:
     """What each layer-making instruction (RUN, COPY, ADD) of a rendered Dockerfile's final
     stage is, in order: the first line of the comment above it (a catalog `run` step: its
     command), else the instruction itself."""
@@ -108,7 +118,7 @@ def layer_steps(dockerfile: str) -> list[str]:
             lines[-1] = lines[-1][:-1] + " " + raw.strip()
         else:
             lines.append(raw)
-    steps: list[str] = []
+    steps: list[OwnLayer] = []
     comment: str | None = None
     for line in lines:
         text = line.strip()
@@ -123,9 +133,12 @@ def layer_steps(dockerfile: str) -> list[str]:
             steps = []  # only the last stage's layers are the image's own
         elif word.upper() in ("RUN", "COPY", "ADD"):
             if comment is None or comment.startswith("A catalog `run` step"):
-                steps.append(_short(f"{word.lower()}: {rest}" if comment else text))
+                name = _short(f"{word.lower()}: {rest}" if comment else text)
             else:
-                steps.append(_short(comment))
+                name = _short(comment)
+            body = " ".join(rest.split())
+            key = body[:50] if word.upper() == "RUN" else body.rsplit(" ", 1)[-1]
+            steps.append(OwnLayer(name, key))
         comment = None
     return steps
 
@@ -139,23 +152,40 @@ def history_steps(config: dict[str, object]) -> list[str]:
     """Per layer, the config history's ``created_by`` (the instruction that made it)."""
     history = config.get("history") or []
     assert isinstance(history, list)
-    return [_short(str(h.get("created_by", "")).replace("/bin/sh -c #(nop) ", ""))
+    return [" ".join(str(h.get("created_by", "")).replace("/bin/sh -c #(nop) ", "").split())
             for h in history if isinstance(h, dict) and not h.get("empty_layer")]
 
 
-def name_layers(layers: list[Layer], config: dict[str, object], steps: list[str] | None) -> None:
-    """Give each layer the step that made it: the image's own layers are its last ones, one
-    per layer-making instruction of the rendered Dockerfile (``steps``); the ones before come
-    from the base. Without the catalog's Dockerfile (or when the counts disagree), the
-    config history's instruction text is used."""
+def name_layers(layers: list[Layer], config: dict[str, object],
+                steps: Sequence[OwnLayer | str] | None) -> None:
+    """Give each layer the step that made it. With the history's ``created_by`` of every
+    layer, each of the image's own instructions is found in it, in order (so a layer a
+    builder adds, BuildKit's for a WORKDIR, is named by its own text, not shifted onto the
+    next step); the layers before the first one found are the base's. Without a history that
+    says it, the image's own layers are taken to be its last ones, one per instruction."""
     made = history_steps(config)
-    if steps is not None and len(steps) <= len(layers):
-        own = len(layers) - len(steps)
+    own = [s if isinstance(s, OwnLayer) else OwnLayer(s, "") for s in steps or ()]
+    if own and len(made) == len(layers) and all(s.key for s in own):
+        names: list[str | None] = [None] * len(layers)
+        k = 0
+        for i, text in enumerate(made):
+            for j in range(k, len(own)):
+                if own[j].key in text:
+                    names[i], k = own[j].name, j + 1
+                    break
+        first = next((i for i, n in enumerate(names) if n is not None), None)
+        if first is not None:
+            for i, layer in enumerate(layers):
+                layer.step = (BASE_STEP if i < first
+                              else names[i] or _short(made[i]) or "?")
+            return
+    if own and len(own) <= len(layers):
+        base = len(layers) - len(own)
         for n, layer in enumerate(layers):
-            layer.step = BASE_STEP if n < own else steps[n - own]
+            layer.step = BASE_STEP if n < base else own[n - base].name
         return
     for n, layer in enumerate(layers):
-        layer.step = made[n] if len(made) == len(layers) and made[n] else "?"
+        layer.step = _short(made[n]) if len(made) == len(layers) and made[n] else "?"
 
 
 class _Counting:
@@ -261,7 +291,7 @@ def _remove(present: dict[str, tuple[int, int]], seen: dict[str, list[int]],
 
 
 def platform_size(source: BlobSource, repo: Reference, manifest: bytes, platform: str,
-                  config: dict[str, object], steps: list[str] | None,
+                  config: dict[str, object], steps: Sequence[OwnLayer | str] | None,
                   contents: bool, top: int = 3) -> PlatformSize:
     """One platform's layers, named, and (``contents``) read."""
     _, descriptors = parse_manifest(manifest, f"{repo} {platform}")
