@@ -5,6 +5,7 @@ source), or what the image's own ``host`` table says instead."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from cannery.catalog.models import Catalog, HostOverride
 
@@ -39,6 +40,7 @@ class Release:
     per_chip: dict[str, tuple[str | None, str | None]]
 
 
+@lru_cache(maxsize=1)
 def releases() -> dict[str, Release]:
     """The built-in table by CANN version (lowercased), read from ascend.toml."""
     from cannery.knowledge import ascend_data

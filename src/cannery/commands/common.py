@@ -13,6 +13,10 @@ from cannery.lock import Lock, read_lock
 from cannery.plan import ImageSpec
 from cannery.util.text import did_you_mean
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cannery.oci.reference import Reference
+
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
@@ -105,3 +109,18 @@ def checkout_for(
             markup=False,
         )
     return checkout
+
+
+def spec_for_reference(ref: Reference, specs: list[ImageSpec]) -> ImageSpec:
+    """The catalog image REF is: its repository, and its tag exactly (else with a suffix)."""
+    from cannery.oci.reference import Reference  # (not at import: `plan` loads no httpx)
+
+    repo = f"{ref.host}/{ref.repository}"
+    same_repo = [s for s in specs if Reference.parse(s.repository).repository == ref.repository]
+    exact = [s for s in same_repo if ref.tag == s.tag]
+    matches = exact or [s for s in same_repo if ref.tag and ref.tag.startswith(s.tag)]
+    if len(matches) == 1:
+        return matches[0]
+    names = ", ".join(s.name for s in specs)
+    shown = f"{repo}:{ref.tag}" if ref.tag else str(ref)
+    raise InputError(f"{shown}: which catalog image is it? give --image (one of {names})")

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from cannery.builder.registries import registry_hosts
-from cannery.commands.common import load_with_lock, out, select
+from cannery.commands.common import load_with_lock, out, select, spec_for_reference
 from cannery.errors import InputError
 from cannery.oci import Credentials, OCIClient, Reference
 from cannery.oci.manifest import INDEX_TYPES, parse_index, platform_string
@@ -24,14 +24,12 @@ def _catalog_image(ref: Reference, catalog: Path | None, lock: Path | None,
                    image: str | None, quiet: bool) -> ImageSpec | None:
     """The catalog image ``ref`` is (``--image``, else by repository and tag), or None when
     no image of the catalog is it: its layers are then named from the image's history."""
-    from cannery.commands.verify import _spec_for
-
     loaded, lk, _ = load_with_lock(catalog, lock, quiet=quiet)
     specs = plan(loaded.catalog, lk, select(loaded, [image] if image else None))
     if image:
         return specs[0]
     try:
-        return _spec_for(ref, specs)
+        return spec_for_reference(ref, specs)
     except InputError:
         return None
 

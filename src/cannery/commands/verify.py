@@ -13,7 +13,14 @@ from cannery.attest.sign import load_public_key
 from cannery.builder.plan import ImageJob, plan_build
 from cannery.builder.registries import platform_tag, publish_credentials, registry_hosts
 from cannery.commands.build import _cert_dir
-from cannery.commands.common import checkout_for, err, load_with_lock, out, select
+from cannery.commands.common import (
+    checkout_for,
+    err,
+    load_with_lock,
+    out,
+    select,
+    spec_for_reference,
+)
 from cannery.errors import FatalError, InputError
 from cannery.oci import Credentials, OCIClient, Reference
 from cannery.plan import ImageSpec, plan
@@ -27,19 +34,6 @@ from cannery.verify.model import Check
 from cannery.verify.registry import PlatformImage, registry_checks
 from cannery.verify.runtime import runtime_checks
 from cannery.verify.size import BlobSource, budget_checks, layer_steps, platform_size
-
-
-def _spec_for(ref: Reference, specs: list[ImageSpec]) -> ImageSpec:
-    """The catalog image REF is: its repository, and its tag exactly (else with a suffix)."""
-    repo = f"{ref.host}/{ref.repository}"
-    same_repo = [s for s in specs if Reference.parse(s.repository).repository == ref.repository]
-    exact = [s for s in same_repo if ref.tag == s.tag]
-    matches = exact or [s for s in same_repo if ref.tag and ref.tag.startswith(s.tag)]
-    if len(matches) == 1:
-        return matches[0]
-    names = ", ".join(s.name for s in specs)
-    shown = f"{repo}:{ref.tag}" if ref.tag else str(ref)
-    raise InputError(f"{shown}: which catalog image is it? give --image (one of {names})")
 
 
 def _print_checks(checks: list[Check]) -> None:
@@ -153,7 +147,7 @@ def verify_cmd(
     sigstore = load_verifier(keyless) if keyless is not None else None
     loaded, lk, _ = load_with_lock(catalog, lock, quiet=as_json)
     specs = plan(loaded.catalog, lk, select(loaded, [image] if image else None))
-    spec = specs[0] if image else _spec_for(ref, specs)
+    spec = specs[0] if image else spec_for_reference(ref, specs)
     checks: list[Check] = []
     # An image that copies the checkout is planned from the one verify runs in.
     checkout = checkout_for([spec], None, catalog, quiet=as_json)

@@ -9,13 +9,13 @@ its gigabytes of toolkit, so at most ``MAX_LAYERS`` layers are read.
 
 from __future__ import annotations
 
-import gzip
 import posixpath
 import tarfile
 import tempfile
 from pathlib import Path
 
 from cannery.oci.client import OCIClient
+from cannery.oci.layers import READABLE, layer_tar
 from cannery.oci.manifest import (
     INDEX_TYPES,
     MalformedManifest,
@@ -27,10 +27,6 @@ from cannery.oci.reference import Reference
 
 OS_RELEASE = ("etc/os-release", "usr/lib/os-release")
 MAX_LAYERS = 3
-GZIP = ("application/vnd.oci.image.layer.v1.tar+gzip",
-        "application/vnd.docker.image.rootfs.diff.tar.gzip")
-TAR = ("application/vnd.oci.image.layer.v1.tar",)
-
 
 def parse_os_release(text: str) -> tuple[str, str] | None:
     """(ID, VERSION_ID) of an os-release file, unquoted; None without an ID."""
@@ -47,10 +43,9 @@ def parse_os_release(text: str) -> tuple[str, str] | None:
 def _scan(path: Path, media_type: str) -> str | None:
     """The text of the first os-release file in the layer at ``path`` (a symlink followed
     within the same layer), or None."""
-    opener = gzip.open if media_type in GZIP else open
     found: dict[str, bytes] = {}
     links: dict[str, str] = {}
-    with opener(path, "rb") as raw, tarfile.open(fileobj=raw, mode="r|") as tar:
+    with layer_tar(path, media_type) as (tar, _):
         for member in tar:
             if _resolved(found, links) is not None:
                 break  # no need to read the rest of a large layer
@@ -103,7 +98,7 @@ def read_os_release(client: OCIClient, image: str, digest: str,
     with tempfile.TemporaryDirectory(prefix="cannery-os-") as tmp:
         blob = Path(tmp) / "layer"
         for layer in layers[:MAX_LAYERS]:
-            if layer.media_type not in GZIP + TAR:
+            if layer.media_type not in READABLE:
                 return None
             client.fetch_blob(ref, layer.digest, blob, layer.size)
             try:

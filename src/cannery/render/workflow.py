@@ -51,7 +51,7 @@ import shlex
 from collections.abc import Sequence
 
 from cannery import __version__
-from cannery.catalog.models import REL_PATH, Catalog
+from cannery.catalog.models import IMAGE_TAG, REL_PATH, Catalog
 from cannery.errors import InputError
 from cannery.oci.auth import env_names
 from cannery.plan import ImageSpec
@@ -322,7 +322,7 @@ def _extra_tags_step(specs: Sequence[ImageSpec]) -> dict[str, object]:
             "set -f  # the input is split into words, never globbed\n"
             "# shellcheck disable=SC2086\n"
             "for tag in ${TAGS:-}; do\n"
-            "  if [[ ! \"${tag}\" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]]; then\n"
+            f"  if [[ ! \"${{tag}}\" =~ {IMAGE_TAG.pattern} ]]; then\n"
             '    echo "::error::input tags: a word is not an image tag (letters, digits, _ . -;'
             ' at most 128)"\n'
             "    exit 1\n"
@@ -362,7 +362,7 @@ def _merge_script(spec: ImageSpec, cat_args: str, extra: bool) -> Literal:
         "extra=()\n"
         "# shellcheck disable=SC2086\n"
         "for tag in ${EXTRA_TAGS:-}; do\n"
-        "  if [[ ! \"${tag}\" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]]; then\n"
+        f"  if [[ ! \"${{tag}}\" =~ {IMAGE_TAG.pattern} ]]; then\n"
         "    # (the value is not echoed: it is whatever the run was given)\n"
         '    echo "::error::input tags: a word is not an image tag (letters, digits, _ . -;'
         ' at most 128)"\n'

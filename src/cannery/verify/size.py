@@ -8,28 +8,22 @@ while it is written to a temporary file, then read once as a tar stream; nothing
 
 from __future__ import annotations
 
-import gzip
 import heapq
 import tarfile
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Protocol
+from typing import Protocol
 
 from cannery.errors import InputError
+from cannery.oci.layers import READABLE, layer_tar
 from cannery.oci.manifest import Descriptor, parse_manifest
 from cannery.oci.reference import Reference
 from cannery.plan import BudgetSpec
 from cannery.util.sizes import human_size
 from cannery.verify.model import Check
 
-GZIP_TYPES = ("application/vnd.oci.image.layer.v1.tar+gzip",
-              "application/vnd.docker.image.rootfs.diff.tar.gzip",
-              "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip",
-              "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip")
-TAR_TYPES = ("application/vnd.oci.image.layer.v1.tar",
-             "application/vnd.oci.image.layer.nondistributable.v1.tar")
 BASE_STEP = "base image"
 WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"
@@ -188,28 +182,12 @@ def name_layers(layers: list[Layer], config: dict[str, object],
         layer.step = _short(made[n]) if len(made) == len(layers) and made[n] else "?"
 
 
-class _Counting:
-    """A read-only stream that counts what is read through it."""
-
-    def __init__(self, inner: IO[bytes]) -> None:
-        self.inner, self.count = inner, 0
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.inner.read(n)
-        self.count += len(data)
-        return data
-
-
-def _members(path: Path, media_type: str) -> Iterator[tuple[tarfile.TarInfo | None, _Counting]]:
-    opener = gzip.open if media_type in GZIP_TYPES else open
-    with opener(path, "rb") as raw:
-        counted = _Counting(raw)  # type: ignore[arg-type]
-        with tarfile.open(fileobj=counted, mode="r|") as tar:  # type: ignore[call-overload]
-            for member in tar:
-                yield member, counted
-        while counted.read(1 << 20):  # the end-of-archive blocks and padding
-            pass
-        yield None, counted
+def _members(path: Path, media_type: str) -> Iterator[tuple[tarfile.TarInfo | None, int]]:
+    """Each member, then None with the uncompressed size of the whole layer."""
+    with layer_tar(path, media_type) as (tar, counted):
+        for member in tar:
+            yield member, counted.count
+        yield None, counted.drain()
 
 
 def read_contents(source: BlobSource, repo: Reference, layers: list[Layer],
@@ -222,16 +200,16 @@ def read_contents(source: BlobSource, repo: Reference, layers: list[Layer],
     everything = True
     with tempfile.TemporaryDirectory(prefix="cannery-size-") as tmp:
         for n, (layer, desc) in enumerate(zip(layers, descriptors, strict=True)):
-            if desc.media_type not in GZIP_TYPES + TAR_TYPES:
+            if desc.media_type not in READABLE:
                 everything = False  # zstd: Python reads no zstd before 3.14
                 continue
             blob = Path(tmp) / "layer"
             source.fetch_blob(repo, desc.digest, blob, desc.size)
             sizes: list[tuple[int, str]] = []
             try:
-                for member, counted in _members(blob, desc.media_type):
+                for member, read in _members(blob, desc.media_type):
                     if member is None:
-                        layer.uncompressed = counted.count
+                        layer.uncompressed = read
                         break
                     path = member.name.removeprefix("./").strip("/")
                     parent, _, name = path.rpartition("/")
