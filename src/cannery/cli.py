@@ -82,6 +82,15 @@ LockedOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.", metavar="")]
+BaseDigestOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--base-digest",
+        help="NAME=DIGEST: the index the catalog image NAME was just pushed with; the images "
+        "built FROM it (base = \"image:NAME\") pin it instead of the lock's (repeatable)",
+        metavar="NAME=DIGEST",
+    ),
+]
 CaCertOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option(
@@ -337,6 +346,7 @@ def build(
         typer.Option("--extra-tag", help="One more tag for the image's index, moved after its "
                      "tag and aliases (repeatable; one image per repository)", metavar="TAG"),
     ] = None,
+    base_digest: BaseDigestOpt = None,
     builder: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
@@ -460,6 +470,7 @@ def build(
                 sbom=sbom,
                 provenance_dir=provenance_dir,
                 extra_tags=tuple(extra_tag or ()),
+                base_digests=tuple(base_digest or ()),
             ),
             tls,
         )
@@ -544,6 +555,7 @@ def verify(
         typer.Option("--certificate-oidc-issuer", help="Keyless: the identity's OIDC issuer",
                      metavar="URL"),
     ] = None,
+    base_digest: BaseDigestOpt = None,
     trusted_root: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option(
@@ -563,6 +575,7 @@ def verify(
         verify_cmd(
             ref, catalog, lock, image, as_json, ca_cert, runtime, key, require_attestations,
             rebuild, network, rebuild_platform, all_registries, keyless,
+            tuple(base_digest or ()),
         )
     )
 

@@ -84,6 +84,10 @@ class NetworkError(FatalError):
     exit_code = 2
 
 
+class NotFound(NetworkError):
+    """The registry answered 404: no such manifest, blob or repository."""
+
+
 class CommandError(FatalError):
     """An external command (git, …) is missing, failed or timed out. Exit status 2."""
 

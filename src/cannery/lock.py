@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import tomli_w
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from cannery.catalog.image_bases import PREFIX as IMAGE_BASE
+from cannery.catalog.image_bases import named_image
 from cannery.catalog.inputs import (
     file_downloads,
     python_source_url,
@@ -31,7 +33,7 @@ from cannery.catalog.inputs import (
     wheel_urls,
 )
 from cannery.catalog.platforms import arches_of
-from cannery.errors import LockError
+from cannery.errors import LockError, NotFound
 from cannery.pydeps import LOCKED_LINE, PythonRequest, ci_requests, python_requests
 from cannery.util import toml
 from cannery.util.background import in_background, side_by_side
@@ -261,6 +263,42 @@ def os_contradictions(cat: Catalog, lock: Lock) -> list[tuple[str, str, str]]:
     return out
 
 
+def _image_base_key(cat: Catalog, ref: str) -> str | None:
+    """The ``image:NAME`` bases key whose reference is ``ref``, or None."""
+    return next((k for k, b in cat.bases.items() if named_image(k) and b.image == ref), None)
+
+
+def _as_image_base(
+    cat: Catalog, bases: dict[str, BaseEntry], ref: str, entry: BaseEntry
+) -> BaseEntry:
+    """``entry`` as the lock holds a catalog image's digest: with its parent's base time and
+    OS, so that a build pinning the digest it has just pushed (``pin_image_bases``) plans the
+    same clock as one that reads the lock, and the OS check compares like with like."""
+    key = _image_base_key(cat, ref)
+    if key is None:
+        return entry
+    parent = cat.bases[cat.images[key[len(IMAGE_BASE):]].base].image
+    if parent not in bases:
+        return entry
+    above = _as_image_base(cat, bases, parent, bases[parent])  # a chain: its root's time
+    return entry.model_copy(update={"resolved_at": above.resolved_at, "os_id": above.os_id,
+                                    "os_version": above.os_version})
+
+
+def pin_image_bases(cat: Catalog, lock: Lock, pushed: dict[str, str]) -> Lock:
+    """``lock`` with each catalog image of ``pushed`` (name → the index digest it was just
+    pushed with) pinned, as a base, at that digest."""
+    bases = dict(lock.bases)
+    for name, digest in pushed.items():
+        key = IMAGE_BASE + name
+        if key not in cat.bases:
+            continue
+        ref = cat.bases[key].image
+        fresh = BaseEntry(digest=digest, resolved_at=now())
+        bases[ref] = _as_image_base(cat, bases, ref, fresh)
+    return lock.model_copy(update={"bases": bases})
+
+
 @dataclass
 class Resolvers:
     """How each kind of reference is resolved; tests may point these at local services.
@@ -422,8 +460,8 @@ def _update_refs(
                 progress(inp)
             todo.append(inp)
 
-    def resolve(inp: Input) -> Callable[[], BaseEntry | GitEntry | UrlEntry]:
-        def work() -> BaseEntry | GitEntry | UrlEntry:
+    def resolve(inp: Input) -> Callable[[], BaseEntry | GitEntry | UrlEntry | None]:
+        def work() -> BaseEntry | GitEntry | UrlEntry | None:
             if inp.kind == "base":
                 kept = old.bases.get(inp.key)
                 when = stamp
@@ -432,7 +470,13 @@ def _update_refs(
                     # clock) stays, so no input digest moves
                     digest, when = kept.digest, kept.resolved_at
                 else:
-                    digest = resolvers.base(inp.key)
+                    try:
+                        digest = resolvers.base(inp.key)
+                    except NotFound:
+                        if named_image(inp.owner) is None:
+                            raise
+                        # a catalog image not pushed yet: its build pins what it pushes
+                        return None
                 found = resolvers.os_release(inp.key, digest) if resolvers.os_release else None
                 os_id, os_version = found if found else (None, None)
                 return BaseEntry(digest=digest, resolved_at=when, os_id=os_id,
@@ -450,12 +494,16 @@ def _update_refs(
 
     entries = side_by_side([resolve(i) for i in todo], RESOLVE_WORKERS)
     for inp, entry in zip(todo, entries, strict=True):
+        if entry is None:
+            continue
         if isinstance(entry, BaseEntry):
             bases[inp.key] = _kept_time(old.bases.get(inp.key), entry)
         elif isinstance(entry, GitEntry):
             gits[inp.key] = _kept_time(old.git.get(inp.key), entry)
         else:
             urls[inp.key] = _kept_time(old.urls.get(inp.key), entry)
+    for key, entry in list(bases.items()):
+        bases[key] = _as_image_base(cat, bases, key, entry)
     # A wheel's bytes at the same URL are not in a Python request's digest: the images that
     # install a wheel whose sha256 moved resolve again (a nightly wheel's new dependencies).
     moved = {u for u, e in urls.items() if u in old.urls and old.urls[u].sha256 != e.sha256}
@@ -654,6 +702,7 @@ def ensure_locked(
     ca_cert: Path | None = None,
     speculate: bool = False,
     tls: Callable[[], ssl.SSLContext] | None = None,
+    built: set[str] | None = None,
 ) -> tuple[Lock, list[str], PendingLock | None]:
     """What a build does with the lock, uv/cargo semantics: by default resolve what ``images``
     lack, drop what no image needs, and write the lock (atomically); ``locked`` refuses a lock
@@ -664,12 +713,16 @@ def ensure_locked(
     With ``speculate``, when Python pins are to be re-resolved and each such entry had pins
     before, the bases, commits and downloads are resolved here, and the Python pins in a
     thread: the lock returned is the guess of a :class:`PendingLock` (returned too), written
-    by its ``settle()``."""
+    by its ``settle()``.
+
+    ``built``: the catalog images this build pushes first; the images built FROM them pin
+    what they push (``pin_image_bases``), so their tags are not resolved here."""
     if frozen:
         return lock, [], None
     from cannery.util.fs import atomic_write
 
     missing, stale = lock_changes(cat, lock, images)
+    missing = [i for i in missing if i.kind != "base" or named_image(i.owner) not in (built or ())]
     unpinned = [n for n in images if _python_unpinned(cat, lock, n)]
     if not missing and not stale and not unpinned:
         return lock, [], None

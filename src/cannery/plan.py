@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cannery.catalog.hosts import HostNeeds, host_needs
+from cannery.catalog.image_bases import parent_of
 from cannery.catalog.inputs import (
     NO_DATE,
     file_downloads,
@@ -271,6 +272,7 @@ class ImageSpec:
     host: HostNeeds | None = None
     budget: BudgetSpec = BudgetSpec()
     files: tuple[FileSpec, ...] = ()  # the image's downloads, in catalog order
+    built_on: str | None = None  # the catalog image it is built FROM (base = "image:NAME")
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -498,6 +500,7 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         registries=_registries(cat, image),
         python_install=_python(cat, image, arches, lock),
         stages=_stages(cat, image, lock),
+        built_on=parent_of(cat, image),
     )
     date = _tag_date(spec, lock) if "date" in used else NO_DATE
     values = tag_values(cat, image, date)

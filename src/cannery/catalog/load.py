@@ -19,6 +19,8 @@ from pydantic import ValidationError
 
 from cannery.catalog.compat import check_image
 from cannery.catalog.hosts import table_chips
+from cannery.catalog.image_bases import PREFIX as IMAGE_BASE
+from cannery.catalog.image_bases import derive as derive_image_bases
 from cannery.catalog.inputs import component_field, render_tag, tag_values, template_fields
 from cannery.catalog.locate import LineMap
 from cannery.catalog.models import (
@@ -320,6 +322,7 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
             col.error(loc, msg)
         raise CatalogError(col.problems()) from None
 
+    derive_image_bases(catalog, col.error)
     _cross_check(catalog, col)
     if not col.errors:
         _check_effects(catalog, col)
@@ -822,7 +825,9 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
         refs_ok = True
         for fieldname, table in (("base", cat.bases), ("toolkit", cat.toolkits)):
             ref = getattr(img, fieldname)
-            if ref is not None and ref not in table:
+            if fieldname == "base" and ref.startswith(IMAGE_BASE) and ref not in table:
+                refs_ok = False  # derive_image_bases said why
+            elif ref is not None and ref not in table:
                 refs_ok = False
                 col.error(
                     (*where, fieldname), f"unknown {fieldname} {ref!r} ({did_you_mean(ref, table)})"

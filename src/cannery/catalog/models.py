@@ -1074,7 +1074,10 @@ class Stage(Strict):
 
 class Image(Strict):
     extends: str | None = EXTENDS
-    base: str
+    base: str = Field(
+        description="A bases key, or image:NAME to build FROM the catalog's image NAME (built "
+        "and pushed first; pinned by the digest it was pushed with)"
+    )
     toolkit: str | None = Field(None, description="A toolkits key; omitted: no toolkit")
     soc: str | None = Field(
         None, description="SOC_VERSION, e.g. ascend910b1; omitted for a chip-generic image"

@@ -30,13 +30,22 @@ from cannery.builder.execute import (
 from cannery.builder.plan import ImageJob, plan_build
 from cannery.builder.progress import reporter_for
 from cannery.builder.registries import publish_credentials
+from cannery.catalog.image_bases import PREFIX as IMAGE_BASE
+from cannery.catalog.image_bases import in_build_order
 from cannery.catalog.models import IMAGE_TAG
-from cannery.commands.common import checkout_for, err, load_with_lock, out, select
+from cannery.commands.common import (
+    checkout_for,
+    err,
+    load_with_lock,
+    out,
+    select,
+    with_base_digests,
+)
 from cannery.errors import InputError
-from cannery.lock import PendingLock, ensure_locked
+from cannery.lock import Lock, PendingLock, dump_lock, ensure_locked, pin_image_bases, read_lock
 from cannery.oci import Descriptor, OCIClient
 from cannery.oci.publish import TagMoves
-from cannery.plan import ImageSpec, plan
+from cannery.plan import ImageSpec, plan, plan_image
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import extra_ca, ssl_context
 
@@ -80,6 +89,9 @@ class BuildRequest:
     sbom: bool = False
     extra_tags: tuple[str, ...] = ()  # more tags for each image's index (a manual run's input)
     provenance_dir: Path | None = None
+    # image NAME -> the index digest it was pushed with (CI: its merge job's output), pinned as
+    # the base of the images built FROM it
+    base_digests: tuple[str, ...] = ()  # NAME=DIGEST
 
 
 @contextmanager
@@ -97,22 +109,51 @@ def _cert_dir(ca_cert: Path | None) -> Iterator[Path | None]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+@dataclass
+class _Planned:
+    """A build's jobs (parents before the images built FROM them), the lock they were planned
+    from, and how to plan one again once the catalog images it is built FROM are pushed."""
+
+    jobs: list[ImageJob]
+    pending: PendingLock | None
+    loaded: LoadedCatalog
+    lock: Lock
+    lock_path: Path
+    replan: Callable[[str, dict[str, str]], ImageJob]
+
+
+def _merges(req: BuildRequest) -> bool:
+    """The build writes each image's index (what an image built FROM it pins)."""
+    if req.digest_dir and not req.merge_only:
+        return False
+    return not (req.platforms and not req.digest_dir)
+
+
 def _jobs(
     req: BuildRequest,
     speculate: bool = False,
     planned: Callable[[list[ImageSpec]], None] | None = None,
     tls: Callable[[], ssl.SSLContext] | None = None,
-) -> tuple[list[ImageJob], PendingLock | None, LoadedCatalog]:
+) -> _Planned:
     """The planned jobs; with ``speculate``, maybe planned from a guessed lock whose Python
     pins are still resolving (the PendingLock returned; see ``ensure_locked``); and the
     catalog they were planned from. ``planned`` is told the images (as the lock has them
     before it settles: their repositories and tags are the catalog's) once the options are
     checked, before the lock is settled. ``tls``: the command's one TLS context."""
     loaded, lk, path = load_with_lock(req.catalog, req.lock)
-    names = select(loaded, req.images)
+    cat = loaded.catalog
+    names = in_build_order(cat, select(loaded, req.images))
+    lk = with_base_digests(cat, lk, req.base_digests)
     # Options that cannot work are refused before anything is resolved or written.
     usage = []
     first = plan(loaded.catalog, lk, names)
+    for spec in first:
+        if spec.built_on in names and not (req.push and _merges(req)):
+            usage.append(
+                f"{spec.name} is built FROM image {spec.built_on} of the same build, and pins "
+                f"the index it pushes: add --push (all platforms), or build {spec.name} alone "
+                "(on the digest the lock holds)"
+            )
     for spec in first:
         unknown = [p for p in req.platforms or [] if p not in spec.platforms]
         if unknown:
@@ -142,9 +183,10 @@ def _jobs(
         raise InputError("\n".join(dict.fromkeys(usage)))
     if planned is not None:
         planned(first)
+    # A catalog image built in this run is not resolved: it is pinned once pushed.
     lk, changes, pending = ensure_locked(
         loaded.catalog, lk, path, names, locked=req.locked, frozen=req.frozen,
-        ca_cert=req.ca_cert, speculate=speculate, tls=tls,
+        ca_cert=req.ca_cert, speculate=speculate, tls=tls, built=set(names),
     )
     for line in changes:
         err.print(f"lock: {line}", markup=False)
@@ -153,19 +195,27 @@ def _jobs(
     specs = plan(loaded.catalog, lk, names)
     # said on stderr with the progress lines, JSON or not
     checkout = checkout_for(specs, req.context, req.catalog)
+
+    def job_of(spec: ImageSpec, lock: Lock) -> ImageJob:
+        return plan_build(spec, render_dockerfile(spec), lock, req.platforms, req.tag_suffix,
+                          checkout, req.extra_tags)
+
+    def replan(name: str, pushed: dict[str, str]) -> ImageJob:
+        pinned = pin_image_bases(cat, lk, pushed)
+        return job_of(plan_image(cat, name, pinned), pinned)
+
     for spec in specs:
         for item in spec.unlocked():
+            if spec.built_on in names and item.startswith(f"base image {spec.base_image} "):
+                continue  # pinned at the digest its parent is pushed with
             problems.append(f"{spec.name}: {item} is not in {path}")
         if spec.unpinned():
             problems.append(f"{spec.name}: Python dependencies are not in {path}")
-        jobs.append(
-            plan_build(spec, render_dockerfile(spec), lk, req.platforms, req.tag_suffix, checkout,
-                       req.extra_tags)
-        )
+        jobs.append(job_of(spec, lk))
     if problems:
         hint = "" if not req.frozen else " (--frozen never resolves: run `cannery lock`)"
         raise InputError("\n".join(problems) + hint)
-    return jobs, pending, loaded
+    return _Planned(jobs, pending, loaded, lk, path, replan)
 
 
 def _target(req: BuildRequest, client: OCIClient | None) -> Target:
@@ -239,9 +289,8 @@ def build_cmd(req: BuildRequest, tls_ahead: Callable[[], ssl.SSLContext] | None 
 
     reporter = reporter_for(err)
     try:
-        jobs, pending, loaded = _jobs(
-            request, speculate, planned if request.push else None, tls
-        )
+        made = _jobs(request, speculate, planned if request.push else None, tls)
+        jobs, pending, loaded = made.jobs, made.pending, made.loaded
         target = replace(_target(request, client), read_ahead=ahead)
         if client is not None and request.attest:
             from cannery.attest.provenance import warm
@@ -263,9 +312,28 @@ def build_cmd(req: BuildRequest, tls_ahead: Callable[[], ssl.SSLContext] | None 
             )
 
             def run(jobs: list[ImageJob], settings: Settings) -> list[ImageResult]:
-                if request.merge_only:
-                    return [merge_from_digest_dir(job, target, reporter) for job in jobs]
-                return [build_image(job, settings, target, reporter) for job in jobs]
+                done: list[ImageResult] = []
+                for job in jobs:
+                    parent = job.spec.built_on
+                    if parent in made_names:
+                        if parent not in pushed:
+                            done.append(ImageResult(
+                                job.name, job.repository, list(job.tags),
+                                error=f"not built: image {parent}, which it is built FROM, "
+                                "has no new index"))
+                            continue
+                        job = made.replan(job.name, pushed)
+                    if request.merge_only:
+                        result = merge_from_digest_dir(job, target, reporter)
+                    else:
+                        result = build_image(job, settings, target, reporter)
+                    done.append(result)
+                    if result.ok and result.index_digest:
+                        pushed[job.name] = result.index_digest
+                return done
+
+            made_names = {j.name for j in jobs}
+            pushed: dict[str, str] = {}
 
             try:
                 results = run(jobs, settings)
@@ -274,10 +342,12 @@ def build_cmd(req: BuildRequest, tls_ahead: Callable[[], ssl.SSLContext] | None 
                     raise exc.error from None
                 err.print("lock: the new Python pins differ from the earlier ones: building "
                           "again from them (nothing was pushed)", markup=False)
-                jobs, _, _ = _jobs(request)  # the lock is written: nothing left to resolve
-                results = run(jobs, replace(settings, settle=None, wrong=None))
+                made = _jobs(request)  # the lock is written: nothing left to resolve
+                pushed.clear()
+                results = run(made.jobs, replace(settings, settle=None, wrong=None))
             if pending is not None:
                 pending.settle()  # written even when no build got as far as asking
+            _record_pushed_bases(request, made, pushed)
     finally:
         reporter.close()
         if reads is not None:
@@ -287,6 +357,22 @@ def build_cmd(req: BuildRequest, tls_ahead: Callable[[], ssl.SSLContext] | None 
     _report(results, request.as_json)
     failed = [r for r in results if not r.ok]
     return max((r.exit_code for r in failed), default=0)
+
+
+def _record_pushed_bases(req: BuildRequest, made: _Planned, pushed: dict[str, str]) -> None:
+    """Write the digests just pushed of the catalog images others are built FROM into the
+    lock, as `cannery lock` would read them (not with --locked or --frozen)."""
+    cat = made.loaded.catalog
+    mine = {n: d for n, d in pushed.items() if IMAGE_BASE + n in cat.bases}
+    if not mine or req.locked or req.frozen:
+        return
+    from cannery.util.fs import atomic_write
+
+    current = read_lock(made.lock_path) if made.lock_path.exists() else made.lock
+    atomic_write(made.lock_path, dump_lock(pin_image_bases(cat, current, mine)))
+    for name, digest in mine.items():
+        err.print(f"lock: pinned image {name}'s base entry at {digest} (just pushed)",
+                  markup=False)
 
 
 def attester(

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rich.console import Console
 
 from cannery.builder.checkout import Checkout
 from cannery.catalog.load import LoadedCatalog, load_catalog
+from cannery.catalog.models import Catalog
 from cannery.errors import InputError
 from cannery.lock import Lock, read_lock
 from cannery.plan import ImageSpec
+from cannery.util.patterns import OCI_DIGEST_PATTERN
 from cannery.util.text import did_you_mean
 
 TYPE_CHECKING = False
@@ -124,3 +127,24 @@ def spec_for_reference(ref: Reference, specs: list[ImageSpec]) -> ImageSpec:
     names = ", ".join(s.name for s in specs)
     shown = f"{repo}:{ref.tag}" if ref.tag else str(ref)
     raise InputError(f"{shown}: which catalog image is it? give --image (one of {names})")
+
+
+def with_base_digests(cat: Catalog, lk: Lock, given: tuple[str, ...] | list[str]) -> Lock:
+    """``lk`` with each ``NAME=DIGEST`` of ``given`` (--base-digest: the index a catalog image
+    was just pushed with, as CI's merge job says it) pinned as that image's base entry."""
+    from cannery.catalog.image_bases import PREFIX, named_image
+    from cannery.lock import pin_image_bases
+
+    out: dict[str, str] = {}
+    for item in given:
+        name, sep, digest = item.partition("=")
+        if not sep:
+            raise InputError(f"--base-digest {item[:80]!r}: give NAME=sha256:DIGEST")
+        if PREFIX + name not in cat.bases:
+            used = sorted(k.removeprefix(PREFIX) for k in cat.bases if named_image(k))
+            raise InputError(f"--base-digest {name[:80]}: no image of the catalog is built FROM "
+                             f"image {name[:80]} (built FROM: {', '.join(used) or 'none'})")
+        if not re.fullmatch(OCI_DIGEST_PATTERN, digest):
+            raise InputError(f"--base-digest {name}={digest[:80]!r}: not a sha256 digest")
+        out[name] = digest
+    return pin_image_bases(cat, lk, out) if out else lk

@@ -18,7 +18,8 @@ def _summary(spec: ImageSpec) -> dict[str, Any]:
         "tag": spec.tag,
         "tags": list(spec.tags),
         "tag_fields": dict(spec.tag_fields),
-        "base": {"image": spec.base_image, "digest": spec.base_digest},
+        "base": {"image": spec.base_image, "digest": spec.base_digest,
+                 "catalog_image": spec.built_on},
         "toolkit": {
             "version": spec.toolkit.version,
             "provided": spec.toolkit.provided,
@@ -79,7 +80,8 @@ def plan_cmd(
         table.add_column("ref", overflow="fold")
         table.add_column("pinned to", no_wrap=True)
         image, _, tag = spec.base_image.rpartition(":")
-        table.add_row("base", image, tag, _short(spec.base_digest) or "UNLOCKED")
+        unpinned = "UNLOCKED" if spec.built_on is None else f"built first (image {spec.built_on})"
+        table.add_row("base", image, tag, _short(spec.base_digest) or unpinned)
         tk = spec.toolkit
         if tk is None:
             table.add_row("toolkit", "none", "", "")

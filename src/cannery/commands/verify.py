@@ -20,6 +20,7 @@ from cannery.commands.common import (
     out,
     select,
     spec_for_reference,
+    with_base_digests,
 )
 from cannery.errors import FatalError, InputError
 from cannery.oci import Credentials, OCIClient, Reference
@@ -131,6 +132,7 @@ def verify_cmd(
     rebuild_platforms: list[str] | None = None,
     all_registries: bool = False,
     keyless: KeylessPolicy | None = None,
+    base_digests: tuple[str, ...] = (),
 ) -> int:
     if ref_text.startswith("oci:"):
         if rebuild or all_registries or key or require_attestations or keyless:
@@ -146,6 +148,7 @@ def verify_cmd(
     keys = [load_public_key(key)] if key else []
     sigstore = load_verifier(keyless) if keyless is not None else None
     loaded, lk, _ = load_with_lock(catalog, lock, quiet=as_json)
+    lk = with_base_digests(loaded.catalog, lk, base_digests)
     specs = plan(loaded.catalog, lk, select(loaded, [image] if image else None))
     spec = specs[0] if image else spec_for_reference(ref, specs)
     checks: list[Check] = []

@@ -45,6 +45,7 @@ from typing import TypeVar
 import httpx
 
 from cannery.errors import NetworkError
+from cannery.errors import NotFound as NotFound  # re-exported: where callers look for it
 from cannery.oci.auth import Credentials, KeyedLocks, basic, challenge
 from cannery.oci.manifest import (
     MANIFEST_TYPES,
@@ -73,10 +74,6 @@ _DEFAULT_PORT = {"https": 443, "http": 80}
 
 T = TypeVar("T")
 Body = bytes | Callable[[], Iterator[bytes]] | None
-
-
-class NotFound(NetworkError):
-    """The registry answered 404: no such manifest, blob or repository."""
 
 
 class DigestMismatch(NetworkError):

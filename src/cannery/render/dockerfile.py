@@ -420,7 +420,10 @@ def _refuse_base(spec: ImageSpec) -> list[Run]:
     """A base image given by tag only could change under the build: stop before using it."""
     if spec.base_digest:
         return []
-    return [Run([_refuse(f"base image {spec.base_image} has no digest")[:-1]])]
+    why = f"base image {spec.base_image} has no digest"
+    if spec.built_on is not None:
+        why += f": build and push image {spec.built_on} first"
+    return [Run([_refuse(why)[:-1]])]
 
 
 # dnf's own state for the one transaction (persistdir: the history database with the time and

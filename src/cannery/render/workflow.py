@@ -51,6 +51,7 @@ import shlex
 from collections.abc import Sequence
 
 from cannery import __version__
+from cannery.catalog.image_bases import ancestors
 from cannery.catalog.models import IMAGE_TAG, REL_PATH, Catalog
 from cannery.errors import InputError
 from cannery.oci.auth import env_names
@@ -228,9 +229,14 @@ def _affected(cat: Catalog, specs: Sequence[ImageSpec]) -> Literal:
     """The `check` job's script: the images this event builds, as a JSON list on the step's
     output ``images``. Image names and paths are catalog-validated (NAME, REL_PATH), so they
     are written into single-quoted shell words as they are; event data arrives in env."""
-    table = "".join(
-        f"  [{s.name}]='{' '.join(image_inputs(cat, s))}'\n" for s in specs
-    )
+    by_name = {s.name: s for s in specs}
+
+    def paths(spec: ImageSpec) -> list[str]:
+        # an image built FROM another of the catalog is rebuilt with it (after it: `needs`)
+        chain = [spec, *(by_name[a] for a in ancestors(cat, spec.name) if a in by_name)]
+        return list(dict.fromkeys(p for s in chain for p in image_inputs(cat, s)))
+
+    table = "".join(f"  [{s.name}]='{' '.join(paths(s))}'\n" for s in specs)
     order = " ".join(s.name for s in specs)
     return Literal(
         "set -euo pipefail\n"
@@ -347,15 +353,38 @@ def _extra_tags_step(specs: Sequence[ImageSpec]) -> dict[str, object]:
     }
 
 
-def _merge_script(spec: ImageSpec, cat_args: str, extra: bool) -> Literal:
+def _base_digest_line(parent: str | None, reset: bool = False) -> str:
+    """The shell line that hands cannery the digest the parent's merge job pushed (env
+    BASE_DIGEST; empty when that job did not run: the lock's digest is used)."""
+    if parent is None:
+        return ""
+    return ("set --\n" if reset else "") + (
+        f"# image {parent}, which this one is built FROM: the index its merge job pushed\n"
+        'if [ -n "${BASE_DIGEST}" ]; then\n'
+        f'  set -- "$@" --base-digest "{parent}=${{BASE_DIGEST}}"\n'
+        "fi\n"
+    )
+
+
+def _merge_script(
+    spec: ImageSpec, cat_args: str, extra: bool, parent: str | None = None,
+    is_base: bool = False,
+) -> Literal:
     """The merge step: with ``dispatch_tags``, a manual run's input ``tags`` (in env, never in
     the script's text) is split into words, unglobbed, each checked as an image tag before it
-    becomes an argument; one that is not stops the step, and nothing is merged."""
+    becomes an argument; one that is not stops the step, and nothing is merged. An image
+    another is built FROM writes the index digest it pushed to the step's output ``digest``."""
     merge = (f"cannery build {spec.name}{cat_args} --locked --merge-only \\\n"
              '  --digest-dir "${RUNNER_TEMP}/digests" --push \\\n'
-             '  --provenance-dir "${RUNNER_TEMP}/provenance"')
+             '  --provenance-dir "${RUNNER_TEMP}/provenance"'
+             + (' "${extra[@]}"' if extra else "") + (' "$@"' if parent else ""))
+    if is_base:
+        merge += (' --json | tee "${RUNNER_TEMP}/merged.json"\n'
+                  "jq -r '\"digest=\" + .images[0].index_digest' \"${RUNNER_TEMP}/merged.json\""
+                  ' >> "${GITHUB_OUTPUT}"')
+    merge = _base_digest_line(parent, reset=True) + merge + "\n"
     if not extra:
-        return Literal(merge + "\n")
+        return Literal(merge)
     return Literal(
         "set -euo pipefail\n"
         "set -f  # the input is split into words, never globbed\n"
@@ -370,7 +399,7 @@ def _merge_script(spec: ImageSpec, cat_args: str, extra: bool) -> Literal:
         "  fi\n"
         '  extra+=(--extra-tag "${tag}")\n'
         "done\n"
-        + merge + ' "${extra[@]}"\n'
+        + merge
     )
 
 
@@ -822,6 +851,7 @@ def render_workflow(
         assert isinstance(check, dict)
         check["outputs"]["publish"] = "${{ steps.publish.outputs.publish }}"
     force_env = {"FORCE": "${{ inputs.force }}"}
+    by_name = {s.name: s for s in specs}
     for spec in specs:
         build_id, merge_id = _job_id("build", spec.name), _job_id("merge", spec.name)
         creds = _credentials(cat, spec)
@@ -833,12 +863,23 @@ def render_workflow(
         jobs[Note(f"{spec.name}: {spec.reference}")] = None
         if ci.pull_requests:
             jobs[_job_id("pr", spec.name)] = _pr_job(cat, spec, pins, cat_args)
+        parent = spec.built_on if spec.built_on in by_name else None
+        build_if = f"{PUBLISH_IF}{_publish_cond(cat)} && {_wanted(spec)}"
+        base_env: dict[str, str] = {}
+        if parent is not None:
+            parent_merge = _job_id("merge", parent)
+            # after the parent's merge when this event builds it (skipped: not built now, so
+            # the lock's digest of it); never after a parent that failed
+            build_if = (f"!cancelled() && needs.check.result == 'success' && {build_if} && "
+                        f"(needs.{parent_merge}.result == 'success' || "
+                        f"!{_wanted(by_name[parent])})")
+            base_env = {"BASE_DIGEST": f"${{{{ needs.{parent_merge}.outputs.digest }}}}"}
         jobs[build_id] = {
             "name": f"build {spec.name} (${{{{ matrix.platform }}}})",
-            "needs": "check",
+            "needs": "check" if parent is None else ["check", _job_id("merge", parent)],
             # registry secrets: never on a pull request, never in a fork (where they are
             # empty); the merge job needs this one, so it is skipped with it
-            "if": f"${{{{ {PUBLISH_IF}{_publish_cond(cat)} && {_wanted(spec)} }}}}",
+            "if": f"${{{{ {build_if} }}}}",
             "runs-on": "${{ matrix.runner }}",
             **env,
             "permissions": {"contents": "read"},
@@ -864,11 +905,13 @@ def render_workflow(
                         "PLATFORM": "${{ matrix.platform }}",
                         "BUILDER": "${{ steps.buildx.outputs.name }}",
                         **force_env,
+                        **base_env,
                     },
                     "run": Literal(
                         "# a manual run's force input: rebuild even unchanged platforms\n"
                         'if [ "${FORCE}" = true ]; then set -- --force; fi\n'
-                        f"cannery build {spec.name}{cat_args} --locked \\\n"
+                        + _base_digest_line(parent)
+                        + f"cannery build {spec.name}{cat_args} --locked \\\n"
                         '  --platform "${PLATFORM}" --backend buildx --builder "${BUILDER}" \\\n'
                         '  --registry-cache --push --digest-dir "${RUNNER_TEMP}/digests" "$@"\n'
                     ),
@@ -885,9 +928,13 @@ def render_workflow(
                 },
             ],
         }
-        jobs[merge_id] = {
+        is_base = any(s.built_on == spec.name for s in specs)
+        merge_job: dict[str, object] = {
             "name": f"merge {spec.name}",
-            "needs": build_id,
+            "needs": build_id if parent is None else [build_id, _job_id("merge", parent)],
+            # (a parent's merge job only hands on its digest; a skipped one: not built now)
+            **({"if": f"${{{{ !cancelled() && needs.{build_id}.result == 'success' }}}}"}
+               if parent is not None else {}),
             "runs-on": "ubuntu-latest",
             **env,
             "permissions": {
@@ -914,19 +961,29 @@ def render_workflow(
                     "name": "Merge into one index, push it, then move the tag and aliases"
                     if not mirrors
                     else "Copy to every registry by digest, an index in each, then the tags",
+                    **({"id": "merge"} if is_base else {}),
                     "env": {**every, **({"EXTRA_TAGS": "${{ inputs.tags }}"}
-                                        if ci.dispatch_tags else {})},
-                    "run": _merge_script(spec, cat_args, ci.dispatch_tags),
+                                        if ci.dispatch_tags else {}), **base_env},
+                    "run": _merge_script(spec, cat_args, ci.dispatch_tags, parent, is_base),
                 },
                 *_keyless(spec, pins, creds),
                 {
                     "name": "Verify the pushed image",
-                    "env": {**every, "IMAGE_REF": spec.reference},
-                    "run": f'cannery verify "${{IMAGE_REF}}"{cat_args} --image {spec.name}'
+                    "env": {**every, "IMAGE_REF": spec.reference, **base_env},
+                    "run": Literal(
+                        _base_digest_line(parent, reset=True)
+                        + f'cannery verify "${{IMAGE_REF}}"{cat_args} --image {spec.name}'
+                        + verify_all + (' "$@"' if parent else "") + "\n")
+                    if parent else
+                    f'cannery verify "${{IMAGE_REF}}"{cat_args} --image {spec.name}'
                     + verify_all,
                 },
             ],
         }
+        if is_base:
+            # what the images built FROM this one pin (their build and merge jobs need it)
+            merge_job["outputs"] = {"digest": "${{ steps.merge.outputs.digest }}"}
+        jobs[merge_id] = merge_job
     if ci.schedule and ci.lock_update:
         for jid, job in _lock_update_jobs(cat, specs, pins, cat_args, lock_file):
             jobs[Gap(len(jobs))] = None
