@@ -227,6 +227,7 @@ password_secret = "LOCAL_PASSWORD"
 [bases.b910-again]
 extends = "b910"
 os_version = "22.04"
+package_manager = "apt"
 chip = "x1"
 
 [toolkits.cann852]

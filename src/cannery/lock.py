@@ -257,7 +257,10 @@ def os_contradictions(cat: Catalog, lock: Lock) -> list[tuple[str, str, str]]:
         if base.os != entry.os_id.lower():
             out.append((name, "os", f"{base.os!r}, but {base.image}'s /etc/os-release says "
                         f"{said} (cannery.lock)"))
-        elif entry.os_version and base.os_version != entry.os_version:
+        elif entry.os_version and base.os_version != entry.os_version and not (
+            # a release's point version (Alpine's 3.20.3, Rocky's 9.4) is of that release
+            entry.os_version.startswith(base.os_version + ".")
+        ):
             out.append((name, "os_version", f"{base.os_version!r}, but {base.image}'s "
                         f"/etc/os-release says {said} (cannery.lock)"))
     return out

@@ -22,7 +22,7 @@ from cannery.catalog.inputs import (
     template_fields,
     toolkit_downloads,
 )
-from cannery.catalog.models import OS_FAMILIES, Catalog, Component, Override, Step
+from cannery.catalog.models import Catalog, Component, Override, Step
 from cannery.catalog.platforms import UNAME_ARCH, arches_of, platform_arch
 from cannery.lock import Lock, git_key, lock_epoch
 from cannery.pydeps import python_requests
@@ -234,7 +234,7 @@ class ImageSpec:
     platforms: tuple[str, ...]
     toolkit: ToolkitSpec | None  # None: no toolkit
     packages: tuple[str, ...]
-    package_manager: str  # apt | dnf: what the base's os installs packages with
+    package_manager: str  # apt | dnf | yum | microdnf | apk: what the base installs with
     pip_tools: tuple[str, ...]
     installer: str  # pip | uv: what installs the components (render/dockerfile.py: which)
     components: tuple[ComponentSpec, ...]
@@ -470,7 +470,7 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         platforms=tuple(img.platforms),
         toolkit=toolkit,
         packages=tuple(img.packages),
-        package_manager=OS_FAMILIES[base.os],
+        package_manager=base.manager,
         pip_tools=tuple(img.pip_tools),
         installer=img.installer,
         components=components,
@@ -564,7 +564,11 @@ PYTHON_BUILD = {
     "dnf": ("gcc", "make", "glibc-devel", "openssl-devel", "zlib-devel", "bzip2-devel",
             "readline-devel", "sqlite-devel", "libffi-devel", "xz-devel", "ncurses-devel",
             "gdbm-devel", "libuuid-devel", "tar", "gzip", "xz"),
+    "apk": ("build-base", "linux-headers", "openssl-dev", "zlib-dev", "bzip2-dev",
+            "readline-dev", "sqlite-dev", "libffi-dev", "xz-dev", "ncurses-dev", "gdbm-dev",
+            "util-linux-dev", "tar", "gzip", "xz"),
 }
+PYTHON_BUILD["yum"] = PYTHON_BUILD["microdnf"] = PYTHON_BUILD["dnf"]
 
 
 def _python(cat: Catalog, image: str, arches: tuple[str, ...], lock: Lock) -> PythonSpec | None:
@@ -577,7 +581,7 @@ def _python(cat: Catalog, image: str, arches: tuple[str, ...], lock: Lock) -> Py
     url = python_source_url(cat, image)
     assert url is not None  # the model requires a url for install = "source"
     sha = lock.urls[url].sha256 if url in lock.urls else None
-    manager = OS_FAMILIES[cat.bases[img.base].os]
+    manager = cat.bases[img.base].manager
     build = tuple(py.build_packages) if py.build_packages is not None else PYTHON_BUILD[manager]
     return PythonSpec(
         py.version, "source", build, tuple(Download("python", a, url, sha) for a in arches)
@@ -595,7 +599,7 @@ def _stages(cat: Catalog, image: str, lock: Lock) -> tuple[StageSpec, ...]:
             name=st.name,
             base_image=base.image,
             base_digest=entry.digest if entry else None,
-            package_manager=OS_FAMILIES[base.os],
+            package_manager=base.manager,
             packages=tuple(st.packages),
             steps=tuple(_step(s) for s in st.steps),
             outputs=tuple(st.outputs),

@@ -153,7 +153,8 @@ def test_unknown_os_is_an_error_with_a_suggestion(tmp_path: Path, cli) -> None: 
     assert res.code == 2
     assert _errors(res.err) == [
         f"cannery: error: {path}:{line_of(text, 'openeulr')}: bases.b910.os: 'openeulr' is not "
-        "one of ubuntu, debian, openeuler (did you mean 'openeuler'?)"
+        "one of ubuntu, debian, openeuler, fedora, rocky, almalinux, centos, rhel, alpine (did "
+        "you mean 'openeuler'?)"
     ]
 
 

@@ -38,6 +38,8 @@ def test_each_host_gets_the_login_cannery_would_send_it(tmp_path: Path) -> None:
     hosts = ["registry-1.docker.io", "push.example.com", "base.example.com", "anon.example.com"]
     with creds.docker_config(hosts) as env:
         where = Path(env["DOCKER_CONFIG"])
+        # buildah (containers/image) reads the same file, by its own variable
+        assert env["REGISTRY_AUTH_FILE"] == str(where / "config.json")
         assert stat.S_IMODE(where.stat().st_mode) == 0o700
         assert stat.S_IMODE((where / "config.json").stat().st_mode) == 0o600
         config = json.loads((where / "config.json").read_text())

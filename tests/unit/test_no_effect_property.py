@@ -115,6 +115,8 @@ PROBES: dict[str, tuple[list[Edit], list[Edit]]] = {
     "Base.python": ([], [("bases.b910.python", "3.10")]),
     "Base.os": ([], [("bases.b910.os", "debian")]),
     "Base.os_version": ([], [("bases.b910.os_version", "24.04")]),
+    "Base.package_manager": ([("bases.b910.os", "rhel"), ("bases.b910.os_version", "9")],
+                             [("bases.b910.package_manager", "microdnf")]),
     "Base.chip": ([("images.one.soc", DELETE), ("images.two.soc", DELETE),
                    ("components.vllm-ascend.toolkit_build", DELETE),
                    ("components.vllm-ascend.jobs", DELETE), ("toolkits.cann852.devlib", DELETE)],

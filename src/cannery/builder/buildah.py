@@ -47,7 +47,7 @@ from cannery.builder.engine import BuildOptions, Built, Present, Run
 from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.errors import FatalError
 from cannery.oci.manifest import Descriptor, MalformedManifest
-from cannery.oci.reference import valid_digest
+from cannery.oci.reference import Reference, valid_digest
 from cannery.util.cache import cache_dir
 from cannery.util.fs import atomic_write
 
@@ -154,8 +154,12 @@ class BuildahEngine:
     pushes_while_building = False
 
     def login_hosts(self, image: ImageJob, opts: BuildOptions) -> list[str]:
-        """None: buildah pulls with its own auth file, and cannery's client pushes."""
-        return []
+        """cannery's client pushes, and buildah pulls a base with its own auth file, except
+        the catalog's own image an image is built FROM: it lives where cannery pushes, so
+        buildah gets cannery's login for that host (REGISTRY_AUTH_FILE, a temporary file)."""
+        if image.spec.built_on is None:
+            return []
+        return [Reference.parse(image.spec.base_image).host]
 
     def steps(self, image: ImageJob, job: PlatformJob, opts: BuildOptions) -> list[list[str]]:
         build = [

@@ -324,6 +324,7 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
 
     derive_image_bases(catalog, col.error)
     _cross_check(catalog, col)
+    _check_microdnf(catalog, col)
     if not col.errors:
         _check_effects(catalog, col)
     if not col.errors:
@@ -775,6 +776,21 @@ def _check_host(cat: Catalog, iname: str, col: _Collector) -> None:
                   f"CANN {tk.version} does not run on chip {chip!r} (Ascend publishes it for "
                   f"{', '.join(chips)}: ascend.toml [[hosts]]); if this image does, say so in "
                   "host.chips")
+
+
+def _check_microdnf(cat: Catalog, col: _Collector) -> None:
+    """build_mirrors.packages reaches apt, dnf, yum and apk through a rewritten copy of the
+    base's sources; microdnf has no setting cannery could point at one."""
+    if not cat.build_mirrors.packages:
+        return
+    for iname, img in cat.images.items():
+        for bname in dict.fromkeys([img.base, *(s.base for s in img.stages if s.base)]):
+            base = cat.bases.get(bname)
+            if base is not None and base.manager == "microdnf":
+                col.error(("build_mirrors", "packages"),
+                          f"image {iname}'s base {bname} installs with microdnf, which cannot "
+                          "be pointed at a mirror for one step: drop the mirror or use dnf")
+                return
 
 
 def _cross_check(cat: Catalog, col: _Collector) -> None:

@@ -101,7 +101,27 @@ WORKFLOW_TEXT = r"^[^$`{}\\]*$"
 DEVLIB_PATH = r"^/([A-Za-z0-9_.+/-]|\{(version|uname_arch)\})*$"
 # An image label key: reverse-DNS style (org.opencontainers.image.source), never quoted.
 LABEL_KEY = r"^[A-Za-z0-9][A-Za-z0-9._/-]*$"
-OS_FAMILIES = {"ubuntu": "apt", "debian": "apt", "openeuler": "dnf"}
+# An OS (its /etc/os-release ID) → the package manager its images install with: apt for the
+# Debian family, dnf for the rpm family (yum on CentOS and RHEL 7, which have no dnf), apk
+# for Alpine. A base may name another of its family (``package_manager``: microdnf, the only
+# one of the UBI minimal images).
+OS_FAMILIES = {
+    "ubuntu": "apt", "debian": "apt",
+    "openeuler": "dnf", "fedora": "dnf", "rocky": "dnf", "almalinux": "dnf", "centos": "dnf",
+    "rhel": "dnf", "alpine": "apk",
+}
+YUM_ONLY = {"centos": "7", "rhel": "7"}
+PACKAGE_MANAGERS = {"apt": ("apt",), "dnf": ("dnf", "yum", "microdnf"), "apk": ("apk",)}
+OsName = Literal["ubuntu", "debian", "openeuler", "fedora", "rocky", "almalinux", "centos",
+                 "rhel", "alpine"]
+PackageManager = Literal["apt", "dnf", "yum", "microdnf", "apk"]
+
+
+def default_package_manager(os: str, os_version: str) -> str:
+    """What an image of ``os`` ``os_version`` installs packages with, unless its base says."""
+    if YUM_ONLY.get(os) == os_version.split(".")[0]:
+        return "yum"
+    return OS_FAMILIES[os]
 
 
 PY_MINOR = r"^3\.[0-9]+$"
@@ -325,16 +345,39 @@ class Base(Strict):
         None, pattern=PY_MINOR,
         description="The Python the base image ships (\"3.11\"); omitted: it ships none",
     )
-    os: Literal["ubuntu", "debian", "openeuler"] = Field(
-        description="Decides the package manager: apt (ubuntu, debian) or dnf (openeuler)"
+    os: OsName = Field(
+        description="The base's /etc/os-release ID (`cannery lock` reads it and refuses another); "
+        "decides the package manager: apt (ubuntu, debian), dnf (openeuler, fedora, rocky, "
+        "almalinux, centos, rhel; yum for centos and rhel 7), apk (alpine)"
     )
     os_version: str = Field(pattern=TAG_VALUE)
+    package_manager: PackageManager | None = Field(
+        None, description="Another package manager of the OS's family than its default "
+        "(microdnf for a UBI minimal base, yum for an rpm base without dnf)",
+    )
     chip: str | None = Field(
         None, pattern=TAG_VALUE,
         description="Chip token of the base image tag: 910b, a3, 310p, 950; omitted for a "
         "plain OS base, which only images with no toolkit and no soc can use",
     )
     toolkit_version: str | None = Field(None, description="CANN version the base already ships")
+
+    @model_validator(mode="after")
+    def _manager_fits(self) -> Base:
+        family = OS_FAMILIES[self.os]
+        if self.package_manager is not None and (
+            self.package_manager not in PACKAGE_MANAGERS[family]
+        ):
+            raise ValueError(
+                f"package_manager {self.package_manager!r}: {self.os} installs with "
+                f"{' or '.join(PACKAGE_MANAGERS[family])}"
+            )
+        return self
+
+    @property
+    def manager(self) -> str:
+        """The package manager the base's images install with."""
+        return self.package_manager or default_package_manager(self.os, self.os_version)
 
     @field_validator("image")
     @classmethod

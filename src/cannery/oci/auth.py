@@ -122,7 +122,9 @@ class Credentials:
         has one for, looked up as :meth:`lookup` does: cannery's variables, then the user's
         Docker config and its helpers), for a child that reads Docker's config itself.
 
-        Yields the variables to give that child: ``DOCKER_CONFIG``, a new directory (mode 0700,
+        Yields the variables to give that child: ``REGISTRY_AUTH_FILE`` (buildah and the other
+        containers/image tools read the same ``auths`` form) naming that config.json, and
+        ``DOCKER_CONFIG``, a new directory (mode 0700,
         from :func:`tempfile.mkdtemp`) whose ``config.json`` (mode 0600, created exclusively)
         is the user's own config without its credential keys (``auths``, ``credsStore``,
         ``credHelpers``, in any case) plus an ``auths`` entry per host; and ``BUILDX_CONFIG``,
@@ -158,7 +160,7 @@ class Credentials:
                         (where / name).symlink_to(own / name)
             except OSError as exc:
                 raise FatalError(f"{where}: cannot write a docker config: {exc.strerror}") from None
-            env = {"DOCKER_CONFIG": str(where)}
+            env = {"DOCKER_CONFIG": str(where), "REGISTRY_AUTH_FILE": str(where / "config.json")}
             if not self._env.get("BUILDX_CONFIG"):
                 env["BUILDX_CONFIG"] = str(own / "buildx")
             yield env

@@ -263,7 +263,7 @@ class OCIClient:
         try:
             return self.get_manifest(ref)[1].digest
         except NotFound:
-            raise NetworkError(f"{image}: no such tag in the registry") from None
+            raise NotFound(f"{image}: no such tag in the registry") from None
 
     def head_manifest(self, ref: Reference) -> Descriptor | None:
         """The descriptor of ``ref`` (by tag or digest), or None when the registry has none.

@@ -455,7 +455,19 @@ def _mirror_copy(manager: str, pairs: tuple[tuple[str, str], ...]) -> list[str]:
     build_mirrors.packages prefix replaced, and stop the build when none matched (a mirror
     that silently goes unused would be a setting cannery did not honour)."""
     found = " ".join(f"-e {_q(to)}" for _, to in pairs)
-    if manager == "dnf":
+    if manager == "apk":
+        script = " ".join(
+            f"-e {_q('s#' + src.replace('.', chr(92) + '.') + '#' + to + '#')} -e t"
+            for src, to in pairs
+        )
+        return [
+            f"  rm -rf {MIRROR_DIR}; mkdir -p {MIRROR_DIR};",
+            f"  sed {script} /etc/apk/repositories > {MIRROR_DIR}/repositories;",
+            f"  grep -qsF {found} {MIRROR_DIR}/repositories"
+            f" || {{ echo 'cannery: no line of /etc/apk/repositories starts with a"
+            " build_mirrors.packages prefix' >&2; exit 1; };",
+        ]
+    if manager in ("dnf", "yum"):
         mapping = " ".join(f"{src} {to}" for src, to in pairs)
         return [
             f"  rm -rf {MIRROR_DIR}; mkdir -p {MIRROR_DIR};",
@@ -522,25 +534,54 @@ def _install_lines(
     reads a rewritten copy of the base's sources in MIRROR_DIR, removed before the step ends."""
     mirror = _mirror_copy(manager, mirrors) if mirrors else []
     done = [f"  rm -rf {MIRROR_DIR};"] if mirror else []
-    if manager == "dnf":
+    if manager == "apk":
+        repos = f" --repositories-file {MIRROR_DIR}/repositories" if mirror else ""
+        return [
+            "set -eu;",
+            f'missing=$(for p in {names}; do apk info -e "$p" >/dev/null || echo "$p"; done);',
+            'if [ -n "${missing}" ]; then',
+            *mirror,
+            # --no-cache: the index is fetched to a temporary place, never kept in the layer;
+            # unquoted on purpose: one word per missing package
+            f"  apk add --no-cache{repos} ${{missing}};",
+            *done,
+            "fi;",
+            "rm -rf /var/cache/apk/* /var/cache/ldconfig/aux-cache",
+        ]
+    if manager == "microdnf":
+        # (build_mirrors.packages: the loader refuses it for a microdnf base)
+        return [
+            "set -eu;",
+            f'missing=$(for p in {names}; do rpm -q --quiet "$p" || echo "$p"; done);',
+            'if [ -n "${missing}" ]; then',
+            "  microdnf install -y --nodocs --setopt=install_weak_deps=0 ${missing};",
+            "fi;",
+            "microdnf clean all;",
+            "rm -rf /var/cache/yum/* /var/cache/dnf/* /var/lib/dnf/history*"
+            " /var/log/dnf*.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache"
+            " /var/lib/rpm/rpmdb.sqlite-shm",
+        ]
+    if manager in ("dnf", "yum"):
         repos = f" --setopt=reposdir={MIRROR_DIR}" if mirror else ""
+        # yum (CentOS and RHEL 7) has no weak dependencies, so no setting for them
+        weak = " --setopt=install_weak_deps=False" if manager == "dnf" else ""
         return [
             "set -eu;",
             f'missing=$(for p in {names}; do rpm -q --quiet "$p" || echo "$p"; done);',
             'if [ -n "${missing}" ]; then',
             *mirror,
             # unquoted on purpose: one word per missing package
-            f"  dnf install -y{repos} --setopt=persistdir={DNF_STATE}"
-            " --setopt=install_weak_deps=False ${missing};",
+            f"  {manager} install -y{repos} --setopt=persistdir={DNF_STATE}{weak} ${{missing}};",
             f"  rm -rf {DNF_STATE};",
             *done,
             "fi;",
-            "dnf clean all;",
+            f"{manager} clean all;",
             # rpmdb.sqlite-shm is SQLite's shared-memory index of the WAL: no persistent
             # content (the next open rebuilds it), different bytes on every run.
             "rm -rf /var/cache/dnf/* /var/cache/yum/* /var/log/dnf.log /var/log/dnf.librepo.log"
-            " /var/log/dnf.rpm.log /var/log/hawkey.log /var/cache/ldconfig/aux-cache"
-            " /var/lib/rpm/rpmdb.sqlite-shm",
+            " /var/log/dnf.rpm.log /var/log/hawkey.log"
+            + (" /var/log/yum.log" if manager == "yum" else "")
+            + " /var/cache/ldconfig/aux-cache /var/lib/rpm/rpmdb.sqlite-shm",
         ]
     apt = "apt-get"
     if mirror:
@@ -662,15 +703,28 @@ PY_RUNTIME = "/opt/cannery/python-runtime-packages"
 _OWNER = {
     "apt": "dpkg-query -S {path} 2>/dev/null | head -n 1 | cut -d: -f1",
     "dnf": "rpm -qf --qf '%{{NAME}}\\n' {path} 2>/dev/null",
+    # "… is owned by musl-1.2.4-r2": the name, without its version and release
+    "apk": "apk info --who-owns {path} 2>/dev/null | sed -n 's/.* is owned by //p'"
+           " | sed -E 's/-[0-9][^-]*-r[0-9]+$//'",
 }
+_OWNER["yum"] = _OWNER["microdnf"] = _OWNER["dnf"]
 
 
-def _stage_head(name: str, source: str, refuse: list[Run]) -> list[Instruction]:
+def _bash(manager: str) -> list[Instruction]:
+    """Before SHELL names bash: an Alpine base has only busybox's sh, so bash is added first
+    (the one step that runs under /bin/sh)."""
+    if manager != "apk":
+        return []
+    return [Run(["command -v bash >/dev/null || apk add --no-cache bash"])]
+
+
+def _stage_head(name: str, source: str, refuse: list[Run], manager: str) -> list[Instruction]:
     return [
         From(source, name),
         *refuse,
         Arg("TARGETARCH"),
         Arg("SOURCE_DATE_EPOCH"),
+        *_bash(manager),
         Shell(SHELL),
     ]
 
@@ -725,7 +779,7 @@ def _python_stage(spec: ImageSpec, py: PythonSpec) -> list[Instruction]:
             "builder stage: the compiler and headers stay here. The final image gets the\n"
             f"prefix {prefix} and installs the packages of the shared libraries it links."
         ),
-        *_stage_head(PY_STAGE, spec.base_reference, _refuse_base(spec)),
+        *_stage_head(PY_STAGE, spec.base_reference, _refuse_base(spec), spec.package_manager),
         Run(_install_lines(spec.package_manager, names, spec.package_mirrors)),
         Run(lines),
         Blank(),
@@ -743,7 +797,8 @@ def _builder_stage(spec: ImageSpec, st: StageSpec) -> list[Instruction]:
     body: list[Instruction] = [
         Comment(f"Builder stage {st.name}: its packages and steps stay in it; only its outputs\n"
                 f"({', '.join(st.outputs)}) reach the image."),
-        *_stage_head(st.name, st.base_reference if st.own_base else spec.base_reference, refuse),
+        *_stage_head(st.name, st.base_reference if st.own_base else spec.base_reference, refuse,
+                     st.package_manager),
     ]
     if st.packages:
         body.append(Run(
@@ -822,6 +877,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
             "and tools clamp file times; unset, nothing changes."
         ),
         Arg("SOURCE_DATE_EPOCH"),
+        *_bash(spec.package_manager),
         Shell(SHELL),
         *_command(spec),
         Blank(),
