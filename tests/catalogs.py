@@ -295,6 +295,12 @@ url = "https://files.example.com/tool-{uname_arch}"
 path = "/usr/local/bin/tool"
 at = "before-toolkit"
 
+[[images.one.downloads]]
+name = "data"
+url_secret = "DATA_URL"
+path = "/opt/data"
+unpack = true
+
 [images.one.budget]
 compressed = "20GB"
 layer = "5 GB"

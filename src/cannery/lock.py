@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
+import re
 import ssl
 import threading
 from collections.abc import Callable, Iterator
@@ -26,6 +28,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from cannery.catalog.image_bases import PREFIX as IMAGE_BASE
 from cannery.catalog.image_bases import named_image
 from cannery.catalog.inputs import (
+    SECRET_URL,
     file_downloads,
     python_source_url,
     stage_bases,
@@ -33,11 +36,12 @@ from cannery.catalog.inputs import (
     wheel_urls,
 )
 from cannery.catalog.platforms import arches_of
-from cannery.errors import LockError, NotFound
+from cannery.errors import FatalError, LockError, NetworkError, NotFound
 from cannery.pydeps import LOCKED_LINE, PythonRequest, ci_requests, python_requests
 from cannery.util import toml
 from cannery.util.background import in_background, side_by_side
 from cannery.util.bounded import NotRegularFile, OverLimit, read_regular_file
+from cannery.util.env import hide_from_children
 from cannery.util.patterns import (
     COMMIT,
     COMMIT_PATTERN,
@@ -637,10 +641,36 @@ def network_resolvers(
         yield Resolvers(
             base=client.resolve,
             git=lambda url, ref: resolve_git(url, ref, git_ca),
-            url=lambda url: resolve_url(url, ctx),
+            url=lambda url: _secret_or_plain(url, lambda real: resolve_url(real, ctx)),
             python=lambda request: resolve_python(request, git_ca),
             os_release=lambda image, digest: read_os_release(client, image, digest),
         )
+
+
+def secret_url(name: str, env: dict[str, str] | None = None) -> str:
+    """The URL a download's ``url_secret`` names, from the environment: https, or LockError
+    (which never shows the value)."""
+    hide_from_children(name)
+    value = (os.environ if env is None else env).get(name, "").strip()
+    if not value:
+        raise LockError(f"build secret {name} is not set: export {name} as the download's URL")
+    if not value.startswith("https://") or any(c.isspace() for c in value):
+        raise LockError(f"build secret {name}: not an https URL (its value is not shown)")
+    return value
+
+
+def _secret_or_plain(url: str, fetch: Callable[[str], tuple[str, int]]) -> tuple[str, int]:
+    """Fetch ``url``; for ``secret:NAME``, the URL the variable NAME holds, with any failure
+    said without it (the URL carries its credential)."""
+    if not url.startswith(SECRET_URL):
+        return fetch(url)
+    name = url[len(SECRET_URL):]
+    real = secret_url(name)
+    try:
+        return fetch(real)
+    except FatalError as exc:
+        said = re.sub(r"https?://\S+", "(a URL)", exc.message.replace(real, f"${name}"))
+        raise NetworkError(f"build secret {name}: {said}") from None
 
 
 class _NoGuess(Exception):

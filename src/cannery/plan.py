@@ -65,6 +65,7 @@ class FileSpec:
     executable: bool
     at: str
     downloads: tuple[Download, ...]
+    secret: str | None = None  # the build secret (an environment variable) that holds the URL
 
 
 @dataclass(frozen=True)
@@ -275,6 +276,11 @@ class ImageSpec:
     built_on: str | None = None  # the catalog image it is built FROM (base = "image:NAME")
 
     @property
+    def secrets(self) -> tuple[str, ...]:
+        """The build secrets (environment variables) its build needs, each once."""
+        return tuple(dict.fromkeys(f.secret for f in self.files if f.secret))
+
+    @property
     def tags(self) -> tuple[str, ...]:
         """Every tag that names this image's index: the tag, then its aliases."""
         return (self.tag, *self.aliases)
@@ -463,7 +469,7 @@ def plan_image(cat: Catalog, image: str, lock: Lock) -> ImageSpec:
         files=tuple(
             FileSpec(d.name, d.path, d.unpack, d.executable, d.at, tuple(
                 Download(n, a, u, lock.urls[u].sha256 if u in lock.urls else None)
-                for n, a, u in file_downloads(cat, image) if n == d.name))
+                for n, a, u in file_downloads(cat, image) if n == d.name), d.url_secret)
             for d in cat.images[image].downloads),
         family=family,
         soc=img.soc,

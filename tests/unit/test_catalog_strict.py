@@ -430,9 +430,9 @@ def test_a_url_with_a_credential_in_its_query_is_refused(  # type: ignore[no-unt
     assert _errors(res.err) == [
         f"cannery: error: {path}:{line_of(text, SECRET)}: {key}: URL carries a credential in "
         f"its query ({names}): it would stay in the Dockerfile, the lock and the image history;"
-        " publish the file at a URL without one (the lock pins its sha256), or fetch it in a "
-        "hand-written step with a build secret (RUN --mount=type=secret), mounted for that RUN "
-        "only"
+        " publish the file at a URL without one (the lock pins its sha256), or fetch it as an "
+        "image's download with url_secret (the URL in a build secret, mounted for that RUN "
+        "only)"
     ]
     assert SECRET not in res.err + res.out
 

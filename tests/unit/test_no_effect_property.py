@@ -286,6 +286,8 @@ PROBES: dict[str, tuple[list[Edit], list[Edit]]] = {
     "Image.downloads": ([], [("images.one.downloads", [DL])]),
     "FileDownload.name": ([DLS], [("images.one.downloads.0.name", "other")]),
     "FileDownload.url": ([DLS], [("images.one.downloads.0.url", "https://files.example.com/y")]),
+    "FileDownload.url_secret": ([DLS], [("images.one.downloads.0.url", DELETE),
+                                        ("images.one.downloads.0.url_secret", "DATA_URL")]),
     "FileDownload.path": ([DLS], [("images.one.downloads.0.path", "/opt/y")]),
     "FileDownload.unpack": ([DLS], [("images.one.downloads.0.unpack", True)]),
     "FileDownload.executable": ([DLS], [("images.one.downloads.0.executable", True)]),

@@ -186,6 +186,8 @@ class BuildahEngine:
             build.append("--no-cache")
         if opts.cert_dir:
             build += ["--cert-dir", str(opts.cert_dir)]
+        for name, path in opts.secrets:
+            build += ["--secret", f"id={name},src={path}"]
         if opts.network:
             build += ["--network", opts.network]
         build += ["--file", str(opts.dockerfile), "--tag", job.local_name, str(opts.context)]

@@ -63,6 +63,8 @@ class BuildxEngine:
         ]
         if opts.network:
             argv += ["--network", opts.network]
+        for name, path in opts.secrets:
+            argv += ["--secret", f"id={name},src={path}"]
         if opts.no_cache:
             argv.append("--no-cache")
         if opts.cache_ref:

@@ -29,6 +29,9 @@ class BuildOptions:
     builder: str | None = None  # buildx builder (remote or Kubernetes BuildKit)
     no_cache: bool = False  # rebuild every step (--force)
     cache_ref: str | None = None  # a registry cache of this image and platform alone (buildx)
+    # build secrets: (id, a file holding the value, mode 0600), each given as --secret
+    # id=ID,src=FILE, so the value is never in an argv
+    secrets: tuple[tuple[str, Path], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from cannery.builder.registries import (
     publish_everywhere,
 )
 from cannery.errors import FatalError, InputError, NetworkError
+from cannery.lock import secret_url
 from cannery.oci import NotFound, OCIClient, Reference
 from cannery.oci.manifest import (
     INDEX_TYPES,
@@ -243,6 +244,22 @@ def _scratch() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _secret_files(image: ImageJob, work: Path) -> tuple[tuple[str, Path], ...]:
+    """Each build secret of ``image`` (a download's URL) from the environment into a file of
+    its own in the platform's scratch directory (mode 0600, removed with it)."""
+    out = []
+    for name in image.spec.secrets:
+        value = secret_url(name)
+        folder = work / "secrets"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        path = folder / name
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(value)
+        out.append((name, path))
+    return tuple(out)
+
+
 def _build_platform(
     image: ImageJob,
     job: PlatformJob,
@@ -266,6 +283,7 @@ def _build_platform(
         builder=settings.builder,
         no_cache=settings.force,
         cache_ref=cache_ref(image.spec, job.platform) if settings.registry_cache else None,
+        secrets=_secret_files(image, work),
     )
     steps = settings.engine.steps(image, job, opts)
     log_path = settings.log_dir / image.name / f"{job.slug}.log"

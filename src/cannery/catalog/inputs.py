@@ -17,6 +17,10 @@ def fill_url(template: str, *, version: str = "", arch: str) -> str:
     )
 
 
+# A download whose URL is a build secret: its key in the lock (and its "URL" in the plan),
+# the variable's name after it; never the URL itself.
+SECRET_URL = "secret:"
+
 # {date} where the lock cannot say it (an image none of whose inputs is locked yet), and
 # what `catalog validate` renders tags with (it reads no lock).
 NO_DATE = "unlocked"
@@ -90,7 +94,7 @@ def toolkit_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
 def file_downloads(cat: Catalog, image: str) -> list[tuple[str, str, str]]:
     """(download name, TARGETARCH, URL) for each file the image's build fetches."""
     img = cat.images[image]
-    return [(d.name, arch, fill_url(d.url, arch=arch))
+    return [(d.name, arch, fill_url(d.url, arch=arch) if d.url else SECRET_URL + str(d.url_secret))
             for d in img.downloads for arch in arches_of(img.platforms)]
 
 

@@ -237,8 +237,8 @@ def _no_userinfo(url: str) -> str:
         raise ValueError(
             f"URL carries a credential in its query ({', '.join(f'{n}=…' for n in found)}): it "
             "would stay in the Dockerfile, the lock and the image history; publish the file "
-            "at a URL without one (the lock pins its sha256), or fetch it in a hand-written "
-            "step with a build secret (RUN --mount=type=secret), mounted for that RUN only"
+            "at a URL without one (the lock pins its sha256), or fetch it as an image's "
+            "download with url_secret (the URL in a build secret, mounted for that RUN only)"
         )
     return url
 
@@ -928,9 +928,16 @@ class FileDownload(Strict):
 
     name: str = Field(pattern=DOWNLOAD_NAME,
                       description="A name for messages and the build's shell variables")
-    url: str = Field(
-        description="https URL; {arch} (amd64) and {uname_arch} (x86_64) are filled in per "
-        "platform", json_schema_extra=_schema(URL_TEMPLATE),
+    url: str | None = Field(
+        None, description="https URL; {arch} (amd64) and {uname_arch} (x86_64) are filled in "
+        "per platform", json_schema_extra=_schema(URL_TEMPLATE),
+    )
+    url_secret: str | None = Field(
+        None, pattern=SECRET_NAME,
+        description="Instead of url: the environment variable that holds the URL (a presigned "
+        "one, with its credential); `cannery lock` reads it to pin the sha256, the build hands "
+        "it to the one RUN that fetches the file as a build secret (never in the Dockerfile, "
+        "the lock, a log or the image). One file for every platform",
     )
     path: str = Field(
         pattern=ABS_PATH, description="Where it lands: the file (made with its directories), or "
@@ -954,6 +961,9 @@ class FileDownload(Strict):
 
     @model_validator(mode="after")
     def _unpacked(self) -> FileDownload:
+        if (self.url is None) == (self.url_secret is None):
+            raise ValueError("give url or url_secret (the variable that holds a URL with its "
+                             "credential), one of them")
         if self.unpack and self.executable:
             raise ValueError("executable has no effect with unpack (the archive keeps its modes)")
         if self.path == "/" or (self.path.endswith("/") and not self.unpack):

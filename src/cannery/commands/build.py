@@ -41,8 +41,16 @@ from cannery.commands.common import (
     select,
     with_base_digests,
 )
-from cannery.errors import InputError
-from cannery.lock import Lock, PendingLock, dump_lock, ensure_locked, pin_image_bases, read_lock
+from cannery.errors import InputError, LockError
+from cannery.lock import (
+    Lock,
+    PendingLock,
+    dump_lock,
+    ensure_locked,
+    pin_image_bases,
+    read_lock,
+    secret_url,
+)
 from cannery.oci import Descriptor, OCIClient
 from cannery.oci.publish import TagMoves
 from cannery.plan import ImageSpec, plan, plan_image
@@ -211,6 +219,12 @@ def _jobs(
             problems.append(f"{spec.name}: {item} is not in {path}")
         if spec.unpinned():
             problems.append(f"{spec.name}: Python dependencies are not in {path}")
+        if not req.merge_only:  # (a merge fetches nothing)
+            for name in spec.secrets:
+                try:
+                    secret_url(name)
+                except LockError as exc:
+                    problems.append(f"{spec.name}: {exc.message}")
         jobs.append(job_of(spec, lk))
     if problems:
         hint = "" if not req.frozen else " (--frozen never resolves: run `cannery lock`)"

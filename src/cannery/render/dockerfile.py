@@ -33,7 +33,7 @@ import shlex
 from collections.abc import Iterable
 
 from cannery import __version__
-from cannery.catalog.inputs import BUNDLE_WHEEL_ENDINGS, bundle_kind
+from cannery.catalog.inputs import BUNDLE_WHEEL_ENDINGS, SECRET_URL, bundle_kind
 from cannery.plan import (
     CHECKOUT_ARG,
     UNAME_ARCH,
@@ -147,9 +147,10 @@ def _downloads_run(
     branches: dict[str, list[str]] = {}
     for d in downloads:
         v = _var(d.name)
-        branches.setdefault(d.arch, []).append(
-            f"{v}_url={_q(d.url)}; {v}_sha256={d.sha256 or UNLOCKED};"
-        )
+        # a URL held in a build secret is read from its mount, in this RUN only
+        url = (f'"$(cat {SECRETS}/{d.url[len(SECRET_URL):]})"' if d.url.startswith(SECRET_URL)
+               else _q(d.url))
+        branches.setdefault(d.arch, []).append(f"{v}_url={url}; {v}_sha256={d.sha256 or UNLOCKED};")
     lines = _arch_case(spec, what, branches)
     for name in names:
         v = _var(name)
@@ -159,9 +160,13 @@ def _downloads_run(
                 f" {_refuse(f'{name} download has no sha256 for this platform')} fi;"
             )
         lines.append(f'curl -fsSL --proto =https --tlsv1.2 -o /tmp/{v}.run "${{{v}_url}}";')
-        # on a mismatch, the URL and both digests (sha256sum -c alone says only FAILED)
+        # on a mismatch, the URL (a secret one: its name) and both digests (sha256sum -c
+        # alone says only FAILED)
+        secret = next((d.url[len(SECRET_URL):] for d in downloads
+                       if d.name == name and d.url.startswith(SECRET_URL)), None)
+        shown = f"the URL in build secret {secret}" if secret else f"${{{v}_url}}"
         lines.append(f'if ! echo "${{{v}_sha256}}  /tmp/{v}.run" | sha256sum -c - >/dev/null;'
-                     f' then got="$(sha256sum /tmp/{v}.run)"; echo "cannery: ${{{v}_url}}:'
+                     f' then got="$(sha256sum /tmp/{v}.run)"; echo "cannery: {shown}:'
                      f' sha256 ${{got%% *}}, but cannery.lock has ${{{v}_sha256}}" >&2;'
                      " exit 1; fi;")
         if install is not None:
@@ -431,6 +436,8 @@ def _refuse_base(spec: ImageSpec) -> list[Run]:
 # rpm's database stays the record of what is installed (rpm >= 4.18 takes its install times
 # from SOURCE_DATE_EPOCH, which the build passes), so the layer is byte-reproducible.
 DNF_STATE = "/tmp/cannery-dnf"
+# Where BuildKit and buildah mount a RUN's build secrets (each a file named by its id).
+SECRETS = "/run/secrets"
 # Where the package step puts its rewritten copy of the base's repository sources when the
 # catalog has build_mirrors.packages; removed in the same RUN.
 MIRROR_DIR = "/tmp/cannery-mirror"
@@ -993,9 +1000,13 @@ def _files(spec: ImageSpec, at: str) -> list[Instruction]:
             how = f"placed at {f.path}" + (" (executable)" if f.executable else "")
         out += [
             Comment(f"Download {f.name}: fetched over verified TLS, checked against its sha256 "
-                    f"from cannery.lock,\n{how}."),
-            Run(_finish([*_downloads_run(spec, f.downloads, f"download {f.name}"), *place,
-                         f"rm -f /tmp/{v}.run;"])),
+                    f"from cannery.lock,\n{how}."
+                    + (f"\nIts URL is the build secret {f.secret}, mounted for this step only."
+                       if f.secret else "")),
+            Run(_finish(["set -eu;", *_downloads_run(spec, f.downloads, f"download {f.name}"),
+                         *place,
+                         f"rm -f /tmp/{v}.run;"]),
+                flags=[f"--mount=type=secret,id={f.secret},required=true"] if f.secret else []),
             Blank(),
         ]
     return out

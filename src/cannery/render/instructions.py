@@ -156,12 +156,15 @@ class Run:
     """A shell-form RUN. Each line is a complete shell fragment, including its own ``;``."""
 
     lines: tuple[str, ...]
+    flags: tuple[str, ...] = ()  # --mount=… (a build secret for this RUN only)
 
-    def __init__(self, lines: Sequence[str]) -> None:
+    def __init__(self, lines: Sequence[str], flags: Sequence[str] = ()) -> None:
         object.__setattr__(self, "lines", tuple(lines))
+        object.__setattr__(self, "flags", tuple(flags))
 
     def render(self) -> str:
-        return "RUN " + " \\\n    ".join(_line(line) for line in self.lines)
+        head = "RUN " + "".join(f"{f} " for f in self.flags)
+        return head + " \\\n    ".join(_line(line) for line in self.lines)
 
 
 Instruction = (

@@ -861,8 +861,11 @@ def render_workflow(
         env = {"environment": ci.environment} if ci.environment else {}
         jobs[Gap(len(jobs))] = None
         jobs[Note(f"{spec.name}: {spec.reference}")] = None
-        if ci.pull_requests:
+        if ci.pull_requests and not spec.secrets:
             jobs[_job_id("pr", spec.name)] = _pr_job(cat, spec, pins, cat_args)
+        elif ci.pull_requests:
+            jobs[Note(f"No pull-request build of {spec.name}: it needs build secrets "
+                      f"({', '.join(spec.secrets)}), which a pull request never gets.")] = None
         parent = spec.built_on if spec.built_on in by_name else None
         build_if = f"{PUBLISH_IF}{_publish_cond(cat)} && {_wanted(spec)}"
         base_env: dict[str, str] = {}
@@ -906,6 +909,8 @@ def render_workflow(
                         "BUILDER": "${{ steps.buildx.outputs.name }}",
                         **force_env,
                         **base_env,
+                        # the URLs its downloads fetch (cannery mounts each for its RUN only)
+                        **{n: f"${{{{ secrets.{n} }}}}" for n in spec.secrets},
                     },
                     "run": Literal(
                         "# a manual run's force input: rebuild even unchanged platforms\n"

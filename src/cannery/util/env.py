@@ -38,7 +38,7 @@ import os
 import re
 from collections.abc import Mapping
 
-__all__ = ["child_env", "credential_helper_env", "is_credential_name"]
+__all__ = ["child_env", "credential_helper_env", "hide_from_children", "is_credential_name"]
 
 CANNERY_PREFIX = "CANNERY_REGISTRY_"
 _EXACT = frozenset({"DOCKER_AUTH_CONFIG"})
@@ -58,13 +58,25 @@ def is_credential_name(name: str) -> bool:
     )
 
 
+# Variables the catalog names as secrets (a download's url_secret), once cannery has read
+# one: no child gets them either (the build hands each to its RUN in a file; and buildah 1.28
+# mounts an empty secret when a variable of the secret's id is in its environment).
+_NAMED_SECRETS: set[str] = set()
+
+
+def hide_from_children(name: str) -> None:
+    """Treat the variable ``name`` as a credential from now on (see ``child_env``)."""
+    _NAMED_SECRETS.add(name)
+
+
 def child_env(
     extra: Mapping[str, str] | None = None, *, base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """``base`` (default: this process's environment) plus ``extra``, without any credential
     variable. ``extra`` is filtered too: nothing can put a secret back into a child's env."""
     merged = {**(os.environ if base is None else base), **(extra or {})}
-    return {k: v for k, v in merged.items() if not is_credential_name(k) and k not in _NO_TLS}
+    return {k: v for k, v in merged.items()
+            if not is_credential_name(k) and k not in _NO_TLS and k not in _NAMED_SECRETS}
 
 
 def credential_helper_env(base: Mapping[str, str] | None = None) -> dict[str, str]:

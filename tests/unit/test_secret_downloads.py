@@ -1,0 +1,131 @@
+"""A download whose URL is a build secret (`url_secret`): the catalog names a variable, never
+the URL; what the lock, the rendered Dockerfile, error messages, child processes and the
+generated workflow do with it. The build itself is tests/e2e/test_build_secret_download.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cannery.catalog.load import load_catalog
+from cannery.errors import CatalogError, LockError, NetworkError
+from cannery.lock import Lock, Resolvers, _secret_or_plain, secret_url, update_lock
+from cannery.plan import plan_image
+from cannery.render.dockerfile import render_dockerfile
+from cannery.util.env import child_env
+from tests.catalogs import minimal, only_components
+from tests.unit.test_workflow_triggers import _render
+
+TOKEN = "sig-do-not-show"
+SECRET = f"https://bucket.example.com/data.tgz?X-Amz-Signature={TOKEN}"
+DOWNLOAD = """
+[[images.one.downloads]]
+name = "data"
+url_secret = "DATA_URL"
+path = "/opt/data"
+unpack = true
+"""
+
+
+def _catalog(tmp_path: Path, extra: str = DOWNLOAD) -> Path:
+    path = tmp_path / "cannery.toml"
+    path.write_text(only_components(minimal(), "torch") + extra)
+    return path
+
+
+def test_the_dockerfile_mounts_the_secret_for_its_one_run(tmp_path: Path) -> None:
+    cat = load_catalog(_catalog(tmp_path)).catalog
+    spec = plan_image(cat, "one", Lock())
+    assert spec.secrets == ("DATA_URL",)
+    text = render_dockerfile(spec)
+    runs = [block for block in text.split("\nRUN ") if "/run/secrets" in block]
+    assert len(runs) == 1  # one RUN, and it is the fetch
+    assert runs[0].startswith("--mount=type=secret,id=DATA_URL,required=true set -eu;")
+    assert 'data_url="$(cat /run/secrets/DATA_URL)"' in runs[0]
+    assert "cannery: the URL in build secret DATA_URL: sha256" in runs[0]
+    assert "${data_url}:" not in runs[0]  # a mismatch never prints the URL
+
+
+@pytest.mark.parametrize(("keys", "why"), [
+    ('url = "https://files.example.com/x"\nurl_secret = "DATA_URL"\n', "give url or url_secret"),
+    ("", "give url or url_secret"),
+    ('url_secret = "data-url"\n', "url_secret must be a name like REGISTRY_USER"),
+])
+def test_one_of_url_and_url_secret(tmp_path: Path, keys: str, why: str) -> None:
+    extra = ('\n[[images.one.downloads]]\nname = "data"\npath = "/opt/data"\n' + keys)
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(_catalog(tmp_path, extra))
+    assert why in str(exc.value)
+
+
+def test_the_lock_keys_it_by_the_variable_and_never_holds_the_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cat = load_catalog(_catalog(tmp_path)).catalog
+    monkeypatch.setenv("DATA_URL", SECRET)
+    fetched: list[str] = []
+
+    def url(u: str) -> tuple[str, int]:
+        return _secret_or_plain(u, lambda real: (fetched.append(real), ("e" * 64, 3))[1])
+
+    lock = update_lock(cat, Lock(), Resolvers(base=lambda r: "sha256:" + "1" * 64,
+                                              git=lambda u, r: "c" * 40, url=url))
+    assert fetched.count(SECRET) == 1  # one file for every platform: fetched once
+    assert lock.urls["secret:DATA_URL"].sha256 == "e" * 64
+    assert TOKEN not in lock.model_dump_json()
+
+
+def test_a_failure_behind_the_secret_url_is_said_without_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The trust boundary: a fetch error names the variable, never the URL or its query."""
+    monkeypatch.setenv("DATA_URL", SECRET)
+
+    def fails(real: str) -> tuple[str, int]:
+        raise NetworkError(f"{real}: HTTP 403 (redirected to {real}&again)")
+
+    with pytest.raises(NetworkError) as exc:
+        _secret_or_plain("secret:DATA_URL", fails)
+    assert TOKEN not in exc.value.message
+    assert exc.value.message.startswith("build secret DATA_URL: $DATA_URL: HTTP 403")
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("", "build secret DATA_URL is not set: export DATA_URL as the download's URL"),
+    (f"http://bucket.example.com/x?Signature={TOKEN}",
+     "build secret DATA_URL: not an https URL (its value is not shown)"),
+])
+def test_a_missing_or_plain_http_secret_is_refused_without_its_value(
+    value: str, why: str
+) -> None:
+    with pytest.raises(LockError) as exc:
+        secret_url("DATA_URL", {"DATA_URL": value})
+    assert exc.value.message == why
+
+
+def test_no_child_process_gets_the_variable_once_it_is_a_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTHER_URL", SECRET)
+    assert "OTHER_URL" in child_env()  # an ordinary variable, until the catalog says otherwise
+    secret_url("OTHER_URL")
+    assert "OTHER_URL" not in child_env()
+    assert "OTHER_URL" not in child_env({"OTHER_URL": SECRET})
+
+
+def test_the_workflow_hands_the_secret_to_the_build_legs_only(tmp_path: Path) -> None:
+    text = _render(_catalog(tmp_path))  # (two extends one: both fetch the download)
+    jobs = yaml.safe_load(text)["jobs"]
+    for image in ("one", "two"):
+        steps = jobs[f"build-{image}"]["steps"]
+        build = next(s for s in steps if s["name"] == "Build and push by digest")
+        assert build["env"]["DATA_URL"] == "${{ secrets.DATA_URL }}"
+        assert [s for s in steps if "DATA_URL" in str(s)] == [build]
+        assert f"pr-{image}" not in jobs  # no pull request gets secrets: no PR build
+        assert (f"# No pull-request build of {image}: it needs build secrets (DATA_URL), which "
+                "a pull request never gets.") in text
+    for jid, job in jobs.items():
+        if not jid.startswith("build-"):
+            assert "DATA_URL" not in str(job), jid
