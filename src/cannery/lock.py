@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 import tomli_w
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -53,6 +53,7 @@ from cannery.util.pynames import requirement_name
 
 if TYPE_CHECKING:
     from cannery.catalog.models import Catalog
+    from cannery.oci.rootfs import BaseOs
 
 HEADER = "# cannery.lock: written by `cannery lock`; edit the catalog, not this file.\n"
 LOCK_LIMIT = 64 << 20  # a lock file larger than this is refused unread
@@ -97,6 +98,8 @@ class BaseEntry(_Strict):
     # absent: not read (an older lock, or no layer had the file)
     os_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,64}$")
     os_version: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,64}$")
+    # the package managers found with it (apt, dnf, yum, microdnf, apk); absent: not read
+    package_managers: list[Literal["apt", "dnf", "yum", "microdnf", "apk"]] | None = None
 
 
 class GitEntry(_Strict):
@@ -261,6 +264,13 @@ def os_contradictions(cat: Catalog, lock: Lock) -> list[tuple[str, str, str]]:
         if base.os != entry.os_id.lower():
             out.append((name, "os", f"{base.os!r}, but {base.image}'s /etc/os-release says "
                         f"{said} (cannery.lock)"))
+        elif entry.package_managers and base.manager not in entry.package_managers:
+            where = "package_manager" if base.package_manager else "os"
+            out.append((name, where, f"{base.os!r} {base.os_version} installs with "
+                        f"{base.manager}, but {base.image} has "
+                        f"{', '.join(entry.package_managers)} (cannery.lock)"
+                        + ("" if base.package_manager else
+                           f": set package_manager = {entry.package_managers[0]!r}")))
         elif entry.os_version and base.os_version != entry.os_version and not (
             # a release's point version (Alpine's 3.20.3, Rocky's 9.4) is of that release
             entry.os_version.startswith(base.os_version + ".")
@@ -319,7 +329,7 @@ class Resolvers:
     python: Callable[[PythonRequest], list[str]] | None = None
     # (image, digest) → the image's os-release (ID, VERSION_ID), None when no layer has it;
     # without it, bases are locked without their OS
-    os_release: Callable[[str, str], tuple[str, str] | None] | None = None
+    os_release: Callable[[str, str], BaseOs | None] | None = None
 
 
 def now() -> str:
@@ -485,9 +495,11 @@ def _update_refs(
                         # a catalog image not pushed yet: its build pins what it pushes
                         return None
                 found = resolvers.os_release(inp.key, digest) if resolvers.os_release else None
-                os_id, os_version = found if found else (None, None)
-                return BaseEntry(digest=digest, resolved_at=when, os_id=os_id,
-                                 os_version=os_version)
+                if found is None:
+                    return BaseEntry(digest=digest, resolved_at=when)
+                return BaseEntry(digest=digest, resolved_at=when, os_id=found.id,
+                                 os_version=found.version,
+                                 package_managers=list(found.managers) or None)
             if inp.kind == "git":
                 try:
                     commit = resolvers.git(inp.url, inp.ref)

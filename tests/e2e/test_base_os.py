@@ -20,13 +20,14 @@ import pytest
 from cannery.catalog.load import load_catalog
 from cannery.lock import BaseEntry, Lock, Resolvers, dump_lock, read_lock, update_lock
 from cannery.oci import OCIClient
-from cannery.oci.rootfs import read_os_release
+from cannery.oci.rootfs import BaseOs, read_os_release
 from cannery.tls import ssl_context
 from tests.catalogs import line_of, tiny
 from tests.services.registry import LocalRegistry, upload_blob
 
 DEBIAN = ('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\n'
           'VERSION_ID="12"\nID=debian\n')
+UBI = 'NAME="Red Hat Enterprise Linux"\nID="rhel"\nVERSION_ID="9.4"\n'
 OPENEULER = 'NAME="openEuler"\nVERSION="24.03 (LTS)"\nID="openEuler"\nVERSION_ID="24.03"\n'
 
 
@@ -67,22 +68,52 @@ def _push(registry: LocalRegistry, repo: str, tag: str, layers: list[bytes]) -> 
 @pytest.fixture(scope="module")
 def bases(registry: LocalRegistry) -> dict[str, tuple[str, str]]:
     debian = _push(registry, "os/debian", "12", [
-        _layer({"usr/lib/os-release": DEBIAN.encode(), "bin/sh": b"x"},
-               {"etc/os-release": "../usr/lib/os-release"}),
+        _layer({"usr/lib/os-release": DEBIAN.encode(), "bin/sh": b"x",
+                "usr/bin/apt-get": b"elf"}, {"etc/os-release": "../usr/lib/os-release"}),
         _layer({"opt/app": b"y"}, {})])
     openeuler = _push(registry, "os/openeuler", "24.03", [
-        _layer({"etc/os-release": OPENEULER.encode()}, {})])
+        _layer({"etc/os-release": OPENEULER.encode(), "usr/bin/dnf-3": b"py"},
+               {"usr/bin/dnf": "dnf-3", "usr/bin/yum": "dnf-3"})])
+    # a UBI minimal image: ID=rhel, and microdnf its only package manager
+    minimal = _push(registry, "os/ubi-minimal", "9", [
+        _layer({"etc/os-release": UBI.encode(), "usr/bin/microdnf": b"elf"}, {})])
     bare = _push(registry, "os/bare", "1", [_layer({"opt/x": b"z"}, {})])
     return {"debian": (f"{registry.host}/os/debian:12", debian),
             "openeuler": (f"{registry.host}/os/openeuler:24.03", openeuler),
+            "ubi-minimal": (f"{registry.host}/os/ubi-minimal:9", minimal),
             "bare": (f"{registry.host}/os/bare:1", bare)}
 
 
 def test_os_release_is_read_from_the_layers(bases: dict[str, tuple[str, str]]) -> None:
     with OCIClient(ssl_context()) as client:
-        assert read_os_release(client, *bases["debian"]) == ("debian", "12")  # via the link
-        assert read_os_release(client, *bases["openeuler"]) == ("openEuler", "24.03")
+        assert read_os_release(client, *bases["debian"]) == BaseOs("debian", "12", ("apt",))
+        assert read_os_release(client, *bases["openeuler"]) == BaseOs(
+            "openEuler", "24.03", ("dnf", "yum"))  # links count: dnf and yum are dnf-3
         assert read_os_release(client, *bases["bare"]) is None
+
+
+def test_the_package_manager_the_base_lacks_is_an_error_at_its_key(
+    tmp_path: Path, bases: dict[str, tuple[str, str]], cli  # type: ignore[no-untyped-def]
+) -> None:
+    """A UBI minimal base (ID rhel) has no dnf: the catalog's default for rhel is refused,
+    naming what the image has; `package_manager = "microdnf"` plans."""
+    image, digest = bases["ubi-minimal"]
+    path = _catalog(tmp_path, image, "rhel", "9")
+    lock = update_lock(load_catalog(path).catalog, Lock(), _resolvers(digest))
+    assert lock.bases[image].package_managers == ["microdnf"]
+    (tmp_path / "cannery.lock").write_text(dump_lock(lock))
+    res = cli("plan", "--catalog", str(path))
+    assert res.code == 2
+    line = line_of(path.read_text(), 'os = "rhel"')
+    assert res.err.strip() == (
+        f"cannery: error: {path}:{line}: bases.b.os: 'rhel' 9 installs with dnf, but {image} "
+        "has microdnf (cannery.lock): set package_manager = 'microdnf'")
+    path.write_text(path.read_text().replace('os_version = "9"',
+                                             'os_version = "9"\npackage_manager = "microdnf"'))
+    assert cli("plan", "--catalog", str(path)).code == 0
+    path.write_text(path.read_text().replace('"microdnf"', '"yum"'))
+    res = cli("plan", "--catalog", str(path))
+    assert res.code == 2 and "bases.b.package_manager: 'rhel' 9 installs with yum" in res.err
 
 
 def _catalog(tmp_path: Path, image: str, os: str, version: str) -> Path:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 import tarfile
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from cannery.oci.client import OCIClient
@@ -27,6 +28,25 @@ from cannery.oci.reference import Reference
 
 OS_RELEASE = ("etc/os-release", "usr/lib/os-release")
 MAX_LAYERS = 3
+# The package managers a base can install with, by the program's path (any file type: dnf is a
+# link to dnf-3 on Fedora; /bin and /sbin may be links into /usr).
+MANAGERS = {
+    "usr/bin/apt-get": "apt", "bin/apt-get": "apt",
+    "usr/bin/dnf": "dnf", "bin/dnf": "dnf",
+    "usr/bin/yum": "yum", "bin/yum": "yum",
+    "usr/bin/microdnf": "microdnf", "bin/microdnf": "microdnf",
+    "sbin/apk": "apk", "usr/sbin/apk": "apk",
+}
+
+
+@dataclass(frozen=True)
+class BaseOs:
+    """What a base's first layers say about its OS: os-release's ID and VERSION_ID, and the
+    package managers found in the layer that has it (and those below it)."""
+
+    id: str
+    version: str
+    managers: tuple[str, ...]
 
 def parse_os_release(text: str) -> tuple[str, str] | None:
     """(ID, VERSION_ID) of an os-release file, unquoted; None without an ID."""
@@ -40,16 +60,17 @@ def parse_os_release(text: str) -> tuple[str, str] | None:
     return fields["ID"], fields.get("VERSION_ID", "")
 
 
-def _scan(path: Path, media_type: str) -> str | None:
+def _scan(path: Path, media_type: str, managers: set[str]) -> str | None:
     """The text of the first os-release file in the layer at ``path`` (a symlink followed
-    within the same layer), or None."""
+    within the same layer), or None; the package managers the layer holds are added to
+    ``managers``."""
     found: dict[str, bytes] = {}
     links: dict[str, str] = {}
     with layer_tar(path, media_type) as (tar, _):
         for member in tar:
-            if _resolved(found, links) is not None:
-                break  # no need to read the rest of a large layer
             name = member.name.removeprefix("./").strip("/")
+            if name in MANAGERS:
+                managers.add(MANAGERS[name])
             if name not in OS_RELEASE:
                 continue
             if member.isreg() and member.size <= 1 << 16:
@@ -76,9 +97,9 @@ def _resolved(found: dict[str, bytes], links: dict[str, str]) -> str | None:
 
 
 def read_os_release(client: OCIClient, image: str, digest: str,
-                    platform: str = "linux/amd64") -> tuple[str, str] | None:
-    """(ID, VERSION_ID) of ``image@digest``'s os-release, for ``platform`` when it is an
-    index; None when none of its first layers has one (or they are zstd)."""
+                    platform: str = "linux/amd64") -> BaseOs | None:
+    """``image@digest``'s os-release and package managers, for ``platform`` when it is an
+    index; None when none of its first layers has an os-release (or they are zstd)."""
     repo = Reference.parse(image)
     ref = repo.with_digest(digest)
     body, desc = client.get_manifest(ref)
@@ -95,6 +116,7 @@ def read_os_release(client: OCIClient, image: str, digest: str,
         _, layers = parse_manifest(body, str(ref))
     except MalformedManifest:
         return None
+    managers: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="cannery-os-") as tmp:
         blob = Path(tmp) / "layer"
         for layer in layers[:MAX_LAYERS]:
@@ -102,11 +124,12 @@ def read_os_release(client: OCIClient, image: str, digest: str,
                 return None
             client.fetch_blob(ref, layer.digest, blob, layer.size)
             try:
-                text = _scan(blob, layer.media_type)
+                text = _scan(blob, layer.media_type, managers)
             except (OSError, EOFError, tarfile.TarError):
                 return None
             finally:
                 blob.unlink(missing_ok=True)
             if text is not None:
-                return parse_os_release(text)
+                found = parse_os_release(text)
+                return BaseOs(found[0], found[1], tuple(sorted(managers))) if found else None
     return None
