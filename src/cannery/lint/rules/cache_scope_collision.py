@@ -97,9 +97,11 @@ class CacheScopeCollision(Rule):
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
         others = _sibling_caches(Path(facts.path), ctx)
         # key → (cache-to, image, the platforms that build writes for)
-        sites: dict[tuple[str, str], list[tuple[Value, str, str | None]]] = {}
+        sites: dict[tuple[str, str], list[tuple[Value, str, str | None, str]]] = {}
         for b in builds(facts, ctx, runs=True):
             image = (b.file.text if b.file else "Dockerfile")
+            if b.target:  # two bake targets are two images, even from one Dockerfile
+                image += f" (bake target {b.target})"
             platform = _platform_var(b)
             # only a write collides: legs reading one cache-from share it without harm
             for value in (b.cache_to,):
@@ -116,13 +118,15 @@ class CacheScopeCollision(Rule):
                             f"{key[0]} cache {key[1]!r} is shared by every matrix.{platform} "
                             f"of job {b.job.id}: the platforms overwrite each other's cache",
                             hint=f"add ${{{{ matrix.{platform} }}}} to the cache-to scope/ref")
-                    sites.setdefault(key, []).append((value, image, _fixed_platforms(b)))
+                    sites.setdefault(key, []).append((value, image, _fixed_platforms(b),
+                                                      b.target))
         for key, where in sites.items():
-            images = {img for _, img, _ in where}
-            for value, image, platforms in where:
+            images = {img for _, img, _, _ in where}
+            said: set[tuple[int, int]] = set()  # one bake step's targets: one finding there
+            for value, image, platforms, _target in where:
                 # one image built for other platforms elsewhere (an amd64 job and an arm64
                 # job, each with its own `platforms:`), writing the same scope
-                apart = [(v, p) for v, img, p in where
+                apart = [(v, p) for v, img, p, _ in where
                          if img == image and p is not None and platforms is not None
                          and p != platforms]
                 if apart:
@@ -133,11 +137,20 @@ class CacheScopeCollision(Rule):
                         "the platforms overwrite each other's cache",
                         hint="give each platform's build its own scope")
                 if len(images) > 1:
-                    lines = ", ".join(str(v.line) for v, img, _ in where if img != image)
+                    if (value.line, value.column) in said:
+                        continue
+                    said.add((value.line, value.column))
+                    here = [t for v, _, _, t in where
+                            if (v.line, v.column) == (value.line, value.column) and t]
+                    rows = sorted({v.line for v, img, _, _ in where
+                                   if img != image and v.line != value.line})
+                    names = ([f"bake targets {', '.join(dict.fromkeys(here))} here"]
+                             if len(set(here)) > 1 else [])
+                    names += [f"line {', '.join(map(str, rows))}"] if rows else []
                     yield self.finding(
                         facts.path, value.line, value.column,
-                        f"{key[0]} cache {key[1]!r} is also written for another image (line "
-                        f"{lines}): two images evict each other's cache",
+                        f"{key[0]} cache {key[1]!r} is written for more than one image "
+                        f"({'; '.join(names)}): the images evict each other's cache",
                         hint="give each image its own scope")
                 elif any(img != image for _, img in others.get(key, [])):
                     other_file, other_image = next(
