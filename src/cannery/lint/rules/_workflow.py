@@ -142,7 +142,10 @@ def _bake_builds(wf: WorkflowFacts, job: Job, step: Step, ctx: LintContext) -> l
     bake = interpolate(merge(docs), env)
     wanted = split_list(w["targets"].text) if "targets" in w else ["default"]
     overrides: dict[tuple[str, str], tuple[str, Value]] = {}  # (target or *, key) → value
-    for line in split_list(w["set"].text) if "set" in w else []:
+    # one override a line: bake-action reads `set:` ignoring commas, which its values hold
+    for line in (w["set"].text.split("\n") if "set" in w else []):
+        if not line.strip():
+            continue
         key, _, given = line.partition("=")
         target, _, field = key.strip().rpartition(".")
         overrides[(target, field)] = (given.strip(), w["set"])
@@ -237,3 +240,55 @@ def expand_env(text: str, wf: WorkflowFacts, job: Job | None = None, step: Step 
     for _ in range(3):
         text = re.sub(r"\$\{\{\s*env\.([A-Za-z_]\w*)\s*\}\}", sub, text)
     return text
+
+
+_INPUT = re.compile(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}")
+_MATRIX = re.compile(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}")
+
+
+def calls_to(caller: WorkflowFacts, called: str) -> list[Job]:
+    """The jobs of ``caller`` that run the reusable workflow ``called`` (a path) of the same
+    repository: `uses: ./.github/workflows/NAME.yml`."""
+    from pathlib import PurePosixPath
+
+    name = PurePosixPath(called.replace("\\", "/")).name
+    return [j for j in caller.jobs
+            if j.uses.startswith("./") and "@" not in j.uses
+            and PurePosixPath(j.uses).parent.as_posix().endswith(".github/workflows")
+            and PurePosixPath(j.uses).name == name]
+
+
+def leg_inputs(job: Job) -> list[tuple[dict[str, str], dict[str, str]]]:
+    """(matrix leg, the inputs that leg passes) for each leg of a job that calls a reusable
+    workflow: its `with:` with `${{ matrix.X }}` filled in from the leg."""
+    out = []
+    for leg in job.legs or [{}]:
+
+        def fill(m: re.Match[str], leg: dict[str, str] = leg) -> str:
+            return leg.get(m.group(1), m.group(0))
+
+        out.append((leg, {k: _MATRIX.sub(fill, v.text) for k, v in job.with_.items()}))
+    return out
+
+
+def with_inputs(wf: WorkflowFacts, inputs: dict[str, str]) -> WorkflowFacts:
+    """``wf`` as a caller runs it: `${{ inputs.X }}` in its steps' `with:` and `env:` filled
+    in from ``inputs`` (positions kept, so findings point into ``wf``)."""
+    import copy
+
+    def fill(v: Value) -> Value:
+        text = _INPUT.sub(lambda m: inputs.get(m.group(1), m.group(0)), v.text)
+        return v if text == v.text else Value(text, v.line, v.column)
+
+    out = copy.copy(wf)
+    out.jobs = []
+    for job in wf.jobs:
+        new_job = copy.copy(job)
+        new_job.steps = []
+        for step in job.steps:
+            new_step = copy.copy(step)
+            new_step.with_ = {k: fill(v) for k, v in step.with_.items()}
+            new_step.env = {k: fill(v) for k, v in step.env.items()}
+            new_job.steps.append(new_step)
+        out.jobs.append(new_job)
+    return out
