@@ -73,13 +73,13 @@ def _hcl(text: str) -> dict[str, Any]:
     except UnexpectedInput as exc:
         token = getattr(exc, "token", None)
         what = ("end of file" if token is None or token.type == "$END"
-                else repr(str(token).strip()))
+                else repr(str(token).strip()[:40]))
         line = exc.line if isinstance(exc.line, int) and exc.line > 0 else 1
         raise ParseFailure(line, f"HCL: unexpected {what}") from None
     except RecursionError:
         raise ParseFailure(1, "HCL: nested too deeply") from None
     except Exception as exc:  # the library's own checks (a duplicate key, a bad literal)
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
         m = re.search(r"line (\d+)", first)
         raise ParseFailure(int(m.group(1)) if m else 1, f"HCL: {first}") from None
     out: dict[str, Any] = {}

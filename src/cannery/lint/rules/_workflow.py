@@ -142,13 +142,15 @@ def _bake_builds(wf: WorkflowFacts, job: Job, step: Step, ctx: LintContext) -> l
     bake = interpolate(merge(docs), env)
     wanted = split_list(w["targets"].text) if "targets" in w else ["default"]
     overrides: dict[tuple[str, str], tuple[str, Value]] = {}  # (target or *, key) → value
-    # one override a line: bake-action reads `set:` ignoring commas, which its values hold
-    for line in (w["set"].text.split("\n") if "set" in w else []):
+    # one override a line: bake-action reads `set:` ignoring commas, which its values hold;
+    # a block's lines are the file's lines from its first, at one indentation
+    for i, line in enumerate(w["set"].text.split("\n") if "set" in w else []):
         if not line.strip():
             continue
         key, _, given = line.partition("=")
         target, _, field = key.strip().rpartition(".")
-        overrides[(target, field)] = (given.strip(), w["set"])
+        overrides[(target, field)] = (given.strip(),
+                                      Value(line, w["set"].line + i, w["set"].column))
     out: list[Build] = []
     for target, spec in _bake_targets(bake, wanted):
 

@@ -168,6 +168,7 @@ class CacheScopeCollision(Rule):
                     names = ([f"bake targets {', '.join(dict.fromkeys(here))} here"]
                              if len(set(here)) > 1 else [])
                     names += [f"line {', '.join(map(str, rows))}"] if rows else []
+                    names = names or ["another build here"]
                     yield self.finding(
                         facts.path, value.line, value.column,
                         f"{key[0]} cache {key[1]!r} is written for more than one image "
@@ -194,7 +195,7 @@ class CacheScopeCollision(Rule):
                 legs = leg_inputs(job)
                 if len(legs) < 2:
                     continue
-                # key → (cache-to, image) written by each leg
+                # key → where the cache-to is → the images the legs write there
                 writes: dict[tuple[str, str], dict[tuple[int, int], set[str]]] = {}
                 for _leg, inputs in legs:
                     for b in builds(with_inputs(facts, inputs), ctx, runs=True):
