@@ -172,3 +172,71 @@ def test_the_bash_grammar_loads_without_the_packages_start_up_imports() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "['a', 'b', 'c'] False"
+
+
+BAKE_HCL = """\
+variable "REPO" {
+  default = "quay.io/team"
+}
+variable "TAG" {
+  default = "${REPO}/app:1.2"
+}
+group "default" {
+  targets = ["app"]
+}
+target "app" {
+  dockerfile = "Dockerfile.app"
+  platforms  = ["linux/amd64", "linux/arm64"]
+  tags       = ["${TAG}", "${upper(REPO)}", "$${LITERAL}"]
+  cache-to   = ["type=gha,mode=max,scope=app"]
+  args = {
+    BASE = "${REPO}/base:2"
+  }
+}
+target "app" {
+  context = "src"
+}
+"""
+
+
+def test_bake_hcl_reads_into_the_json_shape_with_variables_filled_in() -> None:
+    from cannery.lint.facts.bake import interpolate, parse_bake
+
+    doc = parse_bake("docker-bake.hcl", BAKE_HCL)
+    assert doc["group"] == {"default": {"targets": ["app"]}}
+    filled = interpolate(doc, {})
+    app = filled["target"]["app"]
+    # a block given twice is merged, as bake merges it
+    assert (app["dockerfile"], app["context"]) == ("Dockerfile.app", "src")
+    assert app["platforms"] == ["linux/amd64", "linux/arm64"]
+    # a default naming another variable; a function call and an escaped `$${` stay as written
+    assert app["tags"][0] == "quay.io/team/app:1.2"
+    assert app["tags"][1:] == ["${upper(REPO)}", "$${LITERAL}"]
+    assert app["args"] == {"BASE": "quay.io/team/base:2"}
+    assert app["cache-to"] == ["type=gha,mode=max,scope=app"]
+    # the environment bake runs in wins over a default
+    assert interpolate(doc, {"REPO": "ghcr.io/x"})["target"]["app"]["tags"][0] == (
+        "ghcr.io/x/app:1.2")
+
+
+def test_bad_bake_files_are_a_parse_failure_with_a_line_never_a_traceback() -> None:
+    import pytest
+
+    from cannery.lint.facts import ParseFailure
+    from cannery.lint.facts.bake import parse_bake
+
+    cases = {
+        'target "a" {\n  tags = ["x",\n}\n': 3,
+        'target "a" {\n  dockerfile = "x"\n': 3,
+        'target "a" {\n  x = $\n}\n': 2,
+        "\x00": 1,
+        "{" * 5000: 1,
+    }
+    for text, line in cases.items():
+        with pytest.raises(ParseFailure) as exc:
+            parse_bake("docker-bake.hcl", text)
+        assert exc.value.line == line, (text[:40], exc.value.line, exc.value.message)
+        assert exc.value.message.startswith("HCL: ") and "\n" not in exc.value.message
+    with pytest.raises(ParseFailure) as exc:
+        parse_bake("docker-bake.json", '{"target": {\n  "a": [}\n}')
+    assert exc.value.line == 2 and exc.value.message.startswith("JSON: ")

@@ -156,6 +156,32 @@ def test_sarif_output_validates_against_the_oasis_schema(tmp_path: Path, cli) ->
     assert "security-severity" not in by_name["noop-layer"]["properties"]
 
 
+def test_unknown_base_is_reported_only_at_low_confidence(cli) -> None:  # type: ignore[no-untyped-def]
+    """`X=/new:$X` over a base lint does not know: hidden by default (medium), shown with
+    --min-confidence low, saying how sure it is in every format and naming the base; the
+    known-base cases stay certain (their fixture is compared in test_rules.py)."""
+    path = FIX / "dockerfile" / "empty-path-element-unknown-base.Dockerfile"
+    quiet = cli("lint", "--format", "json", str(path))
+    assert quiet.code == 0 and json.loads(quiet.out)["findings"] == []
+    res = cli("lint", "--format", "json", "--min-confidence", "low", str(path))
+    (f,) = json.loads(res.out)["findings"]
+    assert (f["rule"], f["line"], f["confidence"]) == ("empty-path-element", 4, "low"), f
+    assert "registry.example.org/team/trainer:3.2" in f["message"]
+    assert "does not know that base's config" in f["message"]
+    text = cli("lint", "--no-color", "--min-confidence", "low", str(path))
+    assert "warning[empty-path-element] (low confidence) PYTHONPATH:" in text.out
+    sarif = json.loads(cli("lint", "--format", "sarif", "--min-confidence", "low",
+                           str(path)).out)
+    assert sarif["runs"][0]["results"][0]["properties"]["confidence"] == "low"
+    assert "(low confidence)" in cli("lint", "--format", "github", "--min-confidence", "low",
+                                     str(path)).out
+    assert cli("lint", "--min-confidence", "high", str(path)).code == 0
+    assert cli("lint", "--min-confidence", "sure", str(path)).code == 2
+    known = cli("lint", "--format", "json",
+                str(FIX / "dockerfile" / "empty-path-element-bases.Dockerfile"))
+    assert {f["confidence"] for f in json.loads(known.out)["findings"]} == {"high"}
+
+
 def test_github_annotations(cli) -> None:  # type: ignore[no-untyped-def]
     res = cli("lint", "--format", "github", str(SEED))
     lines = res.out.strip().split("\n")
@@ -287,7 +313,7 @@ def test_config_schema_accepts_the_defaults(tmp_path: Path) -> None:
                 "base-image-shells": DEFAULT_SHELLS, "base-image-env": DEFAULT_BASE_ENV,
                 "implicit-args": list(DEFAULT_IMPLICIT_ARGS),
                 "trusted-registries": [], "fail-on": "warning", "target": "runtime",
-                "no-compile-env": list(DEFAULT_NO_COMPILE_ENV)}
+                "no-compile-env": list(DEFAULT_NO_COMPILE_ENV), "min-confidence": "medium"}
     (tmp_path / "schema.json").write_text(json.dumps(schema()))
     (tmp_path / "defaults.json").write_text(json.dumps(defaults))
     (tmp_path / "bad.json").write_text(json.dumps({"fail_on": "warning"}))

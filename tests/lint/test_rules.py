@@ -9,12 +9,14 @@ import pytest
 
 from cannery.lint.config import LintConfig
 from cannery.lint.engine import Engine, discover
+from cannery.lint.model import Confidence
 from cannery.lint.ruleset import RULES
 from tests.lint.expectations import expected, with_severity
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FILES = sorted(p for p, _ in discover([FIXTURES]))
-ENGINE = Engine(LintConfig())
+# every finding, the low-confidence ones too: fixtures state them (`rule:low`)
+ENGINE = Engine(LintConfig(min_confidence=Confidence.LOW))
 
 
 def _kind(path: Path) -> str:
@@ -24,11 +26,21 @@ def _kind(path: Path) -> str:
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(FIXTURES)) for p in FILES])
 def test_fixture(path: Path) -> None:
     findings = ENGINE.lint_text(str(path), path.read_text(), _kind(path))
-    got = Counter((f.span.line, f.rule, str(f.severity)) for f in findings)
+    got = Counter((f.span.line, f.rule, str(f.severity), str(f.confidence)) for f in findings)
     want = with_severity(path)
-    details = "\n".join(f"  {f.span.line}:{f.span.column} {f.rule}:{f.severity}: {f.message}"
-                        for f in findings)
+    details = "\n".join(f"  {f.span.line}:{f.span.column} {f.rule}:{f.severity}:"
+                        f"{f.confidence}: {f.message}" for f in findings)
     assert got == want, f"unexpected: {dict(got - want)}, missing: {dict(want - got)}\n{details}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(FIXTURES)) for p in FILES])
+def test_fixture_by_default_hides_only_low_confidence(path: Path) -> None:
+    """The default (medium) reports exactly the expected findings that are not low."""
+    default = Engine(LintConfig()).lint_text(str(path), path.read_text(), _kind(path))
+    got = Counter((f.span.line, f.rule, str(f.confidence)) for f in default)
+    want = Counter({(line, rule, sure): n for (line, rule, _, sure), n
+                    in with_severity(path).items() if sure != "low"})
+    assert got == want
 
 
 def test_every_rule_has_a_fixture_that_triggers_it() -> None:

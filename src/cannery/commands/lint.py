@@ -45,6 +45,8 @@ def parser() -> argparse.ArgumentParser:
                    help="Write the report to this file")
     p.add_argument("--fail-on", metavar="SEVERITY", help="Lowest severity that fails: info, "
                    "warning (default), error, critical")
+    p.add_argument("--min-confidence", choices=("low", "medium", "high"), metavar="LEVEL",
+                   help="Least sure findings to report: low, medium (default), high")
     p.add_argument("--select", metavar="RULES",
                    help="Only these rules (comma-separated names or codes)")
     p.add_argument("--ignore", metavar="RULES", help="Skip these rules (comma-separated)")
@@ -109,7 +111,7 @@ def run(argv: list[str]) -> int:
     from cannery.lint.config import LintConfig, load_config, rule_list
     from cannery.lint.engine import Engine, discover, read
     from cannery.lint.files import Skipped, repository
-    from cannery.lint.model import Severity
+    from cannery.lint.model import Confidence, Severity
 
     select = rule_list(args.select.split(","), "--select") if args.select else None
     ignore = rule_list(args.ignore.split(","), "--ignore") if args.ignore else ()
@@ -126,6 +128,8 @@ def run(argv: list[str]) -> int:
             cfg = cfg.replace(select=select)
         if ignore:
             cfg = cfg.replace(ignore=cfg.ignore + ignore)
+        if args.min_confidence is not None:
+            cfg = cfg.replace(min_confidence=Confidence.parse(args.min_confidence))
         return cfg.replace(fail_on=fail_on) if fail_on is not None else cfg
 
     # options come from the config nearest each file (or --config for all of them)

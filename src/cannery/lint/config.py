@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cannery.errors import InputError
 from cannery.lint.bases import DEFAULT_BASE_ENV, DEFAULT_SHELLS
-from cannery.lint.model import Frozen, Severity
+from cannery.lint.model import Confidence, Frozen, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
@@ -26,7 +26,8 @@ DEFAULT_IMPLICIT_ARGS = (
 # builds no extension, so it does not link against the torch installed at that time).
 DEFAULT_NO_COMPILE_ENV = ("VLLM_TARGET_DEVICE=empty",)
 KEYS = ("select", "ignore", "severity", "base-image-shells", "base-image-env",
-        "implicit-args", "trusted-registries", "fail-on", "target", "no-compile-env")
+        "implicit-args", "trusted-registries", "fail-on", "target", "no-compile-env",
+        "min-confidence")
 
 
 class LintConfig(Frozen):
@@ -38,6 +39,7 @@ class LintConfig(Frozen):
         "fail_on",
         "ignore",
         "implicit_args",
+        "min_confidence",
         "no_compile_env",
         "select",
         "severity",
@@ -55,6 +57,7 @@ class LintConfig(Frozen):
     fail_on: Severity
     target: str | None  # the stage that ships (default: the last one)
     no_compile_env: tuple[str, ...]
+    min_confidence: Confidence  # findings less sure than this are not reported
     source: str
 
     def __init__(
@@ -69,6 +72,8 @@ class LintConfig(Frozen):
         fail_on: Severity = Severity.WARNING,
         target: str | None = None,
         no_compile_env: tuple[str, ...] = DEFAULT_NO_COMPILE_ENV,
+        # medium: a guess (an unknown base's config, say) is shown only when asked for
+        min_confidence: Confidence = Confidence.MEDIUM,
         source: str = "defaults",
     ) -> None:
         set_ = object.__setattr__  # immutable after this (Frozen)
@@ -84,6 +89,7 @@ class LintConfig(Frozen):
         set_(self, "fail_on", fail_on)
         set_(self, "target", target)
         set_(self, "no_compile_env", no_compile_env)
+        set_(self, "min_confidence", min_confidence)
         set_(self, "source", source)
 
 
@@ -168,6 +174,11 @@ def apply_table(cfg: LintConfig, table: dict[str, Any], where: str) -> LintConfi
         if not isinstance(env, list) or not all(isinstance(v, str) and "=" in v for v in env):
             raise InputError(f"{where}: no-compile-env: expected a list of \"NAME=VALUE\"")
         changes["no_compile_env"] = cfg.no_compile_env + tuple(env)
+    if "min-confidence" in table:
+        try:
+            changes["min_confidence"] = Confidence.parse(str(table["min-confidence"]))
+        except ValueError as exc:
+            raise InputError(f"{where}: min-confidence: {exc}") from None
     return cfg.replace(**changes, source=where)
 
 
@@ -241,5 +252,6 @@ def schema() -> dict[str, Any]:
             "fail-on": level,
             "target": {"type": "string"},
             "no-compile-env": {"type": "array", "items": {"type": "string", "pattern": "="}},
+            "min-confidence": {"type": "string", "enum": [str(c) for c in Confidence]},
         },
     }

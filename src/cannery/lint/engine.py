@@ -195,7 +195,9 @@ class Engine:
         if "unused-suppression" in self.config.ignore or (
                 self.config.select is not None and "unused-suppression" not in self.config.select):
             findings = [f for f in findings if f.rule != "unused-suppression"]
-        findings = [self._severity(f) for f in findings]
+        # after the suppressions: a suppression of a finding hidden here is not unused
+        floor = self.config.min_confidence
+        findings = [self._severity(f) for f in findings if f.confidence >= floor]
         return sorted(set(findings), key=lambda f: (f.sort_key, f.message))
 
     def _severity(self, f: Finding) -> Finding:

@@ -36,6 +36,27 @@ class Severity(enum.IntEnum):
         return self.name.lower()
 
 
+class Confidence(enum.IntEnum):
+    """How sure a finding is that the defect is real (zizmor's confidence, beside severity:
+    how bad it is if real). Most findings are certain from the file; a rule lowers it when
+    the answer depends on something lint cannot see, such as an unknown base image's
+    config."""
+
+    LOW = 1
+    MEDIUM = 2
+    HIGH = 3
+
+    @classmethod
+    def parse(cls, text: str) -> Confidence:
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            raise ValueError(f"unknown confidence {text!r} (use low, medium, high)") from None
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
 class Frozen:
     """Immutable once built: ``__init__`` sets the fields named in ``__slots__`` (its
     parameters, by the same names) with ``object.__setattr__``; ``replace`` makes changed
@@ -141,7 +162,8 @@ class Fix(_Value):
 
 
 class Finding(_Value):
-    __slots__ = ("code", "fix", "hint", "message", "related", "rule", "severity", "span")
+    __slots__ = ("code", "confidence", "fix", "hint", "message", "related", "rule", "severity",
+                 "span")
     rule: str
     code: str
     severity: Severity
@@ -150,10 +172,12 @@ class Finding(_Value):
     hint: str
     fix: Fix | None
     related: tuple[tuple[Span, str], ...]
+    confidence: Confidence
 
     def __init__(self, rule: str, code: str, severity: Severity, message: str, span: Span,
                  hint: str = "", fix: Fix | None = None,
-                 related: tuple[tuple[Span, str], ...] = ()) -> None:
+                 related: tuple[tuple[Span, str], ...] = (),
+                 confidence: Confidence = Confidence.HIGH) -> None:
         _set(self, "rule", rule)
         _set(self, "code", code)
         _set(self, "severity", severity)
@@ -162,6 +186,7 @@ class Finding(_Value):
         _set(self, "hint", hint)
         _set(self, "fix", fix)
         _set(self, "related", related)
+        _set(self, "confidence", confidence)
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:

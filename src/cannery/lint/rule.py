@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from cannery.lint.model import Finding, Fix, Severity, Span
+from cannery.lint.model import Confidence, Finding, Fix, Severity, Span
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
@@ -183,6 +183,7 @@ class Rule:
         severity: Severity | None = None,
         fix: Fix | None = None,
         related: tuple[tuple[Span, str], ...] = (),
+        confidence: Confidence = Confidence.HIGH,
     ) -> Finding:
         return Finding(
             rule=self.name,
@@ -193,6 +194,7 @@ class Rule:
             hint=hint,
             fix=fix,
             related=related,
+            confidence=confidence,
         )
 
     def at(self, path: str, pos: Any, message: str, **kw: Any) -> Finding:

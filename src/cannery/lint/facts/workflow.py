@@ -55,13 +55,14 @@ class Job:
         "secrets_inherit",
         "steps",
         "uses",
+        "with_",
     )
 
     def __init__(self, id: str, line: int, runs_on: str, matrix: dict[str, list[str]],
                  matrix_line: int, steps: list[Step] | None = None,
                  legs: list[dict[str, str]] | None = None, if_: Value | None = None,
                  needs: list[str] | None = None, end_line: int = 0, uses: str = "",
-                 secrets_inherit: bool = False) -> None:
+                 secrets_inherit: bool = False, with_: dict[str, Value] | None = None) -> None:
         self.id = id
         self.line = line
         self.runs_on = runs_on
@@ -74,6 +75,7 @@ class Job:
         self.end_line = end_line  # last line of the job's block
         self.uses = uses  # a reusable workflow the job calls
         self.secrets_inherit = secrets_inherit  # `secrets: inherit` (every secret to `uses:`)
+        self.with_: dict[str, Value] = {} if with_ is None else with_  # inputs to `uses:`
 
 
 MAX_LEGS = 256  # GitHub's own limit per workflow run
@@ -263,6 +265,7 @@ def parse_workflow(path: str, text: str) -> WorkflowFacts:
         job.end_line = job_node.end_mark.line + (1 if job_node.end_mark.column else 0)
         job.uses = _scalar(job_map["uses"]) if "uses" in job_map else ""
         job.secrets_inherit = _scalar(job_map.get("secrets")) == "inherit"
+        job.with_ = {k: _value(v, lines) for k, v in _mapping(job_map.get("with")).items()}
         steps = job_map.get("steps")
         import yaml as _yaml
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cannery.lint.model import Finding, Severity
+from cannery.lint.model import Confidence, Finding, Severity
 
 COMMAND = {Severity.INFO: "notice", Severity.WARNING: "warning", Severity.ERROR: "error",
            Severity.CRITICAL: "error"}
@@ -21,6 +21,7 @@ def render(findings: list[Finding]) -> str:
         s = f.span
         props = (f"file={_escape(s.path, True)},line={s.line},col={s.column},"
                  f"endLine={s.end_line},title={_escape(f.rule + ' (' + f.code + ')', True)}")
-        msg = f.message + (f" — {f.hint}" if f.hint else "")
+        sure = "" if f.confidence == Confidence.HIGH else f" ({f.confidence} confidence)"
+        msg = f.message + sure + (f" — {f.hint}" if f.hint else "")
         lines.append(f"::{COMMAND[f.severity]} {props}::{_escape(msg)}")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -19,6 +19,7 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "rule": f.rule,
         "code": f.code,
         "severity": str(f.severity),
+        "confidence": str(f.confidence),
         "path": f.span.path,
         "line": f.span.line,
         "column": f.span.column,

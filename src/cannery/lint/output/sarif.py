@@ -97,7 +97,7 @@ def render(findings: list[Finding]) -> str:
                 "region": region,
             }}],
             "partialFingerprints": {FINGERPRINT: key},
-            "properties": {"severity": str(f.severity)},
+            "properties": {"severity": str(f.severity), "confidence": str(f.confidence)},
         }
         if f.related:
             result["relatedLocations"] = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cannery.lint.model import Finding, Severity
+from cannery.lint.model import Confidence, Finding, Severity
 
 COLOURS = {Severity.INFO: "36", Severity.WARNING: "33", Severity.ERROR: "31",
            Severity.CRITICAL: "1;31"}
@@ -22,7 +22,9 @@ def render(findings: list[Finding], sources: dict[str, str], colour: bool) -> st
         for f in items:
             s = f.span
             sev = c(COLOURS[f.severity], str(f.severity))
-            out.append(f"  {s.line}:{s.column}: {sev}[{c('1', f.rule)}] {f.message}")
+            # confidence is named only when below high, so sure findings read as before
+            sure = "" if f.confidence == Confidence.HIGH else f" ({f.confidence} confidence)"
+            out.append(f"  {s.line}:{s.column}: {sev}[{c('1', f.rule)}]{sure} {f.message}")
             if 0 < s.line <= len(lines):
                 src = lines[s.line - 1].replace("\t", " ")
                 if len(src) > 200:

@@ -5,20 +5,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from cannery.lint.facts.workflow import Value, WorkflowFacts
-from cannery.lint.model import Finding, Severity
+from cannery.lint.model import Finding, Severity, Span
 from cannery.lint.rule import LintContext, Rule
-from cannery.lint.rules._workflow import Build, builds
+from cannery.lint.rules._workflow import Build, builds, calls_to, leg_inputs, with_inputs
 
 
-def _sibling_caches(
-    path: Path, ctx: LintContext
-) -> dict[tuple[str, str], list[tuple[str, str]]]:
-    """Cache keys written by the other workflows in the same directory: key → [(file, image)].
-    Each is read as lint reads any file (LintContext.read): one it may not read is left out."""
+def _siblings(path: Path, ctx: LintContext) -> list[tuple[Path, WorkflowFacts]]:
+    """The other workflows in the same directory, parsed. Each is read as lint reads any file
+    (LintContext.read): one it may not read, or that does not parse, is left out."""
     from cannery.lint.facts import ParseFailure
     from cannery.lint.facts.workflow import parse_workflow
 
-    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    out: list[tuple[Path, WorkflowFacts]] = []
     try:
         siblings = sorted(p for p in path.parent.iterdir()
                           if p.suffix in (".yml", ".yaml") and p.name != path.name)
@@ -29,9 +27,18 @@ def _sibling_caches(
         if text is None:
             continue
         try:
-            wf = parse_workflow(str(other), text)
+            out.append((other, parse_workflow(str(other), text)))
         except ParseFailure:
             continue
+    return out
+
+
+def _sibling_caches(
+    siblings: list[tuple[Path, WorkflowFacts]]
+) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """Cache keys written by the other workflows in the same directory: key → [(file, image)]."""
+    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for other, wf in siblings:
         for b in builds(wf):
             if b.cache_to is None:
                 continue
@@ -64,7 +71,12 @@ class CacheScopeCollision(Rule):
     Two build steps (or two workflows) writing one scope for different images are reported
     at each `cache-to`, naming the other; so are two build steps of one image for different
     platforms given outright (an amd64 job and an arm64 job, each with its own
-    `platforms:`). A `cache-from` only reads: every leg may read one
+    `platforms:`). A reusable workflow (`on: workflow_call`) is linted as each caller in
+    its directory runs it: a caller job's matrix (`target: ${{ matrix.target }}`) fills its
+    `${{ inputs.X }}` (`targets: ${{ inputs.target }}` of a bake step), and legs that build
+    different images into one scope (`set: *.cache-to=type=gha,mode=max`, no scope) are
+    reported at the reusable workflow's cache-to, where the scope is fixed, naming the
+    caller's matrix. A `cache-from` only reads: every leg may read one
     common cache (a warm start from the main branch's cache, say), so it is never reported.
 
     ## Why is this bad?
@@ -87,6 +99,12 @@ class CacheScopeCollision(Rule):
           cache-from: type=gha,scope=qwen3-5-a2-${{ matrix.platform }}
           cache-to: type=gha,mode=max,scope=qwen3-5-a2-${{ matrix.platform }}
     ```
+    and in a reusable workflow each caller leg runs, a scope per input:
+    ```yaml
+          targets: ${{ inputs.target }}
+          set: |
+            *.cache-to=type=gha,mode=max,scope=${{ inputs.target }}
+    ```
     """
 
     name = "cache-scope-collision"
@@ -95,11 +113,16 @@ class CacheScopeCollision(Rule):
     targets = ("workflow",)
 
     def check(self, facts: WorkflowFacts, ctx: LintContext) -> Iterator[Finding]:
-        others = _sibling_caches(Path(facts.path), ctx)
+        siblings = _siblings(Path(facts.path), ctx)
+        others = _sibling_caches(siblings)
+        if "workflow_call" in facts.events:
+            yield from self._called(facts, ctx, siblings)
         # key → (cache-to, image, the platforms that build writes for)
-        sites: dict[tuple[str, str], list[tuple[Value, str, str | None]]] = {}
+        sites: dict[tuple[str, str], list[tuple[Value, str, str | None, str]]] = {}
         for b in builds(facts, ctx, runs=True):
             image = (b.file.text if b.file else "Dockerfile")
+            if b.target:  # two bake targets are two images, even from one Dockerfile
+                image += f" (bake target {b.target})"
             platform = _platform_var(b)
             # only a write collides: legs reading one cache-from share it without harm
             for value in (b.cache_to,):
@@ -116,13 +139,15 @@ class CacheScopeCollision(Rule):
                             f"{key[0]} cache {key[1]!r} is shared by every matrix.{platform} "
                             f"of job {b.job.id}: the platforms overwrite each other's cache",
                             hint=f"add ${{{{ matrix.{platform} }}}} to the cache-to scope/ref")
-                    sites.setdefault(key, []).append((value, image, _fixed_platforms(b)))
+                    sites.setdefault(key, []).append((value, image, _fixed_platforms(b),
+                                                      b.target))
         for key, where in sites.items():
-            images = {img for _, img, _ in where}
-            for value, image, platforms in where:
+            images = {img for _, img, _, _ in where}
+            said: set[tuple[int, int]] = set()  # one bake step's targets: one finding there
+            for value, image, platforms, _target in where:
                 # one image built for other platforms elsewhere (an amd64 job and an arm64
                 # job, each with its own `platforms:`), writing the same scope
-                apart = [(v, p) for v, img, p in where
+                apart = [(v, p) for v, img, p, _ in where
                          if img == image and p is not None and platforms is not None
                          and p != platforms]
                 if apart:
@@ -133,11 +158,21 @@ class CacheScopeCollision(Rule):
                         "the platforms overwrite each other's cache",
                         hint="give each platform's build its own scope")
                 if len(images) > 1:
-                    lines = ", ".join(str(v.line) for v, img, _ in where if img != image)
+                    if (value.line, value.column) in said:
+                        continue
+                    said.add((value.line, value.column))
+                    here = [t for v, _, _, t in where
+                            if (v.line, v.column) == (value.line, value.column) and t]
+                    rows = sorted({v.line for v, img, _, _ in where
+                                   if img != image and v.line != value.line})
+                    names = ([f"bake targets {', '.join(dict.fromkeys(here))} here"]
+                             if len(set(here)) > 1 else [])
+                    names += [f"line {', '.join(map(str, rows))}"] if rows else []
+                    names = names or ["another build here"]
                     yield self.finding(
                         facts.path, value.line, value.column,
-                        f"{key[0]} cache {key[1]!r} is also written for another image (line "
-                        f"{lines}): two images evict each other's cache",
+                        f"{key[0]} cache {key[1]!r} is written for more than one image "
+                        f"({'; '.join(names)}): the images evict each other's cache",
                         hint="give each image its own scope")
                 elif any(img != image for _, img in others.get(key, [])):
                     other_file, other_image = next(
@@ -148,6 +183,50 @@ class CacheScopeCollision(Rule):
                         f"{other_image}: GitHub's cache is shared by every workflow of the "
                         "repository, so the images evict each other",
                         hint="give each image its own scope")
+
+    def _called(self, facts: WorkflowFacts, ctx: LintContext,
+                siblings: list[tuple[Path, WorkflowFacts]]) -> Iterator[Finding]:
+        """A reusable workflow run by a caller's matrix, one leg per input value (`target:
+        ${{ matrix.target }}` → `targets: ${{ inputs.target }}`): legs that build different
+        images and write one cache scope evict each other. Reported here, at the cache-to
+        (for a bake file's, at the step's `files:`): the scope is fixed in this file."""
+        for other, caller in siblings:
+            for job in calls_to(caller, facts.path):
+                legs = leg_inputs(job)
+                if len(legs) < 2:
+                    continue
+                # key → where the cache-to is → the images the legs write there
+                writes: dict[tuple[str, str], dict[tuple[int, int], set[str]]] = {}
+                for _leg, inputs in legs:
+                    for b in builds(with_inputs(facts, inputs), ctx, runs=True):
+                        if b.cache_to is None:
+                            continue
+                        image = (b.file.text if b.file else "Dockerfile") + (
+                            f" (bake target {b.target})" if b.target else "")
+                        for spec in [x for x in b.cache_to.text.split("\n") if x.strip()]:
+                            key = _key(spec.strip())
+                            if key is not None and "${{" not in key[1]:
+                                at = (b.cache_to.line, b.cache_to.column)
+                                writes.setdefault(key, {}).setdefault(at, set()).add(image)
+                varying = sorted({k for _, i in legs for k in i
+                                  if len({ins.get(k) for _, ins in legs}) > 1})
+                for key, places in writes.items():
+                    images = {img for imgs in places.values() for img in imgs}
+                    if len(images) < 2:
+                        continue
+                    where = Span(str(other), job.matrix_line or job.line, 1)
+                    given = ", ".join(
+                        f"{k}: {', '.join(dict.fromkeys(i.get(k, '') for _, i in legs))}"
+                        for k in varying)
+                    for line, column in places:
+                        yield self.finding(
+                            facts.path, line, column,
+                            f"{key[0]} cache {key[1]!r} is written by every leg of job "
+                            f"{job.id} in {other.name} ({given}), each building another "
+                            "image: the legs evict each other's cache",
+                            hint=("add scope=${{ inputs." + varying[0] + " }} to the cache-to"
+                                  if varying else "give each leg its own scope"),
+                            related=((where, f"the matrix of job {job.id}"),))
 
 
 def _fixed_platforms(b: Build) -> str | None:

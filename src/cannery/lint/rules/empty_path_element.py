@@ -4,7 +4,7 @@ import re
 from collections.abc import Iterator
 
 from cannery.lint.facts.dockerfile import DockerfileFacts, Pair
-from cannery.lint.model import Edit, Finding, Fix, Severity
+from cannery.lint.model import Confidence, Edit, Finding, Fix, Severity
 from cannery.lint.rule import LintContext, Rule
 
 PATH_VARS = {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH",
@@ -58,11 +58,14 @@ class EmptyPathElement(Rule):
     A variable is known to be set when an earlier `ENV` sets it or the base image does
     (`base-image-env`; CANN bases persist what `set_env.sh` exports; manylinux2014,
     manylinux_2_28 and _2_34 set `LD_LIBRARY_PATH`, the others set it empty). `PATH` is
-    always set: builders give every image a default one. `X=/new:$X` is reported only on a
-    base listed there (distribution bases such as `ubuntu` are, and NVIDIA's `nvidia/cuda`),
-    and the finding names that base: on a base lint does not know, which may set anything,
-    it is not (on files from projects lint was not tuned on, every such report over an NGC,
-    sglang or TensorRT-LLM base was a guess). A literal empty element is reported on any base.
+    always set: builders give every image a default one. On a base listed there
+    (distribution bases such as `ubuntu` are, and NVIDIA's `nvidia/cuda`) `X=/new:$X` is
+    reported with high confidence, naming the base. On a base lint does not know, which may
+    set anything, it is reported with low confidence, naming the base and saying that lint
+    does not know its config: hidden unless `--min-confidence low` (on files from projects
+    lint was not tuned on, most such reports over NGC, sglang or TensorRT-LLM bases were
+    variables the base sets). List what such a base sets under `base-image-env` to settle
+    it either way. A literal empty element is reported on any base.
 
     ## Why is this bad?
     An empty element means "the current directory": `python` then imports from wherever the
@@ -91,11 +94,12 @@ class EmptyPathElement(Rule):
             # every image has PATH (builders give one when the config has none); a known
             # base sets what its base-image-env entry lists, an unknown one may set anything
             known = ctx.env_of_base(image)
-            set_before: set[str] = {"PATH"} | (known if known is not None else PATH_VARS)
+            set_before: set[str] = {"PATH"} | (known or set())
             for inst in stage.instructions:
                 if inst.keyword == "ENV":
                     for pr in inst.pairs:
-                        yield from self._pair(facts.path, pr, set_before, image)
+                        yield from self._pair(facts.path, pr, set_before, image,
+                                              known is not None)
                     set_before.update(pr.key for pr in inst.pairs)
                 elif inst.script is not None:
                     for a in inst.script.assignments:
@@ -103,10 +107,13 @@ class EmptyPathElement(Rule):
                             continue
                         why = problem(a.name, a.value.text, a.name in set_before)
                         if why:
-                            yield self.at(facts.path, a.pos, _worded(a.name, why, image),
-                                          hint=f"use ${{{a.name}:+:${a.name}}}")
+                            yield self.at(facts.path, a.pos,
+                                          _worded(a.name, why, image, known is not None),
+                                          hint=f"use ${{{a.name}:+:${a.name}}}",
+                                          confidence=_confidence(why, known is not None))
 
-    def _pair(self, path: str, pr: Pair, set_before: set[str], image: str) -> Iterator[Finding]:
+    def _pair(self, path: str, pr: Pair, set_before: set[str], image: str,
+              known_base: bool) -> Iterator[Finding]:
         why = problem(pr.key, pr.raw, pr.key in set_before)
         if not why:
             return
@@ -118,15 +125,25 @@ class EmptyPathElement(Rule):
             fix = Fix(f"guard ${pr.key} with ${{{pr.key}:+…}}", (Edit(vstart, pr.end, new),),
                       safe=True)
         yield self.finding(path, pr.line, pr.column,
-                           f"{_worded(pr.key, why, image)} (an empty element means the "
-                           "current directory)",
+                           f"{_worded(pr.key, why, image, known_base)} (an empty element "
+                           "means the current directory)",
                            end_column=pr.column + len(pr.key), fix=fix,
-                           hint=f"use ${{{pr.key}:+:${pr.key}}}")
+                           hint=f"use ${{{pr.key}:+:${pr.key}}}",
+                           confidence=_confidence(why, known_base))
 
 
-def _worded(key: str, why: str, image: str) -> str:
-    """The message; of `X=/new:$X`, the base it is sure does not set ``key``."""
+def _confidence(why: str, known_base: bool) -> Confidence:
+    """Low only for `X=/new:$X` over a base lint does not know: that base may set ``X``."""
+    return Confidence.LOW if why == UNSET and not known_base else Confidence.HIGH
+
+
+def _worded(key: str, why: str, image: str, known_base: bool) -> str:
+    """The message; of `X=/new:$X`, the base it is sure does not set ``key``, or the base
+    whose config it does not know."""
     if why != UNSET:
         return f"{key}: {why}"
+    if not known_base:
+        return (f"{key}: ${key} is empty here unless the base image {image} sets it, and "
+                "cannery does not know that base's config")
     return (f"{key}: ${key} is unset or empty in {image} and not set earlier in the stage, "
             "so this leaves an empty element")

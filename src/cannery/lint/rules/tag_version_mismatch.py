@@ -14,8 +14,21 @@ CHIP = lazy_re(r"-(910b|a3|310p|950)-", re.I)
 BASE = lazy_re(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)", re.I | re.M)
 
 
-def dockerfile_versions(text: str) -> tuple[str | None, str | None]:
-    """(effective CANN version, chip) of a Dockerfile: an installed toolkit wins over the base."""
+def _given(text: str, args: dict[str, str] | None) -> str:
+    """``text`` with each `ARG NAME=default` the build gives a value for set to that value
+    (`build-args:`, a bake target's `args`), as the build sees it."""
+    if not args:
+        return text
+    return re.sub(r"^(\s*ARG\s+)(\w+)(=\S*)?",
+                  lambda m: (f"{m.group(1)}{m.group(2)}={args[m.group(2)]}"
+                             if m.group(2) in args else m.group(0)), text, flags=re.M)
+
+
+def dockerfile_versions(text: str, args: dict[str, str] | None = None
+                        ) -> tuple[str | None, str | None]:
+    """(effective CANN version, chip) of a Dockerfile: an installed toolkit wins over the base.
+    ``args``: the build args the build gives."""
+    text = _given(text, args)
     base = BASE.findall(text)
     base_ref = base[0] if base else ""
     v = None
@@ -75,8 +88,10 @@ def said_versions(name: str) -> tuple[str | None, dict[str, str]]:
     return cann, said
 
 
-def installed(text: str) -> dict[str, str]:
-    """Python, torch and torch_npu versions a Dockerfile sets up (ARG defaults substituted)."""
+def installed(text: str, given: dict[str, str] | None = None) -> dict[str, str]:
+    """Python, torch and torch_npu versions a Dockerfile sets up (ARG defaults, or the build
+    args ``given``, substituted)."""
+    text = _given(text, given)
     args = dict(re.findall(r"^\s*(?:ARG|ENV)\s+(\w+)=[\"']?([^\s\"']+)", text, re.M))
     expanded = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), m.group(0)), text)
     out = {}
@@ -141,8 +156,8 @@ class TagVersionMismatch(Rule):
             text = ctx.read(name)  # None outside the repository: path-outside-repository
             if text is None:
                 continue
-            version, chip = dockerfile_versions(text)
-            others = installed(text)
+            version, chip = dockerfile_versions(text, b.args)
+            others = installed(text, b.args)
             tags: list[Value] = []
             if b.tags is not None:
                 tags.append(b.tags)
