@@ -21,10 +21,13 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test]'
 
-.venv/bin/ruff check src tests bench
+.venv/bin/ruff check src tests bench scripts
 .venv/bin/mypy
 # The layering (.importlinter): arrows run catalog -> resolution -> render/builder -> commands
 .venv/bin/lint-imports --no-cache
+# The docs site: its generated reference is current, and every page and link builds.
+.venv/bin/python scripts/gen_reference.py --check
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 # One worker per core, a test file whole on one worker: a file's e2e tests share the world its
 # module fixtures build (registries, a buildah storage of its own). Most of an e2e test waits
 # on qemu, a registry or a subprocess, so two workers on 2 cores took the suite from about 31

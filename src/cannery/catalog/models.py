@@ -253,7 +253,8 @@ def _https(url: str, pattern: str = HTTPS_URL) -> str:
 
 
 class CatalogMeta(Strict):
-    name: str = Field(pattern=WORKFLOW_TEXT)
+    name: str = Field(pattern=WORKFLOW_TEXT, description="The catalog's name (in generated "
+                      "files' headers and the workflow's name)")
     source: str = Field(description="Source repository, the org.opencontainers.image.source label")
     registry: str | None = Field(None, description="Default registry for images (a registries key)")
     mirrors: list[str] = Field(
@@ -350,7 +351,8 @@ class Base(Strict):
         "decides the package manager: apt (ubuntu, debian), dnf (openeuler, fedora, rocky, "
         "almalinux, centos, rhel; yum for centos and rhel 7), apk (alpine)"
     )
-    os_version: str = Field(pattern=TAG_VALUE)
+    os_version: str = Field(pattern=TAG_VALUE, description="The base's VERSION_ID (22.04; a "
+                            "point release the lock reads, such as 3.20.3, is of 3.20)")
     package_manager: PackageManager | None = Field(
         None, description="Another package manager of the OS's family than its default "
         "(microdnf for a UBI minimal base, yum for an rpm base without dnf)",
@@ -393,7 +395,8 @@ class Base(Strict):
 
 
 class Package(Strict):
-    name: str
+    name: str = Field(description="The installer's name (toolkit, ops, nnal): its build "
+                      "variables and messages")
     url: str = Field(
         description="https URL template; {version} and {uname_arch} are filled in",
         json_schema_extra=_schema(URL_TEMPLATE),
@@ -447,13 +450,16 @@ def _toolkit_rules() -> JsonDict:
 class Toolkit(Strict):
     model_config = ConfigDict(json_schema_extra=_toolkit_rules())
 
-    version: str = Field(pattern=TAG_VALUE)
+    version: str = Field(pattern=TAG_VALUE, description="The CANN version (8.5.2, 8.0.RC3): "
+                         "{version} of its installers' URLs and env")
     provided: Literal["image", "host"] = Field(
         "image",
         description="image: installed in the image (or shipped by the base); host: mounted from "
         "the host at run time, so no installers, no ENV and no io.cannery.toolkit label",
     )
-    layout: Literal["cann", "ascend-toolkit"] = "cann"
+    layout: Literal["cann", "ascend-toolkit"] = Field(
+        "cann", description="Where the installers put CANN: cann (/usr/local/Ascend/cann-X, "
+        "CANN 8.5 on) or ascend-toolkit (/usr/local/Ascend/ascend-toolkit/latest, CANN 8.0-8.3)")
     env: str | None = Field(
         None, description="Name of the env table (an envs key) set_env.sh corresponds to"
     )
@@ -465,8 +471,10 @@ class Toolkit(Strict):
         description="Scripts the toolkit ships to set its env ({version}: the toolkit's): the "
         "install step and `cannery verify` compare what they set with the image ENV",
     )
-    install_args: list[str] = ["--quiet", "--install"]
-    packages: list[Package] = []
+    install_args: list[str] = Field(
+        ["--quiet", "--install"], description="Arguments every installer runs with")
+    packages: list[Package] = Field(
+        [], description="The installers, in install order (toolkit, then ops and nnal)")
 
     @field_validator(*HOST_FORBIDS)
     @classmethod
@@ -487,8 +495,8 @@ class Toolkit(Strict):
 
 
 class Jobs(Strict):
-    limit: int = Field(ge=1)
-    reason: str = Field(min_length=3)
+    limit: int = Field(ge=1, description="At most this many parallel compile jobs")
+    reason: str = Field(min_length=3, description="Why (said in the rendered step)")
 
 
 # Fields that only a component built from source (git, or a path of the checkout) uses: on a
@@ -616,13 +624,17 @@ class Component(Strict):
         None, description="File in the project directory to build with as its pyproject.toml",
         json_schema_extra=_inside_repo(REL_PATH.pattern),
     )
-    requirements: list[str] = []
-    pip_args: list[str] = []
+    requirements: list[str] = Field(
+        [], description="Requirements files in the component's source (paths in it), "
+        "installed before it")
+    pip_args: list[str] = Field([], description="More arguments for the pip install")
     build_env: dict[str, str] = Field(
-        {}, json_schema_extra={"propertyNames": {"pattern": ENV_NAME}}
+        {}, json_schema_extra={"propertyNames": {"pattern": ENV_NAME}},
+        description="Environment of the install step only (not kept in the image)",
     )
     toolkit_build: bool = Field(False, description="Compiles against CANN (devlib, SOC_VERSION)")
-    jobs: Jobs | None = None
+    jobs: Jobs | None = Field(
+        None, description="A cap on parallel compile jobs, and why (MAX_JOBS)")
     pin: bool = Field(False, description="Installed first; later installs are constrained to it")
     extra_index: dict[str, str | list[str]] = Field(
         {},
@@ -856,10 +868,10 @@ class Override(Strict):
 class Alternative(Strict):
     """`update-alternatives --install LINK NAME PATH PRIORITY` (Debian and openEuler alike)."""
 
-    name: str = Field(pattern=ALTERNATIVE_NAME)
-    link: str = Field(pattern=ABS_PATH)
-    path: str = Field(pattern=ABS_PATH)
-    priority: int = Field(ge=0)
+    name: str = Field(pattern=ALTERNATIVE_NAME, description="The alternative's name (python3)")
+    link: str = Field(pattern=ABS_PATH, description="The generic link (/usr/bin/python3)")
+    path: str = Field(pattern=ABS_PATH, description="What it points to")
+    priority: int = Field(ge=0, description="Its priority")
 
 
 class Symlink(Strict):
@@ -882,8 +894,9 @@ class Step(Strict):
         None, min_length=1, description="Python distributions to remove (pip uninstall -y)",
         json_schema_extra={"items": {"type": "string", "pattern": EXTRA_NAME}},
     )
-    alternatives: Alternative | None = None
-    symlink: Symlink | None = None
+    alternatives: Alternative | None = Field(
+        None, description="An update-alternatives entry")
+    symlink: Symlink | None = Field(None, description="A symbolic link")
     ldconfig: Literal[True] | None = Field(None, description="Refresh the dynamic linker cache")
     run: str | None = Field(
         None, min_length=1, pattern=ONE_LINE,
@@ -1141,9 +1154,11 @@ class Image(Strict):
     stages: list[Stage] = Field(
         [], description="Builder stages, rendered before the final stage in this order"
     )
-    recipe: str = Field("", pattern=TAG_VALUE)
+    recipe: str = Field("", pattern=TAG_VALUE, description="A word for the image's variant "
+                        "(the {recipe} tag field)")
     platforms: list[str] = Field(
         min_length=1,
+        description="The platforms built (linux/amd64, linux/arm64), each on its own runner",
         json_schema_extra={"items": {"type": "string", "enum": PLATFORMS}, "uniqueItems": True},
     )
     tag: str = Field(
@@ -1153,24 +1168,27 @@ class Image(Strict):
         "written; `cannery plan` shows each field's value",
         json_schema_extra=_schema(TAG_TEMPLATE),
     )
-    registry: str | None = None
+    registry: str | None = Field(
+        None, description="The registry it is pushed to first (default: catalog.registry)")
     mirrors: list[str] | None = Field(
         None, description="Registries this image is also published to (default: catalog.mirrors)"
     )
     packages: list[str] = Field(
         [],
-        description="Distribution packages, installed with the base's package manager (apt or dnf)",
+        description="Distribution packages, installed with the base's package manager",
         json_schema_extra={"items": {"type": "string", "pattern": OS_PACKAGE}},
     )
-    pip_tools: list[str] = []
+    pip_tools: list[str] = Field(
+        [], description="Python tools installed before the components (pinned: pip==25.1)")
     installer: Literal["pip", "uv"] = Field(
         "pip",
         description="What installs the image's components after its Python tools: pip, or uv "
         "(`uv pip install --system --system-certs`; needs in pip_tools a uv that has "
         "--system-certs, such as 0.13.9, which pip installs before the components)",
     )
-    components: list[str] = []
-    revision_from: str | None = None
+    components: list[str] = Field([], description="The components it installs, in order")
+    revision_from: str | None = Field(
+        None, description="The component whose commit or version is the image's revision label")
     smoke_imports: list[str] = Field(
         [], description="Python modules `cannery verify` imports in the built image"
     )
@@ -1192,11 +1210,13 @@ class Image(Strict):
         "true }",
         json_schema_extra={"propertyNames": {"pattern": ENV_NAME}},
     )
-    workdir: str | None = Field(None, pattern=ABS_PATH)
+    workdir: str | None = Field(None, pattern=ABS_PATH, description="The container's "
+                                "working directory")
     user: str | None = Field(
         None, pattern=USER_NAME, description="Runs as this user, created if the base lacks it"
     )
-    entrypoint: list[str] | None = Field(None, min_length=1)
+    entrypoint: list[str] | None = Field(None, min_length=1, description="The container's "
+                                         "ENTRYPOINT (exec form)")
     cmd: list[str] | None = Field(None, min_length=1, description="Default: [\"/bin/bash\"]")
     aliases: list[str] = Field(
         [], description="More tags (templates) for the same index: rolling, latest-style",
@@ -1302,24 +1322,24 @@ class Image(Strict):
 
 
 class Family(Strict):
-    description: str = ""
+    description: str = Field("", description="What the family is (Atlas 800T A2 …)")
     chip: str = Field(pattern=TAG_VALUE, description="Chip token of the family's base images")
-    socs: list[str]
+    socs: list[str] = Field(description="Its SOC_VERSIONs (ascend910b1 …)")
 
 
 class CompatRow(Strict):
-    vllm_ascend: str
-    vllm: str
-    python: str
-    cann: str
-    torch: str
-    torch_npu: str
+    vllm_ascend: str = Field(description="vllm-ascend's version")
+    vllm: str = Field(description="The vllm it supports")
+    python: str = Field(description="The Pythons, as the table writes them")
+    cann: str = Field(description="The CANN version")
+    torch: str = Field(description="The torch version")
+    torch_npu: str = Field(description="The torch_npu version")
 
 
 class Compat(Strict):
-    source: str = ""
-    date: str = ""
-    rows: list[CompatRow] = []
+    source: str = Field("", description="Where the table was read from")
+    date: str = Field("", description="When it was read")
+    rows: list[CompatRow] = Field([], description="The supported combinations")
 
 
 EnvValue = str | list[str]
@@ -1431,11 +1451,15 @@ class Ci(Strict):
     )
     python: str = Field("3.12", pattern=PY_MINOR, description="Python CI runs cannery with")
     workflow: str = Field(
-        ".github/workflows/cannery-images.yml", json_schema_extra=_inside_repo(REL_PATH.pattern)
+        ".github/workflows/cannery-images.yml", json_schema_extra=_inside_repo(REL_PATH.pattern),
+        description="Where the workflow is rendered (from the catalog's directory)",
     )
-    dockerfiles: str = Field("dockerfiles", json_schema_extra=_inside_repo(REL_PATH.pattern))
-    bake: str = Field("docker-bake.json", json_schema_extra=_inside_repo(REL_PATH.pattern))
-    docs: str = Field("TAGS.md", json_schema_extra=_inside_repo(REL_PATH.pattern))
+    dockerfiles: str = Field("dockerfiles", json_schema_extra=_inside_repo(REL_PATH.pattern),
+                             description="The directory the Dockerfiles are rendered into")
+    bake: str = Field("docker-bake.json", json_schema_extra=_inside_repo(REL_PATH.pattern),
+                      description="Where the bake file is rendered")
+    docs: str = Field("TAGS.md", json_schema_extra=_inside_repo(REL_PATH.pattern),
+                      description="Where the supported-tags page is rendered")
     original: str | None = _original_field("workflow the rendered one")
 
     @field_validator("runners")
@@ -1579,11 +1603,15 @@ NAMED: JsonDict = {"propertyNames": {"pattern": NAME}}
 
 
 class Catalog(Strict):
-    catalog: CatalogMeta
-    registries: dict[str, PushTarget] = Field({}, json_schema_extra=NAMED)
-    bases: dict[str, Base] = Field({}, json_schema_extra=NAMED)
+    catalog: CatalogMeta = Field(description="The catalog's name, source and defaults")
+    registries: dict[str, PushTarget] = Field(
+        {}, json_schema_extra=NAMED, description="Where images are published, by name")
+    bases: dict[str, Base] = Field(
+        {}, json_schema_extra=NAMED, description="Base images and what each already ships")
     envs: dict[str, dict[str, EnvValue]] = Field(
         {},
+        description="Toolkit environments by name: what set_env.sh exports (a list: a search "
+        "path)",
         json_schema_extra={
             "propertyNames": {"pattern": NAME},
             "additionalProperties": {
@@ -1595,13 +1623,23 @@ class Catalog(Strict):
             },
         },
     )
-    toolkits: dict[str, Toolkit] = Field({}, json_schema_extra=NAMED)
-    components: dict[str, Component] = Field({}, json_schema_extra=NAMED)
-    images: dict[str, Image] = Field({}, json_schema_extra=NAMED)
-    families: dict[str, Family] = {}
-    compat: Compat = Compat()
-    ci: Ci = Ci()
-    build_mirrors: BuildMirrors = BuildMirrors()
+    toolkits: dict[str, Toolkit] = Field(
+        {}, json_schema_extra=NAMED, description="CANN toolkits: version, installers, env")
+    components: dict[str, Component] = Field(
+        {}, json_schema_extra=NAMED, description="What images install: pip packages, git "
+        "sources, wheels, checkout directories")
+    images: dict[str, Image] = Field(
+        {}, json_schema_extra=NAMED, description="The images to build, by name")
+    families: dict[str, Family] = Field(
+        {}, description="SoC families (A2, A3): their chip token and SOC_VERSIONs (cannery's "
+        "own table is merged in)")
+    compat: Compat = Field(
+        Compat(), description="A compatibility table (vllm-ascend's) the images are checked "
+        "against")
+    ci: Ci = Field(Ci(), description="The generated CI: triggers, runners, files, secrets")
+    build_mirrors: BuildMirrors = Field(
+        BuildMirrors(), description="Mirrors the build fetches packages and Python from "
+        "(what is locked and labelled stays the original)")
     budget: Budget = Field(
         Budget(), description="Every image's size budget per platform (an image's replaces it "
         "field by field)",
