@@ -229,8 +229,8 @@ def benchmarks_page() -> str:
     out = [HEADER, "# Benchmarks\n\n",
            "Each benchmark lives in `bench/`, compares side by side in one run (ratios, not "
            "absolute times), prints a table and says what machine it ran on. These are the "
-           "latest results in `bench/results/`; the README says how each was run and what it "
-           "shows.\n"]
+           "latest results in `bench/results/`; the performance notes say how each was run "
+           "and what it shows.\n"]
     for name, title, script in BENCHES:
         out.append(f"\n## {title}\n\n`{script}`:\n\n")
         out.append((RESULTS / f"{name}.md").read_text().strip() + "\n")

@@ -312,12 +312,12 @@ def test_http_original_may_keep_an_http_mirror(tmp_path: Path, cli) -> None:  # 
     assert res.code == 0, res.err
 
 
-def test_the_readme_example_validates_and_renders_its_mirrors(tmp_path: Path) -> None:
+def test_the_docs_example_validates_and_renders_its_mirrors(tmp_path: Path) -> None:
     import re
 
     from tests.conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "catalog.md").read_text(encoding="utf-8")
     block = next(b for b in re.findall(r"^```toml\n(.*?)^```", readme, flags=re.S | re.M)
                  if "[build_mirrors.packages]" in b)
     spec = _spec(tmp_path, minimal(index="https://pypi.org/simple") + "\n" + block)

@@ -1,4 +1,5 @@
-"""Every cannery command in the README's code blocks (and the "Adopting it" steps) is run here.
+"""Every cannery command in the code blocks of the README and the docs pages (and the
+"Adopting it" steps) is run here.
 
 A command is run for real when it needs nothing beyond this machine, and its shown output (the
 lines after `$ command` in the block) is compared where the README shows it. A command that
@@ -22,7 +23,12 @@ import pytest
 from tests.catalogs import minimal
 from tests.conftest import ROOT
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The README and the docs site's written pages (the reference is generated from the code)
+README = "\n".join(
+    path.read_text(encoding="utf-8")
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    if "reference" not in path.parts
+)
 
 
 def readme_commands() -> dict[str, list[str]]:
@@ -45,7 +51,7 @@ def readme_commands() -> dict[str, list[str]]:
                     found.setdefault(part, [])
             if current is not None:
                 current.append(line)
-    adopting = README.split("### Adopting it", 1)[1].split("\n### ", 1)[0]
+    adopting = README.split("## Adopting it", 1)[1].split("\n## ", 1)[0]
     for span in re.findall(r"`(cannery [^`]*)`", adopting):
         found.setdefault(span, [])
     return found

@@ -734,7 +734,7 @@ def _check_uv(cat: Catalog, iname: str, col: _Collector) -> None:
     """installer = "uv": uv is installed by the image's own Python tools step (pinned and
     hash-checked with the rest of the lock), on every platform, and uv takes every
     component's pip_args (one difference stays: with several indexes uv takes a package
-    from the first index that has it, where pip merges them; see the README)."""
+    from the first index that has it, where pip merges them; see docs/catalog.md)."""
     img = cat.images[iname]
     tools = {requirement_name(t): t for t in img.pip_tools}
     if "uv" not in tools:
