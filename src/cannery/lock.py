@@ -286,7 +286,8 @@ def _image_base_key(cat: Catalog, ref: str) -> str | None:
 
 
 def _as_image_base(
-    cat: Catalog, bases: dict[str, BaseEntry], ref: str, entry: BaseEntry
+    cat: Catalog, bases: dict[str, BaseEntry], ref: str, entry: BaseEntry,
+    seen: frozenset[str] = frozenset(),
 ) -> BaseEntry:
     """``entry`` as the lock holds a catalog image's digest: with its parent's base time and
     OS, so that a build pinning the digest it has just pushed (``pin_image_bases``) plans the
@@ -295,9 +296,9 @@ def _as_image_base(
     if key is None:
         return entry
     parent = cat.bases[cat.images[key[len(IMAGE_BASE):]].base].image
-    if parent not in bases:
-        return entry
-    above = _as_image_base(cat, bases, parent, bases[parent])  # a chain: its root's time
+    if parent not in bases or parent == ref or parent in seen:
+        return entry  # (an image FROM its own earlier release: its own base entry stands)
+    above = _as_image_base(cat, bases, parent, bases[parent], seen | {ref})  # a chain: the root
     return entry.model_copy(update={"resolved_at": above.resolved_at, "os_id": above.os_id,
                                     "os_version": above.os_version})
 
@@ -436,7 +437,9 @@ def _update_refs(
     # Every catalog name an input belongs to: components sharing one git ref or wheel URL
     # each name it (required_inputs keeps one owner per input).
     names: dict[tuple[str, str], set[str]] = {(i.kind, i.key): {i.owner} for i in inputs}
-    for img in cat.images.values():
+    for iname, img in cat.images.items():
+        for _name, _arch, url in file_downloads(cat, iname):  # each image that fetches it
+            names[("url", url)].add(iname)
         for cname in img.components:
             comp = cat.components[cname]
             if comp.git and comp.ref and not COMMIT.match(comp.ref):
@@ -458,7 +461,10 @@ def _update_refs(
     fresh_bases: dict[str, bool] = {}  # base → re-resolved (False: only its OS is missing)
     for inp in inputs:
         chosen = selected is None or (inp.kind, inp.key) in selected
-        fresh = chosen and ("all" in update or bool(names[(inp.kind, inp.key)] & update))
+        # `--update all` (the nightly) leaves a download behind a build secret alone: the job
+        # that runs it gets no secret; naming its image re-fetches it
+        every = "all" in update and not inp.key.startswith(SECRET_URL)
+        fresh = chosen and (every or bool(names[(inp.kind, inp.key)] & update))
         if inp.kind == "base":
             fresh_bases[inp.key] = fresh or inp.key not in old.bases
         # A commit prefix names one commit for good: --update never re-resolves it (more
@@ -668,6 +674,15 @@ def secret_url(name: str, env: dict[str, str] | None = None) -> str:
         raise LockError(f"build secret {name} is not set: export {name} as the download's URL")
     if not value.startswith("https://") or any(c.isspace() for c in value):
         raise LockError(f"build secret {name}: not an https URL (its value is not shown)")
+    import httpx
+
+    try:
+        host = httpx.URL(value).host
+        host.encode("idna")
+    except (httpx.InvalidURL, UnicodeError, ValueError):
+        raise LockError(f"build secret {name}: not a valid URL (its value is not shown)") from None
+    if not host:
+        raise LockError(f"build secret {name}: not a valid URL (its value is not shown)")
     return value
 
 

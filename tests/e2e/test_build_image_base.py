@@ -117,12 +117,23 @@ def test_a_change_to_the_parent_rebuilds_the_child_and_no_change_rebuilds_nothin
     assert parent["index_digest"] in lock
 
 
-def test_a_child_alone_needs_a_pushed_parent_or_a_given_digest(world: BuildWorld) -> None:
-    """Building only the child uses the lock's digest of the parent; --base-digest gives
-    another, checked as a digest and as a catalog image others are built FROM."""
+def test_a_child_alone_takes_the_digest_it_is_given_and_the_lock_keeps_its_own(
+    world: BuildWorld,
+) -> None:
+    """Building only the child (as CI's legs do) with --base-digest pins the parent there for
+    that run, --locked, and writes nothing into the lock; a bad --base-digest is refused,
+    checked as a digest and as a catalog image others are built FROM; and a parent and its
+    child cannot go to a layout in one run."""
     catalog = _catalog(world, "second")
-    rc, _, err = build(world, catalog)
+    rc, summary, err = build(world, catalog)
     assert rc == 0, err[-4000:]
+    digest = summary["images"][0]["index_digest"]
+    lock_before = (catalog.parent / "cannery.lock").read_text()
+    rc, summary, err = build(world, catalog, "child", "--locked", "--base-digest",
+                             f"parent={digest}")
+    assert rc == 0, err[-4000:]
+    assert [i["image"] for i in summary["images"]] == ["child"]
+    assert (catalog.parent / "cannery.lock").read_text() == lock_before
     proc = cannery(world, "build", "child", "--catalog", str(catalog), "--push", "--locked",
                    "--base-digest", "child=sha256:" + "0" * 64)
     assert proc.returncode == 2

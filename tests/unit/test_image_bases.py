@@ -188,7 +188,10 @@ def test_the_workflow_builds_the_child_after_the_parents_merge_with_its_digest(
     assert jobs["merge-one"]["outputs"] == {"digest": "${{ steps.merge.outputs.digest }}"}
     assert "outputs" not in jobs["merge-two"]  # nothing is built FROM two
     merge = next(s for s in jobs["merge-one"]["steps"] if s.get("id") == "merge")
-    assert '--json | tee "${RUNNER_TEMP}/merged.json"' in merge["run"]
+    assert merge["run"].startswith("set -euo pipefail\n")
+    assert "pr-child" not in jobs  # its parent is not locked yet: a pull request cannot build it
+    assert ("# No pull-request build of child until image one, which it is built FROM, is "
+            "published and locked.") in text
     for jid in ("build-child", "merge-child"):
         steps = [s for s in jobs[jid]["steps"] if "BASE_DIGEST" in s.get("env", {})]
         assert steps, jid
@@ -221,3 +224,73 @@ def test_a_change_to_the_parent_marks_the_child_affected(tmp_path: Path) -> None
     assert _choose(root, "push", before)[1] == ["child"]  # not the other way round
     before = _commit(root, "dockerfiles/two.Dockerfile")
     assert _choose(root, "push", before)[1] == ["two"]
+
+
+def _merge_step(tmp_path: Path, cannery: str) -> tuple[int, str]:
+    """Run the parent's rendered merge step as GitHub does (bash -e), with ``cannery`` (a
+    shell function body) in place of cannery; its exit status and its GITHUB_OUTPUT."""
+    tmp_path.mkdir()
+    jobs = yaml.safe_load(_render(_write(tmp_path)))["jobs"]
+    script = next(s for s in jobs["merge-one"]["steps"] if s.get("id") == "merge")["run"]
+    out = tmp_path / "output"
+    out.write_text("")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / "cannery"
+    fake.write_text("#!/bin/sh\n" + cannery)
+    fake.chmod(0o755)
+    (tmp_path / "step.sh").write_text(script)
+    proc = subprocess.run(["bash", "-e", str(tmp_path / "step.sh")], capture_output=True,
+                          text=True, timeout=60, env={
+                              "PATH": f"{bin_dir}:/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path),
+                              "GITHUB_OUTPUT": str(out)})
+    return proc.returncode, out.read_text()
+
+
+def test_the_parents_merge_step_fails_with_cannery_and_hands_on_only_a_digest(
+    tmp_path: Path,
+) -> None:
+    """The merge step of an image others are built FROM: a failed merge fails the step (no
+    green job, no child built on the old parent), and so does an answer without a digest."""
+    failed = 'echo \'{"images": [{"index_digest": null, "error": "push failed"}]}\'; exit 1\n'
+    rc, output = _merge_step(tmp_path / "a", failed)
+    assert rc != 0 and "digest=" not in output
+    rc, output = _merge_step(tmp_path / "b", 'echo \'{"images": [{"index_digest": null}]}\'\n')
+    assert rc != 0 and "digest=" not in output
+    good = f'echo \'{{"images": [{{"index_digest": "{DIGEST_A}"}}]}}\'\n'
+    rc, output = _merge_step(tmp_path / "c", good)
+    assert rc == 0 and output == f"digest={DIGEST_A}\n"
+
+
+def test_a_stage_cannot_start_from_a_catalog_image(tmp_path: Path) -> None:
+    extra = CHILD + """
+[[images.child.stages]]
+name = "tools"
+base = "image:one"
+outputs = ["/opt/tools"]
+"""
+    lines = _refused(_write(tmp_path, extra))
+    assert any("images.child.stages[0].base: 'image:one': a builder stage starts from a bases "
+               "entry" in line for line in lines), lines
+
+
+def test_a_parent_on_its_own_earlier_release_locks_without_recursing(tmp_path: Path) -> None:
+    """An image FROM its own published tag (its previous release) with a child: the lock's
+    entry for that tag is both the parent's base and the child's; no endless chain."""
+    path = _write(tmp_path)
+    text = path.read_text().replace('image = "registry.example.com/cann:8.5.1-910b-ubuntu22.04'
+                                    '-py3.11"', f'image = "{ONE_REF}"')
+    path.write_text(text)
+    cat = load_catalog(path).catalog
+    lock = update_lock(cat, Lock(), Resolvers(base=lambda r: DIGEST_A, git=lambda u, r: "c" * 40,
+                                              url=lambda u: ("d" * 64, 1)))
+    assert lock.bases[ONE_REF].digest == DIGEST_A
+
+
+def test_the_child_of_a_microdnf_parent_installs_with_microdnf(tmp_path: Path) -> None:
+    path = _write(tmp_path)
+    path.write_text(path.read_text().replace(
+        'os = "ubuntu"\nos_version = "22.04"\n',
+        'os = "rhel"\nos_version = "9"\npackage_manager = "microdnf"\n'))
+    cat = load_catalog(path).catalog
+    assert plan_image(cat, "child", Lock()).package_manager == "microdnf"

@@ -130,3 +130,14 @@ def test_the_os_the_lock_read_decides(
                                       os_version=version)})
     found = [field for _, field, _ in os_contradictions(cat, lock)]
     assert found == ([contradicts] if contradicts else [])
+
+
+def test_alpines_bash_comes_from_the_package_mirror_too(tmp_path: Path) -> None:
+    mirror = ('\n[build_mirrors.packages]\n"https://dl-cdn.alpinelinux.org/alpine/" = '
+              '"https://mirror.example.com/alpine/"\n')
+    text = _dockerfile(tmp_path, 'os = "alpine"\nos_version = "3.20"\n', mirror)
+    head = text.split("\nSHELL ", 1)[0].rsplit("\nRUN ", 1)[1]
+    assert "apk add --no-cache --repositories-file /tmp/cannery-mirror/repositories bash" in head
+    rewrite = "s#https://dl-cdn\\.alpinelinux\\.org/alpine/#https://mirror.example.com/alpine/#"
+    assert f"sed -e '{rewrite}'" in head
+    assert "apk add --no-cache bash" not in text  # no fetch from the base's own repositories

@@ -129,3 +129,59 @@ def test_the_workflow_hands_the_secret_to_the_build_legs_only(tmp_path: Path) ->
     for jid, job in jobs.items():
         if not jid.startswith("build-"):
             assert "DATA_URL" not in str(job), jid
+
+
+def test_loading_the_catalog_hides_the_variable_from_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before any command runs git or uv (a lock that already pins the download never reads
+    the variable itself)."""
+    monkeypatch.setenv("EARLY_URL", SECRET)
+    assert "EARLY_URL" in child_env()
+    load_catalog(_catalog(tmp_path, DOWNLOAD.replace("DATA_URL", "EARLY_URL")))
+    assert "EARLY_URL" not in child_env()
+
+
+def test_the_nightly_update_all_leaves_a_secret_download_as_locked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The lock-update job gets no secret: `--update all` must not need it; naming the image
+    fetches it again."""
+    cat = load_catalog(_catalog(tmp_path)).catalog
+    monkeypatch.setenv("DATA_URL", SECRET)
+    resolvers = Resolvers(base=lambda r: "sha256:" + "1" * 64, git=lambda u, r: "c" * 40,
+                          url=lambda u: _secret_or_plain(u, lambda real: ("e" * 64, 3)))
+    lock = update_lock(cat, Lock(), resolvers)
+    monkeypatch.delenv("DATA_URL")
+    again = update_lock(cat, lock, resolvers, update={"all"})
+    assert again.urls["secret:DATA_URL"] == lock.urls["secret:DATA_URL"]
+    with pytest.raises(LockError, match="build secret DATA_URL is not set"):
+        update_lock(cat, lock, resolvers, update={"one"})
+
+
+@pytest.mark.parametrize("value", ["https://[::1/x?X-Amz-Signature=" + TOKEN,
+                                   "https://" + "a" * 70 + ".example.com/x?sig=" + TOKEN])
+def test_a_malformed_secret_url_is_one_line_without_its_value(value: str) -> None:
+    with pytest.raises(LockError) as exc:
+        secret_url("DATA_URL", {"DATA_URL": value})
+    assert exc.value.message == "build secret DATA_URL: not a valid URL (its value is not shown)"
+
+
+@pytest.mark.parametrize("name", ["PLATFORM", "BASE_DIGEST", "CANNERY_REGISTRY_PASSWORD",
+                                  "GITHUB_TOKEN", "PATH"])
+def test_a_secret_name_the_build_step_uses_is_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(_catalog(tmp_path, DOWNLOAD.replace("DATA_URL", name)))
+    assert f"url_secret {name!r}: the build step or its tools use that name" in str(exc.value)
+
+
+def test_the_bake_file_hands_the_secret_to_its_target(tmp_path: Path) -> None:
+    import json
+
+    from cannery.render.bake import render_bake
+
+    cat = load_catalog(_catalog(tmp_path)).catalog
+    specs = [plan_image(cat, n, Lock()) for n in cat.images]
+    doc = json.loads(render_bake(specs, {s.name: f"dockerfiles/{s.name}.Dockerfile"
+                                         for s in specs}))
+    assert doc["target"]["one"]["secret"] == ["id=DATA_URL,env=DATA_URL"]

@@ -156,10 +156,13 @@ class BuildahEngine:
     def login_hosts(self, image: ImageJob, opts: BuildOptions) -> list[str]:
         """cannery's client pushes, and buildah pulls a base with its own auth file, except
         the catalog's own image an image is built FROM: it lives where cannery pushes, so
-        buildah gets cannery's login for that host (REGISTRY_AUTH_FILE, a temporary file)."""
+        buildah gets cannery's logins (REGISTRY_AUTH_FILE, a temporary file) for its hosts:
+        the parent's and every stage base's (cannery's variables, then the Docker config)."""
         if image.spec.built_on is None:
             return []
-        return [Reference.parse(image.spec.base_image).host]
+        # that file replaces buildah's own auth file: every base it pulls is given a login
+        refs = [image.spec.base_image, *(st.base_image for st in image.spec.stages if st.own_base)]
+        return list(dict.fromkeys(Reference.parse(r).host for r in refs))
 
     def steps(self, image: ImageJob, job: PlatformJob, opts: BuildOptions) -> list[list[str]]:
         build = [

@@ -244,7 +244,7 @@ def _scratch() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _secret_files(image: ImageJob, work: Path) -> tuple[tuple[str, Path], ...]:
+def secret_files(image: ImageJob, work: Path) -> tuple[tuple[str, Path], ...]:
     """Each build secret of ``image`` (a download's URL) from the environment into a file of
     its own in the platform's scratch directory (mode 0600, removed with it)."""
     out = []
@@ -283,7 +283,7 @@ def _build_platform(
         builder=settings.builder,
         no_cache=settings.force,
         cache_ref=cache_ref(image.spec, job.platform) if settings.registry_cache else None,
-        secrets=_secret_files(image, work),
+        secrets=secret_files(image, work),
     )
     steps = settings.engine.steps(image, job, opts)
     log_path = settings.log_dir / image.name / f"{job.slug}.log"

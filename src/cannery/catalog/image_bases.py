@@ -116,6 +116,7 @@ def _derive_one(
         python=cat.python_of(parent),
         os=pbase.os,
         os_version=pbase.os_version,
+        package_manager=pbase.package_manager,
         chip=pbase.chip,
         toolkit_version=(tk.version if tk is not None and tk.provided == "image"
                          else pbase.toolkit_version),

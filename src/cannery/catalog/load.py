@@ -34,6 +34,7 @@ from cannery.catalog.models import (
 from cannery.errors import CatalogError, Location
 from cannery.util import toml
 from cannery.util.bounded import NotRegularFile, OverLimit, read_regular_file
+from cannery.util.env import hide_from_children
 from cannery.util.patterns import CONTROL
 from cannery.util.pynames import requirement_name
 from cannery.util.text import did_you_mean
@@ -322,6 +323,10 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
             col.error(loc, msg)
         raise CatalogError(col.problems()) from None
 
+    for img in catalog.images.values():  # before any command starts a child process
+        for d in img.downloads:
+            if d.url_secret:
+                hide_from_children(d.url_secret)
     derive_image_bases(catalog, col.error)
     _cross_check(catalog, col)
     _check_microdnf(catalog, col)
@@ -672,6 +677,10 @@ def _check_stages(cat: Catalog, iname: str, col: _Collector) -> None:
             col.error((*at, "name"), f"stage {stage.name!r} is defined twice in this image")
         seen.add(stage.name)
         base = cat.bases.get(stage.base or img.base)
+        if stage.base is not None and stage.base.startswith(IMAGE_BASE):
+            col.error((*at, "base"), f"{stage.base!r}: a builder stage starts from a bases "
+                      "entry; only an image's own base can be another image of the catalog")
+            continue
         if stage.base is not None and base is None:
             col.error((*at, "base"),
                       f"unknown base {stage.base!r} ({did_you_mean(stage.base, cat.bases)})")

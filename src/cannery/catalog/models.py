@@ -972,6 +972,19 @@ class FileDownload(Strict):
             raise ValueError("unknown template field {version} (known: arch, uname_arch)")
         return _url_template(v)
 
+    @field_validator("url_secret")
+    @classmethod
+    def _own_name(cls, v: str | None) -> str | None:
+        # the build step's own variables, cannery's, GitHub's and the shell's: a secret of
+        # that name would replace one of them in the step that gets it
+        taken = {"PLATFORM", "BUILDER", "FORCE", "BASE_DIGEST", "EXTRA_TAGS", "IMAGE_REF",
+                 "PATH", "HOME", "SHELL", "USER", "PWD", "IFS", "TMPDIR", "LANG"}
+        if v is not None and (v.upper() in taken or v.upper().startswith(
+                ("CANNERY_", "GITHUB_", "RUNNER_", "ACTIONS_", "DOCKER_", "BUILDAH_", "LD_"))):
+            raise ValueError(f"url_secret {v!r}: the build step or its tools use that name; "
+                             "pick another (WEIGHTS_URL)")
+        return v
+
     @model_validator(mode="after")
     def _unpacked(self) -> FileDownload:
         if (self.url is None) == (self.url_secret is None):

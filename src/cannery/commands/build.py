@@ -151,10 +151,12 @@ def _jobs(
     loaded, lk, path = load_with_lock(req.catalog, req.lock)
     cat = loaded.catalog
     names = in_build_order(cat, select(loaded, req.images))
-    lk = with_base_digests(cat, lk, req.base_digests)
+    # --base-digest pins a parent for this run only: never written into the lock
+    given = {item.partition("=")[0] for item in req.base_digests}
+    pinned = with_base_digests(cat, lk, req.base_digests)
     # Options that cannot work are refused before anything is resolved or written.
     usage = []
-    first = plan(loaded.catalog, lk, names)
+    first = plan(loaded.catalog, pinned, names)
     for spec in first:
         if spec.built_on in names and not (req.push and _merges(req)):
             usage.append(
@@ -194,8 +196,9 @@ def _jobs(
     # A catalog image built in this run is not resolved: it is pinned once pushed.
     lk, changes, pending = ensure_locked(
         loaded.catalog, lk, path, names, locked=req.locked, frozen=req.frozen,
-        ca_cert=req.ca_cert, speculate=speculate, tls=tls, built=set(names),
+        ca_cert=req.ca_cert, speculate=speculate, tls=tls, built=set(names) | given,
     )
+    lk = with_base_digests(cat, lk, req.base_digests)
     for line in changes:
         err.print(f"lock: {line}", markup=False)
     jobs = []

@@ -65,6 +65,11 @@ def _check_os(loaded: LoadedCatalog, lock: Lock) -> None:
     lines = LineMap(text)
     problems = []
     for name, key, why in found:
+        if name.startswith("image:"):  # derived from a catalog image: said where it is named
+            child = next(i for i, img in loaded.catalog.images.items() if img.base == name)
+            line = lines.line_of(("images", child, "base"))
+            problems.append(f"{Location(loaded.path, line, f'images.{child}.base')}: {why}")
+            continue
         line = lines.line_of(("bases", name, key)) or lines.line_of(("bases", name))
         problems.append(f"{Location(loaded.path, line, f'bases.{name}.{key}')}: {why}")
     raise CatalogError(problems)

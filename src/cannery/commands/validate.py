@@ -12,8 +12,9 @@ def validate(catalog: Path | None, path: Path | None = None) -> int:
         raise InputError(f"two catalogs given ({path} and --catalog {catalog}): give one")
     loaded = load(catalog or path)
     cat = loaded.catalog
+    declared = sum(not b.startswith("image:") for b in cat.bases)  # not those made from images
     out.print(
-        f"{loaded.path}: ok: {len(cat.images)} images, {len(cat.bases)} bases, "
+        f"{loaded.path}: ok: {len(cat.images)} images, {declared} bases, "
         f"{len(cat.toolkits)} toolkits, {len(cat.components)} components"
         + (f", {len(loaded.warnings)} warnings" if loaded.warnings else ""),
         markup=False,

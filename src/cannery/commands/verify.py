@@ -135,6 +135,9 @@ def verify_cmd(
     base_digests: tuple[str, ...] = (),
 ) -> int:
     if ref_text.startswith("oci:"):
+        if base_digests:
+            raise InputError(f"{ref_text}: --base-digest is for a pushed image; a layout is "
+                             "checked against the lock as it was built")
         if rebuild or all_registries or key or require_attestations or keyless:
             raise InputError(f"{ref_text}: --rebuild, --all-registries, --key, "
                              "--require-attestations and --certificate-identity check a "

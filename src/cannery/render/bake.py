@@ -33,6 +33,8 @@ def render_bake(specs: Sequence[ImageSpec], dockerfiles: Mapping[str, str]) -> s
                 "org.opencontainers.image.source": spec.source,
                 "org.opencontainers.image.version": spec.tag,
             },
+            # a download's URL held in a variable: bake hands it to the RUN as that secret
+            **({"secret": [f"id={n},env={n}" for n in spec.secrets]} if spec.secrets else {}),
         }
         for platform in spec.platforms:
             ref = cache_ref(spec, platform)

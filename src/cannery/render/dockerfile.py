@@ -717,21 +717,33 @@ _OWNER = {
 _OWNER["yum"] = _OWNER["microdnf"] = _OWNER["dnf"]
 
 
-def _bash(manager: str) -> list[Instruction]:
+def _bash(manager: str, mirrors: tuple[tuple[str, str], ...] = ()) -> list[Instruction]:
     """Before SHELL names bash: an Alpine base has only busybox's sh, so bash is added first
-    (the one step that runs under /bin/sh)."""
+    (the one step that runs under /bin/sh), from build_mirrors.packages as the package step."""
     if manager != "apk":
         return []
-    return [Run(["command -v bash >/dev/null || apk add --no-cache bash"])]
+    if not mirrors:
+        return [Run(["command -v bash >/dev/null || apk add --no-cache bash"])]
+    return [Run([
+        "set -eu;",
+        "if ! command -v bash >/dev/null; then",
+        *_mirror_copy("apk", mirrors),
+        f"  apk add --no-cache --repositories-file {MIRROR_DIR}/repositories bash;",
+        f"  rm -rf {MIRROR_DIR};",
+        "fi",
+    ])]
 
 
-def _stage_head(name: str, source: str, refuse: list[Run], manager: str) -> list[Instruction]:
+def _stage_head(
+    name: str, source: str, refuse: list[Run], manager: str,
+    mirrors: tuple[tuple[str, str], ...] = (),
+) -> list[Instruction]:
     return [
         From(source, name),
         *refuse,
         Arg("TARGETARCH"),
         Arg("SOURCE_DATE_EPOCH"),
-        *_bash(manager),
+        *_bash(manager, mirrors),
         Shell(SHELL),
     ]
 
@@ -786,7 +798,8 @@ def _python_stage(spec: ImageSpec, py: PythonSpec) -> list[Instruction]:
             "builder stage: the compiler and headers stay here. The final image gets the\n"
             f"prefix {prefix} and installs the packages of the shared libraries it links."
         ),
-        *_stage_head(PY_STAGE, spec.base_reference, _refuse_base(spec), spec.package_manager),
+        *_stage_head(PY_STAGE, spec.base_reference, _refuse_base(spec), spec.package_manager,
+                     spec.package_mirrors),
         Run(_install_lines(spec.package_manager, names, spec.package_mirrors)),
         Run(lines),
         Blank(),
@@ -805,7 +818,7 @@ def _builder_stage(spec: ImageSpec, st: StageSpec) -> list[Instruction]:
         Comment(f"Builder stage {st.name}: its packages and steps stay in it; only its outputs\n"
                 f"({', '.join(st.outputs)}) reach the image."),
         *_stage_head(st.name, st.base_reference if st.own_base else spec.base_reference, refuse,
-                     st.package_manager),
+                     st.package_manager, spec.package_mirrors),
     ]
     if st.packages:
         body.append(Run(
@@ -884,7 +897,7 @@ def render_dockerfile(spec: ImageSpec) -> str:
             "and tools clamp file times; unset, nothing changes."
         ),
         Arg("SOURCE_DATE_EPOCH"),
-        *_bash(spec.package_manager),
+        *_bash(spec.package_manager, spec.package_mirrors),
         Shell(SHELL),
         *_command(spec),
         Blank(),

@@ -379,10 +379,14 @@ def _merge_script(
              '  --provenance-dir "${RUNNER_TEMP}/provenance"'
              + (' "${extra[@]}"' if extra else "") + (' "$@"' if parent else ""))
     if is_base:
-        merge += (' --json | tee "${RUNNER_TEMP}/merged.json"\n'
-                  "jq -r '\"digest=\" + .images[0].index_digest' \"${RUNNER_TEMP}/merged.json\""
-                  ' >> "${GITHUB_OUTPUT}"')
-    merge = _base_digest_line(parent, reset=True) + merge + "\n"
+        # (no pipe: the step fails with cannery, and without an index digest)
+        merge += (' --json > "${RUNNER_TEMP}/merged.json"\n'
+                  'cat "${RUNNER_TEMP}/merged.json"\n'
+                  "digest=\"$(jq -er '.images[0].index_digest // error(\"no index digest\")' "
+                  '"${RUNNER_TEMP}/merged.json")"\n'
+                  'echo "digest=${digest}" >> "${GITHUB_OUTPUT}"')
+    strict = "set -euo pipefail\n" if (parent or is_base) and not extra else ""
+    merge = strict + _base_digest_line(parent, reset=True) + merge + "\n"
     if not extra:
         return Literal(merge)
     return Literal(
@@ -861,11 +865,16 @@ def render_workflow(
         env = {"environment": ci.environment} if ci.environment else {}
         jobs[Gap(len(jobs))] = None
         jobs[Note(f"{spec.name}: {spec.reference}")] = None
-        if ci.pull_requests and not spec.secrets:
+        unpinned_parent = spec.built_on is not None and spec.base_digest is None
+        if ci.pull_requests and not spec.secrets and not unpinned_parent:
             jobs[_job_id("pr", spec.name)] = _pr_job(cat, spec, pins, cat_args)
-        elif ci.pull_requests:
+        elif ci.pull_requests and spec.secrets:
             jobs[Note(f"No pull-request build of {spec.name}: it needs build secrets "
                       f"({', '.join(spec.secrets)}), which a pull request never gets.")] = None
+        elif ci.pull_requests:
+            # a pull request builds a child on its parent as last published and locked
+            jobs[Note(f"No pull-request build of {spec.name} until image {spec.built_on}, "
+                      "which it is built FROM, is published and locked.")] = None
         parent = spec.built_on if spec.built_on in by_name else None
         build_if = f"{PUBLISH_IF}{_publish_cond(cat)} && {_wanted(spec)}"
         base_env: dict[str, str] = {}

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from cannery.builder.buildah import BuildahEngine
 from cannery.builder.engine import BuildOptions
+from cannery.builder.execute import secret_files
 from cannery.builder.plan import ImageJob, PlatformJob
 from cannery.errors import FatalError
 from cannery.oci.client import OCIClient, malformed
@@ -55,6 +56,7 @@ def rebuild_platform(
     opts = BuildOptions(
         context=context, dockerfile=context / "Dockerfile", work=work, push_repository=None,
         oci_output=False, cert_dir=cert_dir, network=network, no_cache=True,
+        secrets=secret_files(image, work),
     )
 
     def run_logged(argv: list[str]) -> list[str]:
