@@ -60,7 +60,7 @@ def status_cmd(
 def _print_table(status: FamilyStatus) -> None:
     # Cells are Text, not markup: a detail quotes what a registry answered. Narrow columns do
     # not wrap; the detail takes what is left of the terminal.
-    table = Table(title="cannery status", title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(title="images", title_justify="left", box=box.SIMPLE_HEAD)
     for name in TABLE_COLUMNS:
         table.add_column(name, no_wrap=name != "detail", overflow="fold")
     for row in table_rows(status):

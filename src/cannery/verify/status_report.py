@@ -13,7 +13,7 @@ COLUMNS = ("image", "tag", "platform", "registry", "state", "index", "platform d
            "inputs locked", "detail")
 ALIAS_COLUMNS = ("alias", "owner", "registry", "state", "names", "detail")
 # A terminal is narrower than a page: the image's tag on its first row only, short digests.
-TABLE_COLUMNS = ("image", "platform", "registry", "state", "index", "age", "detail")
+TABLE_COLUMNS = ("image", "platform", "registry", "state", "index", "locked", "detail")
 
 
 def age(locked_at: str | None, now: dt.datetime) -> str:
