@@ -30,7 +30,7 @@ from cannery.oci.publish import LOCK_EPOCH
 from cannery.plan import plan
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import ssl_context
-from tests.services.faultproxy import FaultProxy
+from tests.services.faultproxy import FaultProxy, SWRStandIn
 from tests.services.registry import LocalRegistry, free_port, write_dir_layout
 
 pytestmark = pytest.mark.e2e
@@ -174,19 +174,31 @@ def _publish(client: OCIClient, job: ImageJob, work: Path) -> None:
     assert [r.error for r in results] == [None, None]
 
 
+def _publish_family(root: Path, primary: str, mirror: str, ns: str,
+                    mirror_types: str = "oci") -> tuple[Path, Path]:
+    """The four images, published fresh to ``primary`` and ``mirror`` (hosts); the catalog's
+    and the lock's paths."""
+    catalog = root / "cannery.toml"
+    text = CATALOG.format(primary=primary, mirror=mirror, ns=ns)
+    if mirror_types != "oci":
+        where = f'repository = "{mirror}/{ns}/images"\n'
+        text = text.replace(where, f'{where}media_types = "{mirror_types}"\n')
+    catalog.write_text(text)
+    lock = root / "cannery.lock"
+    lock.write_text(LOCK.format(deb12=DEB12, deb11=DEB11, sha_a="a" * 64, sha_b="b" * 64))
+    lk = read_lock(lock)
+    with OCIClient(ssl_context(), retry_budget=20, backoff=0.01) as client:
+        for spec in plan(load_catalog(catalog).catalog, lk):
+            _publish(client, plan_build(spec, render_dockerfile(spec), lk), root / "legs")
+    return catalog, lock
+
+
 @pytest.fixture
 def family(tmp_path: Path, regs: tuple[LocalRegistry, LocalRegistry]) -> Family:
     """The four images, fresh in both registries (a namespace of their own per test)."""
     primary, mirror = regs
     ns = f"status{uuid.uuid4().hex[:8]}"
-    catalog = tmp_path / "cannery.toml"
-    catalog.write_text(CATALOG.format(primary=primary.host, mirror=mirror.host, ns=ns))
-    lock = tmp_path / "cannery.lock"
-    lock.write_text(LOCK.format(deb12=DEB12, deb11=DEB11, sha_a="a" * 64, sha_b="b" * 64))
-    lk = read_lock(lock)
-    with OCIClient(ssl_context(), retry_budget=20, backoff=0.01) as client:
-        for spec in plan(load_catalog(catalog).catalog, lk):
-            _publish(client, plan_build(spec, render_dockerfile(spec), lk), tmp_path / "legs")
+    catalog, lock = _publish_family(tmp_path, primary.host, mirror.host, ns)
     return Family(tmp_path, catalog, lock, ns, primary, mirror)
 
 
@@ -330,6 +342,28 @@ def test_a_deleted_platform_manifest_and_a_deleted_tag_are_missing(cli, family: 
     assert "no longer has its manifest" in _entry(doc, "c", "linux/arm64", "mirror")["detail"]
     assert _entry(doc, "d", "linux/arm64", "mirror")["detail"] == "no such tag"
     assert doc["counts"] == {"missing": 3, "diverged": 0, "stale": 0, "fresh": 15}
+
+
+def test_a_docker_media_types_mirror_is_fresh_not_diverged(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, regs: tuple[LocalRegistry, LocalRegistry]
+) -> None:
+    """A mirror that takes only Docker media types (the SWR stand-in) serves a manifest list
+    of the same entries: another index digest, the same platform digests. Not a divergence."""
+    primary, mirror = regs
+    swr = SWRStandIn(mirror.port)
+    try:
+        ns = f"status{uuid.uuid4().hex[:8]}"
+        catalog, lock = _publish_family(tmp_path, primary.host, swr.host, ns, "docker")
+        res = cli("status", "--catalog", str(catalog), "--lock", str(lock), "--json")
+    finally:
+        swr.stop()
+    assert res.code == 0, res.err + res.out
+    doc = json.loads(res.out)
+    a = next(i for i in doc["images"] if i["image"] == "a")
+    by_registry = {e["registry"]: e for e in a["entries"] if e["platform"] == "linux/arm64"}
+    assert by_registry["primary"]["index_digest"] != by_registry["mirror"]["index_digest"]
+    assert by_registry["primary"]["digest"] == by_registry["mirror"]["digest"]
+    assert doc["counts"] == {"missing": 0, "diverged": 0, "stale": 0, "fresh": 18}
 
 
 class TimedProxy(FaultProxy):
