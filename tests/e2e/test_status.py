@@ -407,3 +407,7 @@ def test_an_unreachable_registry_is_one_line_and_exit_2(cli, family: Family) -> 
     assert "Traceback" not in res.err
     res = _status(cli, family, "nope")
     assert res.code == 2 and "unknown image nope" in res.err
+    # a page that cannot be written: one line, exit 2, nothing printed as if it had worked
+    res = _status(cli, family, "--markdown", str(family.catalog / "STATUS.md"))
+    assert res.code == 2 and res.out == "" and len(res.err.strip().splitlines()) == 1
+    assert "cannery.toml: exists and is not a directory" in res.err
