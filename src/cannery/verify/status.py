@@ -14,8 +14,9 @@ Per image × platform × registry an entry is, worst first:
   value changed);
 - ``fresh``.
 
-Each alias of an image must name the same index as its tag, in every registry. Reads run side
-by side (``workers`` threads, one task per image and registry) on one
+Each alias of an image must name the same index as its tag, in every registry. The registries
+are the build's (``builder.registries.targets``: the image's registry and its mirrors). Reads
+run side by side (``workers`` threads, one task per image and registry) on one
 :class:`~cannery.oci.OCIClient`, whose retries honour ``Retry-After``.
 """
 
@@ -27,6 +28,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
 from cannery.builder.plan import INPUTS_LABEL, ImageJob
+from cannery.builder.registries import targets
 from cannery.lock import Lock, parse_time
 from cannery.oci import NotFound, OCIClient, Reference
 from cannery.oci.client import malformed
@@ -137,7 +139,7 @@ def family_status(
     """Read every registry of every image in ``jobs`` (at most ``workers`` requests at a
     time) and judge each entry. A registry that cannot be read raises (NetworkError): a
     status that silently skipped one would say "fresh" about what it never saw."""
-    tasks = [(job, target) for job in jobs for target in job.spec.registries]
+    tasks = [(job, target) for job in jobs for target in targets(job)]
     read: dict[tuple[str, str], _Pushed] = {}
     with ThreadPoolExecutor(max_workers=max(1, workers),
                             thread_name_prefix="cannery-status") as pool:
@@ -155,7 +157,7 @@ def family_status(
     # mirror tag moved onto another image's index does not make it that image's.
     owners: dict[str, str] = {}
     for job in jobs:
-        pushed = [read[(job.name, t.name)] for t in job.spec.registries]
+        pushed = [read[(job.name, t.name)] for t in targets(job)]
         first = _first(pushed)
         if first is None:
             continue
@@ -164,7 +166,7 @@ def family_status(
             if expected is not None:
                 owners.setdefault(expected, job.name)
     images = [
-        _judge(job, [read[(job.name, t.name)] for t in job.spec.registries], lock, owners)
+        _judge(job, [read[(job.name, t.name)] for t in targets(job)], lock, owners)
         for job in jobs
     ]
     return FamilyStatus(tuple(images), now or dt.datetime.now(dt.timezone.utc))
