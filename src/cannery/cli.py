@@ -17,8 +17,8 @@ from cannery import __version__
 from cannery.errors import FatalError
 
 # Commands in the order a user needs them; a command not listed here comes after these.
-WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "copy", "size", "host-check",
-            "lint", "compare", "schema")
+WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "status", "copy", "size",
+            "host-check", "lint", "compare", "schema")
 
 
 class _WorkflowOrder(TyperGroup):
@@ -579,6 +579,33 @@ def verify(
         )
     )
 
+
+
+@app.command("status")
+def status(
+    images: ImagesArg = None,
+    catalog: CatalogOpt = None,
+    lock: LockOpt = None,
+    as_json: JsonOpt = False,
+    markdown: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--markdown", help="Also write the status as a Markdown page (for the "
+                     "docs) to FILE", metavar="FILE"),
+    ] = None,
+    ca_cert: CaCertOpt = None,
+    workers: Annotated[
+        int,
+        typer.Option("--workers", help="Registry reads side by side", metavar="N", min=1,
+                     max=32),
+    ] = 8,
+) -> None:
+    """The family at a glance: for every image, platform and registry (mirrors included),
+    whether the tag is there, whether digests agree across registries, whether what is pushed
+    was built from the current catalog and lock (fresh) or not (stale, naming the inputs that
+    moved), how old its inputs are, and where each alias points. Exit 1 unless all fresh."""
+    from cannery.commands.status import status_cmd
+
+    raise typer.Exit(status_cmd(images, catalog, lock, as_json, markdown, ca_cert, workers))
 
 
 @app.command("copy")

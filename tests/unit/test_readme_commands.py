@@ -263,6 +263,7 @@ NETWORK = {
         "tests/e2e/test_host_check.py",
     "cannery host-check 127.0.0.1:5000/ascend/cann:8.5.2-910b-ubuntu22.04-py3.11 --root empty":
         "tests/e2e/test_host_check.py",
+    "cannery status --catalog cannery.toml": "tests/e2e/test_status.py",
 }
 
 RUN: dict[str, Runner] = {
