@@ -347,6 +347,15 @@ symlink = { target = "/opt/tools", link = "/usr/local/tools" }
 run = "echo ready"
 at = "before-components"
 
+# A matrix: one image per word of `extra` but c, each with its own env; a's with a label too
+[images.four]
+extends = "three"
+tag = "m-{matrix.extra}-{recipe}-{chip}"
+matrix.name = "four-{matrix.extra}"
+matrix.extra = [{ value = "a", env = { MODE = "a" } }, { value = "b", env = { MODE = "b" } }, "c"]
+matrix.exclude = [{ extra = "c" }]
+matrix.include = [{ extra = "a", labels = { "org.example.kind" = "a" } }]
+
 [families.X1]
 description = "a test family"
 chip = "x1"

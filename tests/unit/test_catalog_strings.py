@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import types
 import typing
 from pathlib import Path
@@ -281,10 +282,13 @@ def _problem(site: Site, payload: str, tmp: Path) -> str | None:
         for line in exc.problems:
             if "\n" in line or "\r" in line:
                 return f"{shown}: error is not one line: {line!r}"
-        named = [p for p in exc.problems if p.split(": ", 2)[1:2] and (
-            (p.split(": ", 2)[1] + ".").startswith(_fmt(site.field) + ".")
-            or (p.split(": ", 2)[1] + "[").startswith(_fmt(site.field) + "[")
-            or p.split(": ", 2)[1] == _fmt(site.field)
+        # (an image a matrix made is named with its words: images.four[extra=a].tag)
+        fields = [re.sub(r"\[[a-z][a-z0-9_]*=[^\]]*\]", "", p.split(": ", 2)[1])
+                  for p in exc.problems if p.split(": ", 2)[1:2]]
+        named = [f for f in fields if (
+            (f + ".").startswith(_fmt(site.field) + ".")
+            or (f + "[").startswith(_fmt(site.field) + "[")
+            or f == _fmt(site.field)
         )]
         if not named:
             return f"{shown}: refused without naming {_fmt(site.field)}: {exc.problems}"

@@ -80,6 +80,9 @@ ROW = {"vllm_ascend": "v0.18.0", "vllm": "v0.18.0", "python": ">=3.10,<3.12", "c
 ROWS = ("compat.rows", [ROW])
 DL = {"name": "tool", "url": "https://files.example.com/x", "path": "/opt/x"}
 DLS = ("images.one.downloads", [DL])
+# A matrix of two images, each with its own packages and tag
+MATRIX = ("images.three", {"extends": "one", "tag": "m-{matrix.extra}", "matrix": {
+    "extra": [{"value": "a", "packages": ["jq"]}, {"value": "b", "packages": ["curl"]}]}})
 
 # Model.field → (edits both sides start from, the edit of the field itself). The minimal catalog
 # (tests/catalogs.py) already sets many fields; a probe then changes its value.
@@ -302,6 +305,12 @@ PROBES: dict[str, tuple[list[Edit], list[Edit]]] = {
     "HostOverride.chips": ([], [("images.one.host", {"chips": ["910b", "a3"]})]),
     "HostOverride.driver": ([], [("images.one.host", {"driver": "26.0.rc1"})]),
     "HostOverride.firmware": ([], [("images.one.host", {"firmware": "7.8.0.2.212"})]),
+    # [images.NAME.matrix]: an entry expanded into one image per word of each axis
+    "Image.matrix": ([], [MATRIX]),
+    "Matrix.name": ([MATRIX], [("images.three.matrix.name", "m-{matrix.extra}")]),
+    "Matrix.exclude": ([MATRIX], [("images.three.matrix.exclude", [{"extra": "b"}])]),
+    "Matrix.include": ([MATRIX], [("images.three.matrix.include",
+                                   [{"extra": "a", "env": {"MODE": "x"}}])]),
     # [families.NAME]
     "Catalog.families": ([], [FAMILY]),
     "Family.chip": ([FAMILY, ("images.two.soc", "ascendx9")], [("families.X9.chip", "910c")]),

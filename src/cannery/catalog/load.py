@@ -23,6 +23,8 @@ from cannery.catalog.image_bases import PREFIX as IMAGE_BASE
 from cannery.catalog.image_bases import derive as derive_image_bases
 from cannery.catalog.inputs import component_field, render_tag, tag_values, template_fields
 from cannery.catalog.locate import LineMap
+from cannery.catalog.matrix import Expanded
+from cannery.catalog.matrix import expand as expand_matrices
 from cannery.catalog.models import (
     IMAGE_TAG,
     PATTERN_WORDS,
@@ -97,9 +99,26 @@ class _Collector:
         # catalog itself writes: only those can be unused by its mistake.
         self.own: dict[str, set[str]] = {}
         self._pending: list[tuple[tuple[str, str], tuple[str, str], str]] = []
+        # The images a matrix made, by name; and of each error at one of them, how many more
+        # of its siblings have it (written once in the entry, it is reported once).
+        self.expanded: dict[str, Expanded] = {}
+        self._seen: dict[tuple[Any, ...], Problem] = {}
+        self._more: dict[Problem, tuple[str, int]] = {}
+
+    def _expanded(self, fpath: tuple[str | int, ...]) -> Expanded | None:
+        if len(fpath) >= 2 and fpath[0] == "images" and str(fpath[1]) in self.expanded:
+            return self.expanded[str(fpath[1])]
+        return None
 
     def written(self, fpath: tuple[str | int, ...]) -> tuple[str | int, ...]:
-        """``fpath`` moved to the entry that wrote the key it names (extends resolved)."""
+        """``fpath`` moved to the entry that wrote the key it names (extends resolved; for an
+        image a matrix made, its axis table, include or entry)."""
+        exp = self._expanded(fpath)
+        if exp is not None:
+            src = exp.source(fpath[2:])
+            if src is not None:
+                return (*src, *fpath[2:])
+            fpath = ("images", exp.entry, *fpath[2:])
         if len(fpath) < 2 or (str(fpath[0]), str(fpath[1])) not in self.origins:
             return fpath
         table, entry = str(fpath[0]), str(fpath[1])
@@ -121,9 +140,27 @@ class _Collector:
         return out
 
     def at(self, fpath: tuple[str | int, ...]) -> Location:
+        exp = self._expanded(fpath)
+        if exp is not None:  # named with its words, at the line where the key is written
+            return Location(self.path, self.lines.line_of(self.written(fpath)),
+                            exp.shown(fpath[2:]))
         return Location(self.path, self.lines.line_of(fpath), _fmt_path(fpath))
 
     def error(self, fpath: tuple[str | int, ...], message: str) -> None:
+        exp = self._expanded(fpath)
+        if exp is not None:
+            problem = Problem(self.at(fpath), message)
+            # the same mistake of every image of the matrix, written once: said once
+            key = (problem.where.line, _fmt_path(("x", *fpath[2:])),
+                   message.replace(str(fpath[1]), "\0"))
+            if key in self._seen:
+                first = self._seen[key]
+                self._more[first] = (exp.entry, self._more[first][1] + 1)
+                return
+            self._seen[key] = problem
+            self._more[problem] = (exp.entry, 0)
+            self.errors.append(problem)
+            return
         fpath = self.written(fpath)
         if len(fpath) == 2 and (str(fpath[0]), str(fpath[1])) in self.parents:
             # A whole-entry mistake of an entry that extends another: if an ancestor has the
@@ -143,7 +180,13 @@ class _Collector:
             if Problem(self.at(ancestor), message) in self.errors
         }
         kept = [p for p in self.errors if p not in inherited]
-        return [str(p) for p in sorted(kept, key=lambda p: p.where.line or 0)]
+        return [self._shown(p) for p in sorted(kept, key=lambda p: p.where.line or 0)]
+
+    def _shown(self, p: Problem) -> str:
+        entry, more = self._more.get(p, ("", 0))
+        if more:
+            return f"{p} (and {more} more image{'s' if more > 1 else ''} of images.{entry})"
+        return str(p)
 
     def warn(self, fpath: tuple[str | int, ...], code: str, message: str) -> None:
         self.warnings.append(Problem(self.at(fpath), f"warning[{code}]: {message}", code))
@@ -291,6 +334,11 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
     _resolve_extends(raw, col)
     if col.errors:
         raise CatalogError(col.problems())
+    # Right after extends (an entry's matrix may be inherited): from here on, the images a
+    # matrix makes are ordinary images.
+    col.expanded = expand_matrices(raw, col.error)
+    if col.errors:
+        raise CatalogError(col.problems())
     try:
         catalog = Catalog.model_validate(raw)
     except ValidationError as exc:
@@ -332,6 +380,8 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
     _check_microdnf(catalog, col)
     if not col.errors:
         _check_effects(catalog, col)
+    if not col.errors:
+        _check_matrix_effects(catalog, col)
     if not col.errors:
         _lint_run_steps(catalog, col)
     if col.errors:
@@ -508,11 +558,46 @@ def _check_effects(cat: Catalog, col: _Collector) -> None:
             or picks_packages)
     for written, effect in soc_used.items():
         # one that replaces an inherited soc corrects what the label would claim: kept
-        replaces = any(cat.images[p].soc for p in col.chain("images", str(written[1]))[1:])
+        replaces = any(cat.images[p].soc for p in col.chain("images", str(written[1]))[1:]
+                       if p in cat.images)
         if not effect and not replaces:
             col.error(written, "soc has no effect but a label: no component of an image that "
                       "has it builds for it (toolkit_build = true), no tag names {soc}, and it "
                       "picks no toolkit package; omit it for a chip-generic image")
+
+
+def _check_matrix_effects(cat: Catalog, col: _Collector) -> None:
+    """No axis word without an effect: two images of one matrix that would be built alike
+    (their plans equal but for name and tags) mean the word that tells them apart changes
+    nothing the image holds; an error at that word."""
+    if not col.expanded:
+        return
+    from dataclasses import replace
+
+    from cannery.lock import Lock
+    from cannery.plan import plan_image
+
+    lock = Lock()
+    seen: dict[tuple[str, str], str] = {}
+    told: set[tuple[str, str, str]] = set()
+    for iname, exp in col.expanded.items():
+        spec = plan_image(cat, iname, lock)
+        key = (exp.entry, repr(replace(spec, name="", tag="", aliases=(), tag_fields=())))
+        other_name = seen.setdefault(key, iname)
+        if other_name == iname:
+            continue
+        other = col.expanded[other_name]
+        theirs = dict(other.axes)
+        for axis, word in exp.axes:
+            if theirs.get(axis) == word or (exp.entry, axis, word) in told:
+                continue
+            told.add((exp.entry, axis, word))
+            col.error(exp.word_at[axis],
+                      f"{axis}={word} has no effect: images.{exp.entry}[{exp.label}] and "
+                      f"[{other.label}] would be built alike (they differ only in name and "
+                      f"tags); drop the word, or give it the fields it changes "
+                      f"({{ value = \"{word}\", ... }})")
+            break
 
 
 # The labels cannery writes on every image (and revision with revision_from), and where each
@@ -844,7 +929,7 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                           f"no CI runner for {platform} (add it to ci.runners)")
     socs = [soc for f in cat.families.values() for soc in f.socs]
     tags: dict[str, str] = {}
-    acknowledged: dict[tuple[str | int, ...], bool] = {}
+    acknowledged: dict[tuple[str | int, ...], tuple[bool, str]] = {}
     for iname, img in cat.images.items():
         where = ("images", iname)
         refs_ok = True
@@ -972,11 +1057,11 @@ def _cross_check(cat: Catalog, col: _Collector) -> None:
                 )
         for i, code in enumerate(img.acknowledge):
             written = col.written((*where, "acknowledge", i))
-            acknowledged[written] = acknowledged.get(written, False) or code in fired
-    for written, used in acknowledged.items():
+            acknowledged[written] = (acknowledged.get(written, (False, code))[0]
+                                     or code in fired, code)
+    for written, (used, code) in acknowledged.items():
         if not used:
             # Accepting a warning that does not occur has no effect: say so, or it hides the
             # next real one. Written once and inherited: an error only if no image needs it.
-            code = cat.images[str(written[1])].acknowledge[int(written[3])]
             col.error(written, f"{code!r} is acknowledged but no image that inherits it has that "
                       "warning: remove it")

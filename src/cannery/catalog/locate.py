@@ -60,6 +60,13 @@ class LineMap:
                 if m:
                     self.lines.setdefault((*array_path, array_index), no)
                     array_index += line.count(",") or 1
+                elif depth == 1 and line.lstrip().startswith("{"):
+                    # an inline table on its own line (a matrix axis's word with its fields)
+                    item = (*array_path, array_index)
+                    self.lines.setdefault(item, no)
+                    for k in _INLINE_KEY.finditer(line.lstrip()[1:]):
+                        self.lines.setdefault((*item, *_split(k.group(1))), no)
+                    array_index += 1
                 depth += line.count("[") - line.count("]")
                 if depth <= 0:
                     array_path = None

@@ -72,7 +72,8 @@ URL_CHARS = r"A-Za-z0-9._~!$&'()*+,;=:@/%?#-"
 URL_TEMPLATE = (rf'^https://[^/@{{}}\s`"\\]+(/([{URL_CHARS}]|\{{({"|".join(URL_FIELDS)})\}})*)?$')
 # An image tag template: tag characters and {field}s (TAG_FIELDS or a component's field); a
 # literal '.' or '-' never first (the rendered tag could not start with it).
-_TAG_FIELD = r"\{[a-z0-9_]+\}"
+# (a matrix entry's {matrix.AXIS} is its word by the time the tag is validated)
+_TAG_FIELD = r"\{(matrix\.)?[a-z0-9_]+\}"
 TAG_TEMPLATE = rf"^([A-Za-z0-9_]|{_TAG_FIELD})([A-Za-z0-9_.-]|{_TAG_FIELD})*$"
 # A base image with a tag and no digest (the lock records the digest).
 TAGGED_IMAGE = r"^[^@]*:[^/@:]+$"
@@ -83,6 +84,11 @@ GIT_URL = r"^((https|ssh|file)://[^/@]*(/.*)?|[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:.*
 ABS_PATH = r"^/[A-Za-z0-9_.+/-]*$"
 # A value that can appear in an image tag (os_version, chip, recipe, the toolkit version).
 TAG_VALUE = r"^[A-Za-z0-9_.-]*$"
+# A matrix axis's name, and each of its words (they go into image names and tags).
+AXIS_NAME = r"^[a-z][a-z0-9_]*$"
+AXIS_WORD = r"^[A-Za-z0-9_.-]+$"
+# The keys of an image's matrix that are not axes.
+MATRIX_RESERVED = ("name", "include", "exclude")
 HDK_VERSION = HDK_VERSION_PATTERN
 CRON = r"^ *[^ \t\n]+([ \t]+[^ \t\n]+){4} *$"
 # A release as written (v0.18.0, 8.2.RC1, 2.8.0.post2, 1.0+local), or "" (none): it reaches
@@ -1151,8 +1157,28 @@ class Stage(Strict):
         return v
 
 
+class Matrix(Strict):
+    """An image entry's matrix (catalog/matrix.py expands it before the images are
+    validated): every key but these three is an axis, an array of words or of
+    ``{ value = "word", <image fields> }`` tables."""
+
+    # the axes are the extra keys; `cannery schema` describes them (commands/schema.py)
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+    name: str | None = Field(
+        None, description="The expanded images' names: a template of {matrix.AXIS}s "
+        "(default: the entry's name and its words, joined by '-')")
+    include: list[dict[str, Any]] = Field(
+        [], description="Tables of axis words and image fields: the fields are set on every "
+        "image whose words match; one that matches none and names every axis adds that image")
+    exclude: list[dict[str, str]] = Field(
+        [], description="Tables of axis words: the images whose words match one are not made")
+
+
 class Image(Strict):
     extends: str | None = EXTENDS
+    matrix: Matrix | None = Field(
+        None, description="Expand this entry into one image per combination of the axes' "
+        "words (matrix.AXIS = [...]); {matrix.AXIS} in its strings is the image's word")
     base: str = Field(
         description="A bases key, or image:NAME to build FROM the catalog's image NAME (built "
         "and pushed first; pinned by the digest it was pushed with)"

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
-from cannery.catalog.models import Catalog
+from cannery.catalog.models import AXIS_NAME, AXIS_WORD, Catalog
 from cannery.util.patterns import CONTROL
 
 # Tables whose entries may `extends` a sibling (cannery.catalog.load.EXTENDABLE): such an entry
@@ -24,12 +25,36 @@ def catalog_schema() -> dict[str, Any]:
     for name in _EXTENDABLE:
         model = schema["$defs"][name]
         required = model.pop("required", [])
-        rule = {"if": {"not": {"required": ["extends"]}}, "then": {"required": required}}
+        # an entry with a matrix may have its required keys set per axis word
+        given = [{"required": ["extends"]}, *([{"required": ["matrix"]}] if name == "Image"
+                                              else [])]
+        rule = {"if": {"not": {"anyOf": given}}, "then": {"required": required}}
         model.setdefault("allOf", []).append(rule)
+    _matrix(schema["$defs"])
     # SoC families and the compatibility table come from cannery's own data when absent.
     schema["required"] = ["catalog"]
     _no_control(schema)
     return schema
+
+
+def _matrix(defs: dict[str, Any]) -> None:
+    """A matrix's axes (its keys other than name, include, exclude): arrays of words or of
+    tables of a word and image fields; an include: axis words and image fields (an axis is
+    never named like an image field, so the two cannot be confused)."""
+    fields = {k: v for k, v in defs["Image"]["properties"].items()
+              if k not in ("extends", "matrix")}
+    word: dict[str, Any] = {"type": "string", "pattern": AXIS_WORD}
+    value = {"type": "object", "required": ["value"], "additionalProperties": False,
+             "properties": {"value": word, **copy.deepcopy(fields)}}
+    matrix = defs["Matrix"]
+    matrix["propertyNames"] = {"pattern": AXIS_NAME.rstrip("$") + "|^(name|include|exclude)$"}
+    matrix["additionalProperties"] = {
+        "type": "array", "minItems": 1, "items": {"anyOf": [copy.deepcopy(word), value]}}
+    matrix["properties"]["include"]["items"] = {
+        "type": "object", "minProperties": 1, "properties": copy.deepcopy(fields),
+        "additionalProperties": copy.deepcopy(word)}
+    matrix["properties"]["exclude"]["items"] = {
+        "type": "object", "minProperties": 1, "additionalProperties": copy.deepcopy(word)}
 
 
 def _no_control(node: object) -> None:
