@@ -313,3 +313,47 @@ def test_the_cli_refuses_a_bad_matrix_with_exit_2_and_no_traceback(tmp_path: Pat
     assert res.code == 2 and "Traceback" not in res.err
     assert "images.cann.matrix.chip: axis chip: give a non-empty array" in res.err
     assert not (tmp_path / "dockerfiles").exists()
+
+
+def test_a_matrix_entry_extends_an_image_and_an_image_builds_on_an_expanded_one(
+        tmp_path: Path) -> None:
+    """`extends` is resolved first (the entry inherits the plain image's keys, and a mistake
+    inherited from it is reported at the parent's line); another image can be built FROM an
+    expanded one by its name."""
+    text = HEAD + """
+[images.plain]
+base = "ubuntu-910b"
+toolkit = "cann-8.5.1"
+platforms = ["linux/amd64"]
+tag = "plain-{cann}"
+packages = ["jq"]
+
+[images.m]
+extends = "plain"
+toolkit = "cann-{matrix.version}"
+tag = "m-{cann}-{chip}"
+base = "ubuntu-{matrix.chip}"
+matrix.version = ["8.5.1", "8.5.2"]
+matrix.chip = ["910b", "a3"]
+
+[images.oe]
+base = "openeuler-910b"
+platforms = ["linux/amd64"]
+tag = "oe"
+
+[images.app]
+base = "image:m-8.5.2-a3"
+platforms = ["linux/amd64"]
+tag = "app"
+steps = [{ run = "echo app" }]
+"""
+    cat = load_catalog(_write(tmp_path, text)).catalog
+    assert sorted(cat.images) == ["app", "m-8.5.1-910b", "m-8.5.1-a3", "m-8.5.2-910b",
+                                  "m-8.5.2-a3", "oe", "plain"]
+    assert cat.images["m-8.5.2-a3"].packages == ["jq"]
+    assert cat.images["app"].base == "image:m-8.5.2-a3"
+    bad = text.replace('packages = ["jq"]', 'packages = ["j q"]')
+    problems = _problems(tmp_path / "bad", bad)
+    line = line_of(bad, 'packages = ["j q"]')
+    assert any(p.startswith(f"{tmp_path / 'bad' / 'cannery.toml'}:{line}: images.m[version=8.5.1, "
+                            "chip=910b].packages") for p in problems), problems

@@ -150,9 +150,9 @@ class _Collector:
         exp = self._expanded(fpath)
         if exp is not None:
             problem = Problem(self.at(fpath), message)
-            # the same mistake of every image of the matrix, written once: said once
-            key = (problem.where.line, _fmt_path(("x", *fpath[2:])),
-                   message.replace(str(fpath[1]), "\0"))
+            # a mistake at one key of many images of the matrix (written once, or one kind of
+            # mistake, e.g. a tag every image renders alike): said once, with how many more
+            key = (exp.entry, problem.where.line, _fmt_path(("x", *fpath[2:])))
             if key in self._seen:
                 first = self._seen[key]
                 self._more[first] = (exp.entry, self._more[first][1] + 1)
