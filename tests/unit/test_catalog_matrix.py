@@ -357,3 +357,11 @@ steps = [{ run = "echo app" }]
     line = line_of(bad, 'packages = ["j q"]')
     assert any(p.startswith(f"{tmp_path / 'bad' / 'cannery.toml'}:{line}: images.m[version=8.5.1, "
                             "chip=910b].packages") for p in problems), problems
+
+
+def test_a_word_adds_to_the_entry_s_env_and_labels_key_by_key(tmp_path: Path) -> None:
+    text = MATRIX.replace('"runtime",\n', '{ value = "runtime", env = {} },\n') \
+        .replace("[images.cann]\n", '[images.cann]\nenv = { KEEP = "1" }\n')
+    cat = load_catalog(_write(tmp_path, text)).catalog
+    assert cat.images["cann-8.5.1-910b-ubuntu-runtime"].env == {"KEEP": "1"}
+    assert cat.images["cann-8.5.1-910b-ubuntu-devel"].env == {"KEEP": "1", "DEVEL": "1"}

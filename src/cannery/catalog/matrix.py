@@ -314,7 +314,7 @@ def _apply(image: dict[str, Any], exp: Expanded, combo: _Combo, error: ErrorFn) 
                         ok = False
                     set_here[sub] = where
                     exp.sources[sub] = where
-                if len(subs) > 1 or (subs and len(subs[0]) == 2):
+                if key in MERGED and isinstance(value, dict):  # (an empty table adds nothing)
                     had = image.get(key)
                     image[key] = {**(had if isinstance(had, dict) else {}),
                                   **copy.deepcopy(value)}
