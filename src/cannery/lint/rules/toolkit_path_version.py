@@ -11,6 +11,8 @@ from cannery.lint.rules._cann import BASE_VERSION, INSTALLER
 _VERSION = r"\d+\.\d+\.(?:\d+|rc\d+)(?:[.-]\w+)*?"
 # A toolkit tree named by its version: CANN >= 8.5's /usr/local/Ascend/cann-X, and the
 # versioned directory of the older ascend-toolkit/ layout (ascend-toolkit/latest is a link).
+# $X and ${X}, as expand() reads them
+VARIABLE = re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
 TOOLKIT_PATH = lazy_re(
     r"/usr/local/Ascend/(?:cann-|ascend-toolkit/)(?P<v>" + _VERSION + r")(?=/|[\s\"':;]|$)", re.I)
 
@@ -51,18 +53,27 @@ class ToolkitPathVersion(Rule):
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
         for stage in facts.stages:
             has, where = _provided(stage)
+            # what ARG and ENV have set so far, kept as the stage is read (expand() looking it
+            # up again per word was quadratic: 8,000 ARGs took minutes)
+            known: dict[str, str] = {}
             for inst in stage.instructions:
                 installed = _installs(inst, stage)
                 if installed is not None:  # from here on the stage has this one
                     has, where = installed, f"the installer at line {inst.line}"
-                if has is None:
-                    continue
-                yield from self._paths(facts.path, stage, inst, has, where)
+                if has is not None:
+                    yield from self._paths(facts.path, inst, has, where, known)
+                if inst.keyword in ("ARG", "ENV"):
+                    known.update({p.key: p.value for p in inst.pairs if p.value is not None})
 
-    def _paths(self, path: str, stage: Stage, inst: Instruction, has: str,
-               where: str) -> Iterator[Finding]:
+    def _paths(self, path: str, inst: Instruction, has: str, where: str,
+               known: dict[str, str]) -> Iterator[Finding]:
+        def sub(m: re.Match[str]) -> str:
+            return known.get(m.group(1) or m.group(2), m.group(0))
+
         def wrong(text: str) -> str | None:
-            for m in TOOLKIT_PATH.finditer(expand(text, stage.instructions, inst.index)):
+            if "$" in text:
+                text = VARIABLE.sub(sub, text)
+            for m in TOOLKIT_PATH.finditer(text):
                 if m.group("v").lower() != has:
                     return m.group("v")
             return None
@@ -117,14 +128,14 @@ def _installs(inst: Instruction, stage: Stage) -> str | None:
     if inst.script is None:
         return None
     found = None
-    runs = False
-    for cmd in inst.script.commands:
-        words = [cmd.name, *(w.value for w in cmd.args)]
-        if cmd.name.endswith(".run") or (
-                cmd.name in ("bash", "sh") and any(w.endswith(".run") for w in words[1:])):
-            runs = True
+    commands = [[cmd.name, *(w.value for w in cmd.args)] for cmd in inst.script.commands]
+    if not any(words[0].endswith(".run") or (
+            words[0] in ("bash", "sh") and any(w.endswith(".run") for w in words[1:]))
+            for words in commands):
+        return None  # (checked first: expanding every word of every RUN was quadratic)
+    for words in commands:
         for w in words:
-            m = INSTALLER.search(expand(w, stage.instructions, inst.index))
+            m = INSTALLER.search(expand(w, stage.instructions, inst.index) if "$" in w else w)
             if m:
                 found = m.group("v").lower()
-    return found if runs else None
+    return found
