@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
-import tarfile
 from collections.abc import Iterator
 
 import httpx
@@ -23,6 +21,7 @@ import pytest
 
 from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world, own_images
 from tests.e2e.test_build import build, cannery, registry_get
+from tests.e2e.test_build_downloads import _archive
 from tests.services.tlsca import LocalCA
 
 pytestmark = pytest.mark.e2e
@@ -41,16 +40,6 @@ url_secret = "DATA_URL"
 path = "/opt/data"
 unpack = true
 """
-
-
-def _archive(text: str) -> bytes:
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w:gz") as tar:
-        data = text.encode()
-        info = tarfile.TarInfo("hello.txt")
-        info.size, info.mtime = len(data), 0
-        tar.addfile(info, io.BytesIO(data))
-    return raw.getvalue()
 
 
 @pytest.fixture(scope="module")
