@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,7 +35,10 @@ README = "\n".join(
 def readme_commands() -> dict[str, list[str]]:
     """Command → the output lines shown after it ({} of lines when none is shown)."""
     found: dict[str, list[str]] = {}
-    for block in re.findall(r"^```[a-z]*\n(.*?)^```", README, flags=re.S | re.M):
+    # a fence may be indented (a code block inside a list item): its lines lose that indent
+    for indent, block in re.findall(r"^([ \t]*)```[a-z]*\n(.*?)^\1```", README,
+                                    flags=re.S | re.M):
+        block = textwrap.dedent(block) if indent else block
         current: list[str] | None = None
         # a command continued with a trailing backslash is one command
         block = re.sub(r"\s*\\\n\s+", " ", block)
@@ -264,6 +268,15 @@ NETWORK = {
     "cannery host-check 127.0.0.1:5000/ascend/cann:8.5.2-910b-ubuntu22.04-py3.11 --root empty":
         "tests/e2e/test_host_check.py",
     "cannery status --catalog cannery.toml": "tests/e2e/test_status.py",
+    # the how-to guides "Publish to quay.io and SWR" and "Sign and verify an image"
+    "cannery build qwen3-5-a2 --push": "tests/e2e/test_publish_registries.py",
+    "cannery verify quay.io/ascend/verl:8.5.2-py3.11 --image qwen3-5-a2 --all-registries":
+        "tests/e2e/test_publish_registries.py",
+    "cannery status": "tests/e2e/test_status.py",
+    "cannery build qwen3-5-a2 --push --sign-key env:CANNERY_SIGN_KEY --sbom":
+        "tests/e2e/test_attest.py",
+    "cannery verify quay.io/ascend/verl:8.5.2-py3.11 --image qwen3-5-a2 --key signing.pub "
+    "--require-attestations": "tests/e2e/test_attest.py",
 }
 
 RUN: dict[str, Runner] = {
