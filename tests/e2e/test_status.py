@@ -6,7 +6,8 @@ What is under test is what status reads and how it judges it, not the build.
 
 Then, one fault at a time on a fresh copy of the family: a lock input moves (stale, named), a
 mirror's tag points at another image (diverged), a platform manifest and a tag are deleted
-(missing), and a proxy answers 429 with ``Retry-After: 1`` twice (waited out, then clean)."""
+(missing), and a proxy answers 429 with ``Retry-After: 1`` twice (waited out, then clean).
+Last, three of them at once in one run, each named, then the healthy family again."""
 
 from __future__ import annotations
 
@@ -411,3 +412,40 @@ def test_an_unreachable_registry_is_one_line_and_exit_2(cli, family: Family) -> 
     res = _status(cli, family, "--markdown", str(family.catalog / "STATUS.md"))
     assert res.code == 2 and res.out == "" and len(res.err.strip().splitlines()) == 1
     assert "cannery.toml: exists and is not a directory" in res.err
+
+
+def test_three_faults_at_once_are_each_named(cli, family: Family) -> None:  # type: ignore[no-untyped-def]
+    """The issue's sequence on one family in one run: one platform's manifest deleted in the
+    mirror, a lock input moved, and the primary behind a proxy that answers 429 with
+    ``Retry-After: 1`` first. status waits the 429 out and names both other faults, exit 1;
+    undone, the same family is all fresh again, exit 0."""
+    _, doc = _json(cli, family)
+    repo = family.repo(family.mirror)
+    _delete(family.mirror, repo, _entry(doc, "c", "linux/arm64", "mirror")["digest"])
+    healthy_lock = family.lock.read_text()
+    family.lock.write_text(healthy_lock.replace(DEB11, MOVED).replace(
+        "2026-11-02T00:00:00Z", "2026-12-01T00:00:00Z"))
+    proxy = TimedProxy(family.primary.port, script=["429:1"])
+    try:
+        catalog = family.root / "proxied.toml"
+        catalog.write_text(family.catalog.read_text().replace(
+            f'repository = "{family.primary.host}/', f'repository = "{proxy.host}/'))
+        code, doc = _json(cli, family, "--workers", "1", catalog=catalog)
+    finally:
+        proxy.stop()
+    assert code == 1 and doc["ok"] is False
+    assert [a for _, _, a in proxy.log[:2]] == ["429", "forward"]
+    assert proxy.times[1] - proxy.times[0] >= 1.0  # waited out, not hammered
+    bad = {k: v for k, v in _states(doc).items() if v != "fresh"}
+    assert bad == {("c", "linux/arm64", "mirror"): "missing",
+                   **{("d", p, r): "stale" for p in ("linux/amd64", "linux/arm64")
+                      for r in ("primary", "mirror")}}
+    assert "no longer has its manifest" in _entry(doc, "c", "linux/arm64", "mirror")["detail"]
+    assert _entry(doc, "d", "linux/amd64", "primary")["moved"] == [
+        "base docker.io/library/debian:11: 222222222222 → 333333333333"]
+    # The healthy family, read again: the lock put back and the manifest pushed again.
+    family.lock.write_text(healthy_lock)
+    _publish_family(family.root, family.primary.host, family.mirror.host, family.ns)
+    res = _status(cli, family)
+    assert res.code == 0, res.out + res.err
+    assert "18 fresh (all fresh)" in res.out
