@@ -122,8 +122,13 @@ def main() -> int:
                 module.startswith(layer + ".")]
         return hits[0] if hits else None
 
-    back = sorted((s, d) for s, ts in edges.items() for d in ts
-                  if rank(s) is not None and rank(d) is not None and rank(d) < rank(s))
+    back = []
+    for s, targets in edges.items():
+        for d in targets:
+            rs, rd = rank(s), rank(d)
+            if rs is not None and rd is not None and rd < rs:
+                back.append((s, d))
+    back.sort()
     lines = {n: len(p.read_text(encoding="utf-8").splitlines()) for n, p in known.items()}
     big = sorted(((n, c) for n, c in lines.items() if c > MAX_MODULE), key=lambda x: -x[1])
     long_functions = []
