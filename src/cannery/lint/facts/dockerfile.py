@@ -24,7 +24,7 @@ INSTRUCTIONS = {
 POSIX_SHELL = ("/bin/sh", "-c")
 
 
-# Plain classes, not dataclasses: see lint/facts/shell.py.
+# Plain classes, not dataclasses: see lint/facts/script.py.
 
 
 class Pair:
