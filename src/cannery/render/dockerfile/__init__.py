@@ -35,6 +35,8 @@ container's settings) and image.py (the file, in its layer order); dockerignore.
 
 from __future__ import annotations
 
+# The names the rest of cannery and the tests import from here (including two private
+# helpers the env-table tests call directly), so none of them depends on the layout inside.
 from cannery.render.dockerfile.dockerignore import render_dockerignore
 from cannery.render.dockerfile.fragments import ARCH_VAR, _finish
 from cannery.render.dockerfile.image import render_dockerfile
