@@ -9,6 +9,14 @@ from pathlib import Path
 
 from cannery.errors import InputError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from cannery.lint.config import LintConfig
+    from cannery.lint.engine import Engine
+    from cannery.lint.model import Finding, Severity
+
 FORMATS = ("text", "json", "sarif", "github")
 
 
@@ -107,17 +115,57 @@ def run(argv: list[str]) -> int:
         return _explain(args.explain)
     if args.list_rules:
         return _list()
+    overridden = _overrides(args)
+    fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
+    files, roots = _discover(args.paths or [Path(".")])
+    # a workflow is linked to the Dockerfiles it builds wherever they are in this run
+    peers = tuple(str(p) for p, k in files if k == "dockerfile")
+    engine_for = _engines(args.config, overridden, peers)
+    res = _Results()
+    for path, kind in files:
+        _lint_file(args, engine_for(path), path, kind, roots[path], res)
+    if args.baseline_commit:
+        from cannery.lint.baseline import new_only
 
-    from cannery.lint.config import LintConfig, load_config, rule_list
-    from cannery.lint.engine import Engine, discover, read
-    from cannery.lint.files import Skipped, repository
+        res.findings = new_only(res.findings, files, args.baseline_commit,
+                                lambda p, t, k: engine_for(p).lint_text(str(p), t, k))
+    if res.writes:
+        from cannery.util.fs import atomic_write
+
+        for path, text in res.writes.items():
+            atomic_write(path, text)
+    if args.diff:
+        sys.stdout.write("".join(res.diffs))
+        return 1 if res.diffs else 0
+    return _report(fmt, args, res, len(files))
+
+
+class _Results:
+    """What linting the files gave: the findings and the texts they were found in, fixes to
+    show (--diff) or write, each file's --fail-on, and the files --add-suppressions left
+    alone, with the reason. (A plain class: see lint/facts/script.py.)"""
+
+    __slots__ = ("diffs", "failed_on", "findings", "skipped", "sources", "writes")
+
+    def __init__(self) -> None:
+        self.sources: dict[str, str] = {}
+        self.findings: list[Finding] = []
+        self.diffs: list[str] = []
+        self.writes: dict[Path, str] = {}
+        self.failed_on: dict[str, Severity] = {}
+        self.skipped: list[str] = []
+
+
+def _overrides(args: argparse.Namespace) -> Callable[[LintConfig], LintConfig]:
+    """The command line's options over a config file's (--select, --ignore, --min-confidence,
+    --fail-on), each checked here, before any file is read."""
+    from cannery.lint.config import rule_list
     from cannery.lint.model import Confidence, Severity
 
     select = rule_list(args.select.split(","), "--select") if args.select else None
     ignore = rule_list(args.ignore.split(","), "--ignore") if args.ignore else ()
-    explicit_fail = args.fail_on is not None
     fail_on = None
-    if explicit_fail:
+    if args.fail_on is not None:
         try:
             fail_on = Severity.parse(args.fail_on)
         except ValueError as exc:
@@ -132,100 +180,110 @@ def run(argv: list[str]) -> int:
             cfg = cfg.replace(min_confidence=Confidence.parse(args.min_confidence))
         return cfg.replace(fail_on=fail_on) if fail_on is not None else cfg
 
-    # options come from the config nearest each file (or --config for all of them)
+    return overridden
+
+
+def _discover(paths: list[Path]) -> tuple[list[tuple[Path, str]], dict[Path, Path]]:
+    """The files to lint under ``paths``, with their kinds, and the folder each may be read in:
+    the repository holding the path it was found under (or that directory itself, outside a
+    git repository); see lint/files.py."""
+    from cannery.lint.engine import discover
+    from cannery.lint.files import repository
+
+    files: list[tuple[Path, str]] = []
+    roots: dict[Path, Path] = {}
+    for arg in paths:
+        named = discover([arg])
+        root = repository(arg if arg.is_dir() else arg.absolute().parent)
+        roots.update((p, root) for p, _ in named)
+        files += named
+    return files, roots
+
+
+def _engines(config: Path | None, overridden: Callable[[LintConfig], LintConfig],
+             peers: tuple[str, ...]) -> Callable[[Path], Engine]:
+    """The engine for a file: options come from the config nearest it (or ``config`` for all
+    of them), under the command line's; folders with the same config share one engine."""
+    from cannery.lint.config import load_config
+    from cannery.lint.engine import Engine
+
     engines: dict[Path, Engine] = {}
 
     def engine_for(path: Path) -> Engine:
         folder = path.resolve().parent
         if folder not in engines:
-            cfg = overridden(load_config(folder, args.config))
+            cfg = overridden(load_config(folder, config))
             same = next((e for e in engines.values() if e.config.source == cfg.source), None)
-            engines[folder] = same if same is not None and args.config is None else Engine(cfg)
+            engines[folder] = same if same is not None and config is None else Engine(cfg)
             engines[folder].peers = peers
         return engines[folder]
 
-    fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")
-    # each file is read only inside the repository holding the path it was found under (or
-    # that directory itself, outside a git repository): see lint/files.py
-    files: list[tuple[Path, str]] = []
-    roots: dict[Path, Path] = {}
-    for arg in args.paths or [Path(".")]:
-        named = discover([arg])
-        root = repository(arg if arg.is_dir() else arg.absolute().parent)
-        roots.update((p, root) for p, _ in named)
-        files += named
-    # a workflow is linked to the Dockerfiles it builds wherever they are in this run
-    peers = tuple(str(p) for p, k in files if k == "dockerfile")
-    sources: dict[str, str] = {}
-    findings = []
-    diffs: list[str] = []
-    writes: dict[Path, str] = {}
-    failed_on: dict[str, Severity] = {}
-    skipped: list[str] = []  # files --add-suppressions left alone, with the reason
-    for path, kind in files:
-        engine = engine_for(path)
-        name = str(path)
-        failed_on[name] = engine.config.fail_on
-        try:
-            text = read(path, roots[path])
-        except Skipped as exc:  # a FIFO, a device, a link out of the repository, too large
-            findings.extend(engine.skipped(name, exc.reason))
-            continue
-        if args.fix or args.diff:
-            new, _ = engine.fix_text(name, text, kind, unsafe=args.unsafe_fixes)
-            if new != text:
-                import difflib
+    return engine_for
 
-                if args.diff:
-                    diffs.append("".join(difflib.unified_diff(
-                        text.splitlines(True), new.splitlines(True), f"a/{name}", f"b/{name}")))
-                else:
-                    writes[path] = new
-                    text = new
-        sources[name] = text
-        found = engine.lint_text(name, text, kind)
-        if args.add_suppressions and found:
-            marked, why = _suppressed(engine, name, text, kind, found)
-            if marked is not None:
-                writes[path] = marked
-                sources[name] = marked
-                found = engine.lint_text(name, marked, kind)
+
+def _lint_file(args: argparse.Namespace, engine: Engine, path: Path, kind: str, root: Path,
+               res: _Results) -> None:
+    """Lint one file into ``res``: fixed first with --fix or --diff, given an ignore comment
+    for each finding with --add-suppressions (and linted again)."""
+    from cannery.lint.engine import read
+    from cannery.lint.files import Skipped
+
+    name = str(path)
+    res.failed_on[name] = engine.config.fail_on
+    try:
+        text = read(path, root)
+    except Skipped as exc:  # a FIFO, a device, a link out of the repository, too large
+        res.findings.extend(engine.skipped(name, exc.reason))
+        return
+    if args.fix or args.diff:
+        new, _ = engine.fix_text(name, text, kind, unsafe=args.unsafe_fixes)
+        if new != text:
+            import difflib
+
+            if args.diff:
+                res.diffs.append("".join(difflib.unified_diff(
+                    text.splitlines(True), new.splitlines(True), f"a/{name}", f"b/{name}")))
             else:
-                skipped.append(f"{name}: {why}")
-        findings.extend(found)
-    if args.baseline_commit:
-        from cannery.lint.baseline import new_only
+                res.writes[path] = new
+                text = new
+    res.sources[name] = text
+    found = engine.lint_text(name, text, kind)
+    if args.add_suppressions and found:
+        marked, why = _suppressed(engine, name, text, kind, found)
+        if marked is not None:
+            res.writes[path] = marked
+            res.sources[name] = marked
+            found = engine.lint_text(name, marked, kind)
+        else:
+            res.skipped.append(f"{name}: {why}")
+    res.findings.extend(found)
 
-        findings = new_only(findings, files, args.baseline_commit,
-                            lambda p, t, k: engine_for(p).lint_text(str(p), t, k))
-    if writes:
-        from cannery.util.fs import atomic_write
 
-        for path, text in writes.items():
-            atomic_write(path, text)
-    if args.diff:
-        sys.stdout.write("".join(diffs))
-        return 1 if diffs else 0
+def _report(fmt: str, args: argparse.Namespace, res: _Results, files: int) -> int:
+    """Write the report (to --output or stdout), the skipped files and the text summary on
+    stderr; the exit status: 1 when a finding is at or above its file's --fail-on (for sarif,
+    only with an explicit --fail-on), else 0."""
+    from cannery.lint.model import Severity
 
-    report = _format(fmt, findings, sources, len(files), args)
+    report = _format(fmt, res.findings, res.sources, files, args)
     if args.output:
         from cannery.util.fs import atomic_write
 
         atomic_write(args.output, report)
     else:
         sys.stdout.write(report)
-    for line in skipped:  # on stderr in every format, so a SARIF or JSON report stays clean
+    for line in res.skipped:  # on stderr in every format, so a SARIF or JSON report stays clean
         print(f"cannery: --add-suppressions skipped {line}", file=sys.stderr)
     if fmt == "text" and not args.output:
         from cannery.lint.output.text import summary
 
         done = "added suppressions to" if args.add_suppressions else "fixed"
-        extra = f"; {done} {len(writes)} file(s)" if writes else ""
-        print(summary(findings, len(files)) + extra, file=sys.stderr)
-    if fmt == "sarif" and not explicit_fail:
+        extra = f"; {done} {len(res.writes)} file(s)" if res.writes else ""
+        print(summary(res.findings, files) + extra, file=sys.stderr)
+    if fmt == "sarif" and args.fail_on is None:
         return 0
-    return 1 if any(f.severity >= failed_on.get(f.span.path, Severity.WARNING)
-                    for f in findings) else 0
+    return 1 if any(f.severity >= res.failed_on.get(f.span.path, Severity.WARNING)
+                    for f in res.findings) else 0
 
 
 def _suppressed(engine, name: str, text: str, kind: str, found: list  # type: ignore[no-untyped-def,type-arg]

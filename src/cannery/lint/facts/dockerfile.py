@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from cannery.lint.facts import ParseFailure
 from cannery.lint.facts.shell import (
@@ -17,6 +17,10 @@ from cannery.lint.facts.shell import (
     unquote,
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
+
 INSTRUCTIONS = {
     "ADD", "ARG", "CMD", "COPY", "ENTRYPOINT", "ENV", "EXPOSE", "FROM", "HEALTHCHECK", "LABEL",
     "MAINTAINER", "ONBUILD", "RUN", "SHELL", "STOPSIGNAL", "USER", "VOLUME", "WORKDIR",
@@ -24,7 +28,7 @@ INSTRUCTIONS = {
 POSIX_SHELL = ("/bin/sh", "-c")
 
 
-# Plain classes, not dataclasses: see lint/facts/shell.py.
+# Plain classes, not dataclasses: see lint/facts/script.py.
 
 
 class Pair:
@@ -288,36 +292,11 @@ def parse_dockerfile(path: str, text: str, base_shells: dict[str, list[str]]) ->
     workdir = "/"
     global_defaults: dict[str, str] = {}  # ARGs before the first FROM, for FROM lines
     for i, c in enumerate(commands):
-        kw = str(getattr(c, "cmd", "")).upper()
-        line = int(getattr(c, "start_line", 1))
-        end_line = int(getattr(c, "end_line", line))
-        if kw not in INSTRUCTIONS:
-            raise ParseFailure(line, f"unknown instruction: {getattr(c, 'cmd', '')}")
-        value = tuple(getattr(c, "value", ()) or ())
-        if kw in ("FROM", "COPY", "ADD", "ENV", "LABEL", "WORKDIR", "USER") and not value:
-            raise ParseFailure(line, f"{kw} requires at least one argument")
-        end_col = len(lines[end_line - 1]) if end_line - 1 < len(lines) else 0
-        inst = Instruction(
-            i, kw, tuple(getattr(c, "flags", ()) or ()), value, str(getattr(c, "original", "")),
-            line, end_line, offsets[line - 1], offsets[end_line - 1] + end_col,
-            bool(getattr(c, "json", False)), stage, shell,
-            heredoc=bool(getattr(c, "heredocs", ())),
-        )
+        inst = _instruction(i, c, lines, offsets, stage, shell)
+        kw, value = inst.keyword, inst.value
         if kw == "FROM":
-            base = value[0]
-            image = _substitute(base, global_defaults)
-            alias = value[2] if len(value) >= 3 and value[1].upper() == "AS" else None
-            parent = by_alias.get(image.lower())
-            stage = Stage(len(facts.stages), base, alias, line, parent=parent, image=image)
-            if alias:
-                by_alias[alias.lower()] = stage
-            facts.stages.append(stage)
-            if parent is not None and parent.instructions:
-                shell = parent.instructions[-1].shell
-                workdir = parent.instructions[-1].workdir
-            else:
-                shell = shell_for_base(image, base_shells) or POSIX_SHELL
-                workdir = "/"
+            stage, shell, workdir = _open_stage(facts, inst, by_alias, global_defaults,
+                                                base_shells)
             inst.stage = stage
             inst.shell = shell
         elif kw == "SHELL":
@@ -330,20 +309,7 @@ def parse_dockerfile(path: str, text: str, base_shells: dict[str, list[str]]) ->
         if kw in ("ENV", "ARG", "LABEL"):
             inst.pairs = _pairs(inst, lines, offsets)
         if kw == "RUN" and not inst.json:
-            heredocs = getattr(c, "heredocs", ())
-            if heredocs and value and str(value[0]).lstrip().startswith("<<"):
-                content = heredocs[0].content
-                inst.script = parse_script(content, line + 1,
-                                           offsets[line : line + content.count("\n") + 1])
-            else:
-                inst.script = parse_script(_script_text(inst, lines), line,
-                                           offsets[line - 1 : end_line])
-            if stage is not None and any("$" in cmd.name for cmd in inst.script.commands):
-                def outer(text: str, insts: list[Instruction] = stage.instructions,
-                          before: int = i) -> str:
-                    return expand(text, insts, before)
-
-                resolve_names(inst.script, outer)
+            inst.script = _run_script(inst, getattr(c, "heredocs", ()), lines, offsets)
         facts.instructions.append(inst)
         if stage is None:
             if kw == "ARG":
@@ -353,6 +319,66 @@ def parse_dockerfile(path: str, text: str, base_shells: dict[str, list[str]]) ->
         else:
             stage.instructions.append(inst)
     return facts
+
+
+def _instruction(i: int, c: object, lines: list[str], offsets: list[int], stage: Stage | None,
+                 shell: tuple[str, ...]) -> Instruction:
+    """The parser's command ``c`` (the ``i``-th) as an Instruction of ``stage`` run by
+    ``shell``; ParseFailure for an unknown instruction or one that lacks its argument."""
+    kw = str(getattr(c, "cmd", "")).upper()
+    line = int(getattr(c, "start_line", 1))
+    end_line = int(getattr(c, "end_line", line))
+    if kw not in INSTRUCTIONS:
+        raise ParseFailure(line, f"unknown instruction: {getattr(c, 'cmd', '')}")
+    value = tuple(getattr(c, "value", ()) or ())
+    if kw in ("FROM", "COPY", "ADD", "ENV", "LABEL", "WORKDIR", "USER") and not value:
+        raise ParseFailure(line, f"{kw} requires at least one argument")
+    end_col = len(lines[end_line - 1]) if end_line - 1 < len(lines) else 0
+    return Instruction(
+        i, kw, tuple(getattr(c, "flags", ()) or ()), value, str(getattr(c, "original", "")),
+        line, end_line, offsets[line - 1], offsets[end_line - 1] + end_col,
+        bool(getattr(c, "json", False)), stage, shell,
+        heredoc=bool(getattr(c, "heredocs", ())),
+    )
+
+
+def _open_stage(facts: DockerfileFacts, inst: Instruction, by_alias: dict[str, Stage],
+                global_defaults: dict[str, str], base_shells: dict[str, list[str]],
+                ) -> tuple[Stage, tuple[str, ...], str]:
+    """The stage a FROM starts, added to ``facts`` (and to ``by_alias`` under its alias), with
+    the SHELL and WORKDIR it starts with: an earlier stage's it names, else its base's."""
+    value = inst.value
+    base = value[0]
+    image = _substitute(base, global_defaults)
+    alias = value[2] if len(value) >= 3 and value[1].upper() == "AS" else None
+    parent = by_alias.get(image.lower())
+    stage = Stage(len(facts.stages), base, alias, inst.line, parent=parent, image=image)
+    if alias:
+        by_alias[alias.lower()] = stage
+    facts.stages.append(stage)
+    if parent is not None and parent.instructions:
+        return stage, parent.instructions[-1].shell, parent.instructions[-1].workdir
+    return stage, shell_for_base(image, base_shells) or POSIX_SHELL, "/"
+
+
+def _run_script(inst: Instruction, heredocs: Sequence[Any], lines: list[str],
+                offsets: list[int]) -> Script:
+    """A RUN's script (its heredoc, when it runs one), with each command named by a variable
+    named again from the ARG/ENV values of its stage before it."""
+    line, value = inst.line, inst.value
+    if heredocs and value and str(value[0]).lstrip().startswith("<<"):
+        content = heredocs[0].content
+        script = parse_script(content, line + 1, offsets[line : line + content.count("\n") + 1])
+    else:
+        script = parse_script(_script_text(inst, lines), line, offsets[line - 1 : inst.end_line])
+    stage = inst.stage
+    if stage is not None and any("$" in cmd.name for cmd in script.commands):
+        def outer(text: str, insts: list[Instruction] = stage.instructions,
+                  before: int = inst.index) -> str:
+            return expand(text, insts, before)
+
+        resolve_names(script, outer)
+    return script
 
 
 def _substitute(text: str, values: dict[str, str]) -> str:

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-# Plain classes, not dataclasses: see lint/facts/shell.py.
+# Plain classes, not dataclasses: see lint/facts/script.py.
 
 
 class Value:

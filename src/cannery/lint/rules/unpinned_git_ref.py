@@ -99,89 +99,109 @@ class UnpinnedGitRef(Rule):
     def check(self, facts: DockerfileFacts, ctx: LintContext) -> Iterator[Finding]:
         p = facts.path
         for stage in facts.stages:
-            insts = stage.instructions
             ops = stage_git_commands(stage.instructions)
             paired: set[int] = set()  # checkouts that belong to a clone seen here
             for k, op in enumerate(ops):
                 cmd = op.cmd
                 if op.sub == "clone":
-                    later = same_repo_after(ops, k)
-                    moves = [o for o in later if o.sub in ("checkout", "reset", "switch")]
-                    paired.update(id(o) for o in moves)
-                    pinned = any(o.sub in ("checkout", "reset", "fetch", "switch")
-                                 and any(FULL.match(val(o, w.value)) for w in o.operands)
-                                 for o in later)
-                    short_later = any(o.sub in ("checkout", "reset") and any(
-                        SHORT.match(val(o, w.value)) for w in o.operands) for o in later)
-                    if pinned or short_later:  # a short SHA is reported where it stands
-                        continue
-                    moved = next((o.operands[0] for o in moves if o.sub != "reset"
-                                  and o.operands), None)
-                    branch = cmd.flag_value("-b", "--branch")
-                    fetched = next((w for o in later if o.sub == "fetch"
-                                    for w in o.operands[1:2]), None)
-                    if moved is not None and not (fetched is not None and val(
-                            op, moved.value) == "FETCH_HEAD"):  # switched to a branch or tag
-                        msg, sev, hint = moving(val(op, moved.value), "git checkout",
-                                                "git checkout <40-hex commit>")
-                        yield self.at(p, moved.pos, msg, severity=sev, hint=hint)
-                    elif fetched is not None:  # judged where the fetch names its ref
-                        continue
-                    elif branch is None:
-                        yield self.at(p, cmd.pos, "git clone of the default branch: it "
-                                      "moves with every push", hint="fetch a full commit")
-                    else:
-                        ref = val(op, branch.value)
-                        if FULL.match(ref):
-                            continue
-                        msg, sev, hint = moving(ref, "git clone --branch",
-                                                "git fetch --depth 1 URL <40-hex> && "
-                                                "git checkout FETCH_HEAD")
-                        yield self.at(p, branch.pos, msg, severity=sev, hint=hint)
+                    yield from self._clone(p, ops, k, paired)
                 elif op.sub in ("checkout", "reset"):
-                    for w in op.operands[:1]:
-                        ref = val(op, w.value)
-                        if SHORT.match(ref) and not TAG.match(ref):
-                            yield self.at(p, w.pos, f"git {op.sub} {ref}: a short SHA can "
-                                          "become ambiguous; use the full 40-hex commit")
-                        elif (id(op) not in paired and op.sub == "checkout"
-                              and REF.match(ref) and not FULL.match(ref)):
-                            # no clone into this directory here: judged on its own
-                            msg, sev, hint = moving(ref, "git checkout",
-                                                    "git checkout <40-hex commit>")
-                            yield self.at(p, w.pos, msg, severity=sev, hint=hint)
+                    yield from self._checkout(p, op, paired)
                 elif op.sub == "fetch" and len(op.operands) >= 2:
-                    # `git fetch URL REF`: REF is what gets built unless a later checkout in
-                    # this directory names a full commit
-                    later = [o for o in ops[k + 1 :] if o.where == op.where]
-                    if any(o.sub in ("checkout", "reset") and any(
-                            FULL.match(val(o, w.value)) for w in o.operands) for o in later):
-                        continue
-                    for w in op.operands[1:]:
-                        ref = val(op, w.value).removeprefix("refs/tags/").removeprefix(
-                            "refs/heads/")
-                        if FULL.match(ref) or not REF.match(ref) or ":" in ref:
-                            continue
-                        msg, sev, hint = moving(ref, "git fetch", "git fetch URL <40-hex "
-                                                "commit> && git checkout FETCH_HEAD")
-                        yield self.at(p, w.pos, msg, severity=sev, hint=hint)
+                    yield from self._fetch(p, ops, k)
                 elif op.sub == "submodule" and "update" in cmd.argv and cmd.has_flag(
                         "--remote"):
                     yield self.at(p, cmd.pos, "git submodule update --remote follows the "
                                   "submodules' branches instead of the recorded commits",
                                   hint="drop --remote")
-            for inst in insts:
-                if inst.script is None:
+            yield from self._pip_git_urls(p, stage.instructions)
+
+    def _clone(self, p: str, ops: list[GitCommand], k: int,
+               paired: set[int]) -> Iterator[Finding]:
+        """A clone (``ops[k]``) not pinned by a later checkout, reset or fetch of a full commit
+        in its directory; the checkouts that follow it are added to ``paired``."""
+        op = ops[k]
+        cmd = op.cmd
+        later = same_repo_after(ops, k)
+        moves = [o for o in later if o.sub in ("checkout", "reset", "switch")]
+        paired.update(id(o) for o in moves)
+        pinned = any(o.sub in ("checkout", "reset", "fetch", "switch")
+                     and any(FULL.match(val(o, w.value)) for w in o.operands)
+                     for o in later)
+        short_later = any(o.sub in ("checkout", "reset") and any(
+            SHORT.match(val(o, w.value)) for w in o.operands) for o in later)
+        if pinned or short_later:  # a short SHA is reported where it stands
+            return
+        moved = next((o.operands[0] for o in moves if o.sub != "reset"
+                      and o.operands), None)
+        branch = cmd.flag_value("-b", "--branch")
+        fetched = next((w for o in later if o.sub == "fetch"
+                        for w in o.operands[1:2]), None)
+        if moved is not None and not (fetched is not None and val(
+                op, moved.value) == "FETCH_HEAD"):  # switched to a branch or tag
+            msg, sev, hint = moving(val(op, moved.value), "git checkout",
+                                    "git checkout <40-hex commit>")
+            yield self.at(p, moved.pos, msg, severity=sev, hint=hint)
+        elif fetched is not None:  # judged where the fetch names its ref
+            return
+        elif branch is None:
+            yield self.at(p, cmd.pos, "git clone of the default branch: it "
+                          "moves with every push", hint="fetch a full commit")
+        else:
+            ref = val(op, branch.value)
+            if FULL.match(ref):
+                return
+            msg, sev, hint = moving(ref, "git clone --branch",
+                                    "git fetch --depth 1 URL <40-hex> && "
+                                    "git checkout FETCH_HEAD")
+            yield self.at(p, branch.pos, msg, severity=sev, hint=hint)
+
+    def _checkout(self, p: str, op: GitCommand, paired: set[int]) -> Iterator[Finding]:
+        """A checkout or reset of a short SHA; a checkout of a branch or tag in a directory no
+        clone here made (not in ``paired``)."""
+        for w in op.operands[:1]:
+            ref = val(op, w.value)
+            if SHORT.match(ref) and not TAG.match(ref):
+                yield self.at(p, w.pos, f"git {op.sub} {ref}: a short SHA can "
+                              "become ambiguous; use the full 40-hex commit")
+            elif (id(op) not in paired and op.sub == "checkout"
+                  and REF.match(ref) and not FULL.match(ref)):
+                # no clone into this directory here: judged on its own
+                msg, sev, hint = moving(ref, "git checkout",
+                                        "git checkout <40-hex commit>")
+                yield self.at(p, w.pos, msg, severity=sev, hint=hint)
+
+    def _fetch(self, p: str, ops: list[GitCommand], k: int) -> Iterator[Finding]:
+        """`git fetch URL REF` (``ops[k]``): REF is what gets built unless a later checkout in
+        this directory names a full commit."""
+        op = ops[k]
+        later = [o for o in ops[k + 1 :] if o.where == op.where]
+        if any(o.sub in ("checkout", "reset") and any(
+                FULL.match(val(o, w.value)) for w in o.operands) for o in later):
+            return
+        for w in op.operands[1:]:
+            ref = val(op, w.value).removeprefix("refs/tags/").removeprefix(
+                "refs/heads/")
+            if FULL.match(ref) or not REF.match(ref) or ":" in ref:
+                continue
+            msg, sev, hint = moving(ref, "git fetch", "git fetch URL <40-hex "
+                                    "commit> && git checkout FETCH_HEAD")
+            yield self.at(p, w.pos, msg, severity=sev, hint=hint)
+
+    def _pip_git_urls(self, p: str, insts: list[Instruction]) -> Iterator[Finding]:
+        """`pip install git+URL@ref` in a stage's RUNs with a ref that is not a full commit."""
+        for inst in insts:
+            if inst.script is None:
+                continue
+            for cmd in inst.script.commands:
+                if cmd.name != "pip":
                     continue
-                for cmd in inst.script.commands:
-                    if cmd.name != "pip":
+                for w in cmd.args:
+                    m = GIT_URL.match(w.value)
+                    if not m:
                         continue
-                    for w in cmd.args:
-                        m = GIT_URL.match(w.value)
-                        if not m:
-                            continue
-                        ref = expand(m.group(2) or "", insts, inst.index)
-                        if not FULL.match(ref):
-                            what = f"@{ref}" if ref else "with no ref (default branch)"
-                            yield self.at(p, w.pos, f"pip install git+… {what}: not pinned to "
-                                          "a full commit", hint="use git+URL@<40-hex commit>")
+                    ref = expand(m.group(2) or "", insts, inst.index)
+                    if not FULL.match(ref):
+                        what = f"@{ref}" if ref else "with no ref (default branch)"
+                        yield self.at(p, w.pos, f"pip install git+… {what}: not pinned to "
+                                      "a full commit", hint="use git+URL@<40-hex commit>")
