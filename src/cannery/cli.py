@@ -14,11 +14,12 @@ import typer
 from typer.core import TyperGroup
 
 from cannery import __version__
+from cannery.commands.ci_cli import ci_app
 from cannery.errors import FatalError
 
 # Commands in the order a user needs them; a command not listed here comes after these.
-WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "status", "copy", "size",
-            "host-check", "lint", "compare", "schema")
+WORKFLOW = ("catalog", "plan", "lock", "render", "ci", "build", "verify", "status", "copy",
+            "size", "host-check", "lint", "compare", "schema")
 
 
 class _WorkflowOrder(TyperGroup):
@@ -42,6 +43,7 @@ catalog_app = typer.Typer(help="Inspect and check a catalog.", no_args_is_help=T
 render_app = typer.Typer(help="Render files from the catalog.")
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(render_app, name="render")
+app.add_typer(ci_app, name="ci")
 
 # The shared shape of every command that works on images: IMAGE… positional, then options.
 # metavar="" on flags keeps typer from printing a type such as <bool> in help.
@@ -252,7 +254,8 @@ def _kind_command(kind: str, doc: str) -> None:
 
 
 _kind_command(
-    "workflow", "Render the GitHub Actions workflow that builds, merges and verifies every image."
+    "workflow", "Render the GitHub Actions workflow that builds, merges and verifies every image, "
+    "and the three reusable workflows it calls, beside it."
 )
 _kind_command("bake", "Render docker-bake.json: a target per image and per (image, platform).")
 
