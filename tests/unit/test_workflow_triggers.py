@@ -136,7 +136,12 @@ def test_release_tags_dispatch_inputs_max_parallel_and_disk(tmp_path: Path) -> N
     assert inputs["images"]["type"] == "string" and inputs["force"]["type"] == "boolean"
     for kind in ("build", "pr"):
         job = rendered.job(kind)
-        assert job["strategy"]["max-parallel"] == 1
+        # one image's legs one after another: a group per image, not per platform; a
+        # matrix max-parallel would bound a whole chunk of many images instead
+        assert "max-parallel" not in job["strategy"]
+        assert job["concurrency"] == {
+            "group": f"cannery-{kind}-${{{{ matrix.image }}}}-${{{{ github.ref }}}}",
+            "cancel-in-progress": False}
         first = job["steps"][0]
         assert first["name"].startswith("Free runner disk space")
         assert "sudo rm -rf /usr/share/dotnet" in first["run"]
@@ -147,6 +152,24 @@ def test_release_tags_dispatch_inputs_max_parallel_and_disk(tmp_path: Path) -> N
     assert leg["run"].rstrip().endswith('"$@"')
     merge = next(s for s in rendered.job("merge")["steps"] if "--merge-only" in s.get("run", ""))
     assert "--force" not in merge["run"]  # the merge keeps its lock-epoch guard
+
+
+def test_max_parallel_below_an_images_platforms_is_refused_unless_one(tmp_path: Path) -> None:
+    """max_parallel bounds one image's legs. 2 of 2 platforms is no bound (groups per
+    platform, as without it); 1 of 2 is a group per image; 2 of 3 cannot be said: exit 2."""
+    free = _rendered(_catalog(tmp_path, "max_parallel = 2\n"))
+    assert "matrix.arch" in free.job("build")["concurrency"]["group"]
+    runners = ('runners = { "linux/amd64" = "ubuntu-latest", "linux/arm64" = '
+               '"ubuntu-24.04-arm", "linux/ppc64le" = "ppc64le-runner" }\n')
+    three = _catalog(tmp_path, "max_parallel = 2\n" + runners).read_text().replace(
+        'platforms = ["linux/amd64", "linux/arm64"]',
+        'platforms = ["linux/amd64", "linux/arm64", "linux/ppc64le"]')
+    assert "linux/ppc64le" in three
+    path = tmp_path / "three.toml"
+    path.write_text(three)
+    with pytest.raises(InputError, match=r"\[ci\] max_parallel: 2 legs at once of image "
+                       r"\S+'s 3 platforms cannot be said"):
+        _rendered(path)
 
 
 def test_defaults_no_release_tags_no_disk_step_no_lock_job_without_schedule(

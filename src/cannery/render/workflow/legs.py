@@ -37,11 +37,19 @@ def called(cat: Catalog, what: str, secrets: Sequence[str], extra: dict[str, obj
 
 
 def strategy(cat: Catalog) -> dict[str, object]:
-    out: dict[str, object] = {"fail-fast": False}
-    if cat.ci.max_parallel is not None:
-        out["max-parallel"] = cat.ci.max_parallel
-    out["matrix"] = {"include": "${{ fromJSON(inputs.legs) }}"}
-    return out
+    return {"fail-fast": False, "matrix": {"include": "${{ fromJSON(inputs.legs) }}"}}
+
+
+def leg_concurrency(cat: Catalog, kind: str, cancel: bool) -> dict[str, object]:
+    """The leg's concurrency group: per image and platform; per image under
+    ``max_parallel = 1``, so an image's legs run one after another (never cancelling: the
+    image's other leg waits in it). A matrix's max-parallel would bound a whole chunk of many
+    images; render refuses any other bound below an image's platform count."""
+    if cat.ci.max_parallel == 1:
+        return {"group": f"cannery-{kind}-${{{{ matrix.image }}}}-${{{{ github.ref }}}}",
+                "cancel-in-progress": False}
+    group = f"cannery-{kind}-${{{{ matrix.image }}}}-${{{{ matrix.arch }}}}-${{{{ github.ref }}}}"
+    return {"group": group, "cancel-in-progress": cancel}
 
 
 def catalog_secrets(cat: Catalog, specs: Sequence[ImageSpec]) -> list[str]:
@@ -113,10 +121,7 @@ def build_workflow(
         "runs-on": "${{ matrix.runner }}",
         **env,
         "permissions": {"contents": "read"},
-        "concurrency": {
-            "group": "cannery-build-${{ matrix.image }}-${{ matrix.arch }}-${{ github.ref }}",
-            "cancel-in-progress": False,
-        },
+        "concurrency": leg_concurrency(cat, "build", cancel=False),
         "strategy": strategy(cat),
         "steps": [
             *([FREE_DISK] if cat.ci.free_disk else []),
@@ -154,10 +159,7 @@ def pr_workflow(cat: Catalog, pins: dict[str, Pin], cat_args: str) -> dict[objec
         "name": "pull request: build ${{ matrix.image }} (${{ matrix.platform }}), push nothing",
         "runs-on": "${{ matrix.runner }}",
         "permissions": {"contents": "read"},
-        "concurrency": {
-            "group": "cannery-pr-${{ matrix.image }}-${{ matrix.arch }}-${{ github.ref }}",
-            "cancel-in-progress": True,
-        },
+        "concurrency": leg_concurrency(cat, "pr", cancel=True),
         "strategy": strategy(cat),
         "steps": [
             *([FREE_DISK] if cat.ci.free_disk else []),
