@@ -12,15 +12,17 @@ example's committed workflow: the same names, actions, conditions, env and scrip
 step, once the loopback repositories read as the example's (only the matrix legs, the steps
 named for a platform the twin does not build, and the hashed install pins may differ). So the
 image's jobs that then run are the example's own.
-They run in order for a manual run (``workflow_dispatch``, no images named): ``check``, each
-leg of the image's build job, its merge job; the ``pr-*`` and lock-update jobs are skipped by
-their own ``if:``, as on GitHub. Each job gets a fresh clone (its checkout), a runner temp
-directory of its own, and the environment it declares: the job's and step's ``env:`` with
-``${{ secrets.X }}`` / ``${{ vars.X }}`` taken from a test dict holding what the example's
-repository would hold, the other expressions (matrix, inputs, github, runner, steps' outputs)
-evaluated; each ``run:`` is run with ``bash -e`` (GitHub's default shell), ``$GITHUB_OUTPUT``
-read back into the step's outputs, artifacts carried between jobs. Nothing of the test's own
-environment names a registry credential: the jobs publish only with what they declare.
+They run for a manual run (``workflow_dispatch``, no images named) through the job-graph
+interpreter (tests/services/gha.py), which decides, as GitHub does, which jobs and matrix legs
+run and in what order (``check``, each leg of the image's build job, its merge job; the
+``pr-*`` and lock-update jobs skipped by their own ``if:``) and evaluates every expression:
+the job's and step's ``env:`` with ``${{ secrets.X }}`` / ``${{ vars.X }}`` taken from a test
+dict holding what the example's repository would hold, matrix, inputs, github, runner and
+steps' outputs. The steps run here: each leg gets a fresh clone (its checkout) and a runner
+temp directory of its own; each ``run:`` is run with ``bash -e`` (GitHub's default shell),
+``$GITHUB_OUTPUT`` read back into the step's outputs, artifacts carried between jobs. Nothing
+of the test's own environment names a registry credential: the jobs publish only with what
+they declare.
 
 Where the runner cannot be reproduced here:
 - the build leg runs ``--backend buildah`` in place of ``--backend buildx --builder
@@ -51,7 +53,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -65,6 +66,8 @@ from cannery.lock import read_lock
 from cannery.plan import plan_image
 from tests.catalogs import write_ci_lock
 from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world
+from tests.services.gha import Interpreter, StepCall
+from tests.services.gha_events import Event
 from tests.services.registry import LocalRegistry, password_registry
 from tests.services.tlsca import LocalCA
 
@@ -95,102 +98,28 @@ def _git(repo: Path, *args: str) -> str:
                           check=True).stdout
 
 
-class Runner:
-    """Runs one workflow's jobs the way a GitHub runner does, for one event."""
+class Steps:
+    """A GitHub runner's steps for the job-graph interpreter (tests/services/gha.py), which
+    decides which jobs and legs run, in what order, and evaluates every expression: each leg
+    gets a clone of the repository (its checkout) and a runner temp directory of its own, each
+    ``run:`` runs with ``bash -e`` in the declared env, ``$GITHUB_OUTPUT`` read back."""
 
-    def __init__(self, doc: dict[str, Any], repo: Path, root: Path, machine: dict[str, str],
-                 secret: dict[str, str], variables: dict[str, str]) -> None:
-        self.doc, self.repo, self.root, self.machine = doc, repo, root, machine
-        self.secrets, self.vars = secret, variables
-        self.github = {"event_name": "workflow_dispatch", "ref": "refs/heads/main",
-                       "ref_name": "main", "token": "",
-                       "event": {"repository": {"fork": False, "private": True}, "before": ""}}
-        self.inputs = {"images": "", "force": False}
-        self.needs: dict[str, Any] = {}
+    def __init__(self, repo: Path, root: Path, machine: dict[str, str]) -> None:
+        self.repo, self.root, self.machine = repo, root, machine
         self.artifacts = root / "artifacts"
-        self.ran: list[str] = []
         self.logs: list[str] = []
 
-    # --- expressions: the subset the generated workflow uses
-    def _context(self, extra: dict[str, Any]) -> dict[str, Any]:
-        def ns(v: Any) -> Any:
-            if isinstance(v, dict):
-                return SimpleNamespace(**{k.replace("-", "_"): ns(x) for k, x in v.items()})
-            return v
+    def place(self, leg: str) -> Path:
+        return self.root / "runner" / re.sub(r"[^A-Za-z0-9_.-]+", "_", leg)
 
-        ctx = {"github": self.github, "inputs": self.inputs, "secrets": self.secrets,
-               "vars": self.vars, "needs": self.needs, **extra}
-        return {k: ns(v) for k, v in ctx.items()} | {
-            "contains": lambda a, b: b in a, "fromJSON": json.loads,
-            "true": True, "false": False,
-        }
+    def runner(self, leg: str) -> dict[str, Any]:
+        temp = self.place(leg) / "temp"
+        temp.mkdir(parents=True, exist_ok=True)
+        return {"os": "Linux", "arch": "X64", "name": leg, "temp": str(temp)}
 
-    def evaluate(self, expr: str, extra: dict[str, Any]) -> Any:
-        # Outside string literals only: an image name ('8-5-2-910b-openeuler') keeps its dashes.
-        parts = re.split(r"('[^']*')", expr)
-        for i in range(0, len(parts), 2):
-            code = re.sub(r"!(?!=)", " not ", parts[i]).replace("&&", " and ")
-            code = code.replace("||", " or ")
-            parts[i] = re.sub(r"(?<=[a-z])-(?=[a-z])", "_", code)  # needs.lock-update
-        py = "".join(parts)
-        return eval(py, {"__builtins__": {}}, self._context(extra))  # the workflow's text
-
-    def expand(self, text: str, extra: dict[str, Any]) -> str:
-        def one(m: re.Match[str]) -> str:
-            value = self.evaluate(m[1], extra)
-            if isinstance(value, bool):
-                return "true" if value else "false"
-            return "" if value is None else str(value)
-
-        return re.sub(r"\$\{\{\s*(.*?)\s*\}\}", one, text)
-
-    def condition(self, cond: object, extra: dict[str, Any]) -> bool:
-        if cond is None:
-            return True
-        text = str(cond).strip()
-        m = re.fullmatch(r"\$\{\{\s*(.*?)\s*\}\}", text, re.S)
-        return bool(self.evaluate(m[1] if m else text, extra))
-
-    # --- jobs
-    def run_all(self) -> None:
-        results: dict[str, str] = {}
-        for jid, job in self.doc["jobs"].items():
-            needs = job.get("needs", [])
-            needs = [needs] if isinstance(needs, str) else needs
-            if any(results.get(n) != "success" for n in needs) or not self.condition(
-                job.get("if"), {}
-            ):
-                results[jid] = "skipped"
-                continue
-            legs = (job.get("strategy") or {}).get("matrix", {}).get("include") or [{}]
-            outputs: dict[str, str] = {}
-            for leg in legs:
-                outputs = self.run_job(jid, job, leg)
-            results[jid] = "success"
-            self.needs[jid] = {"outputs": outputs, "result": "success"}
-        self.results = results
-
-    def run_job(self, jid: str, job: dict[str, Any], leg: dict[str, Any]) -> dict[str, str]:
-        name = f"{jid}-{leg.get('arch', 'job')}"
-        self.ran.append(name)
-        temp = self.root / "runner" / name / "temp"
-        work = self.root / "runner" / name / "work"
-        temp.mkdir(parents=True)
-        steps: dict[str, Any] = {}
-        extra = {"matrix": leg, "runner": {"temp": str(temp)}, "steps": steps}
-        for step in job["steps"]:
-            extra["steps"] = steps
-            if not self.condition(step.get("if"), extra):
-                continue
-            outputs = self.run_step(job, step, extra, work, temp)
-            if "id" in step:
-                steps[step["id"]] = {"outputs": outputs}
-        return {k: self.expand(v, extra) for k, v in (job.get("outputs") or {}).items()}
-
-    def run_step(self, job: dict[str, Any], step: dict[str, Any], extra: dict[str, Any],
-                 work: Path, temp: Path) -> dict[str, str]:
-        used = str(step.get("uses", ""))
-        given = {k: self.expand(str(v), extra) for k, v in (step.get("with") or {}).items()}
+    def __call__(self, call: StepCall) -> dict[str, str]:
+        work, temp = self.place(call.leg) / "work", Path(call.runner["temp"])
+        used, given = call.uses, call.with_
         if used.startswith("actions/checkout@"):
             subprocess.run(["git", "clone", "-q", str(self.repo), str(work)], check=True)
             return {}
@@ -205,36 +134,34 @@ class Runner:
             return {}
         if used.startswith("actions/download-artifact@"):
             dest = Path(given["path"])
-            found = sorted(self.artifacts.glob(given.get("pattern", given.get("name", ""))))
+            found = sorted(self.artifacts.glob(given.get("pattern") or given.get("name", "")))
             assert found, given
             for art in found:
                 shutil.copytree(art, dest, dirs_exist_ok=True)
             return {}
         assert not used, f"{used}: no stand-in for this action"
-        if str(step["name"]).startswith("Install cannery"):
+        if call.name.startswith("Install cannery"):
             return {}  # cannery is importable; `cannery` on PATH runs it
-        if str(step["name"]).startswith("Free runner disk space"):
+        if call.name.startswith("Free runner disk space"):
             return {}  # a hosted runner's preinstalled toolchains; this machine has none
-        run = str(step["run"])
-        assert "${{" not in run  # event data reaches scripts through env only
+        assert "${{" not in str(call.step["run"])  # event data reaches scripts through env only
+        run = str(call.run)
         if LEG_BACKEND in run:
             assert LEG_CACHE in run
             run = run.replace(LEG_BACKEND, "--backend buildah --network host").replace(
                 LEG_CACHE, "")
         output = temp / f"output-{len(self.logs)}"
         output.touch()
-        declared = {**(job.get("env") or {}), **(step.get("env") or {})}
         env = {
             **self.machine,
             "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(work),
-            "GITHUB_REF": self.github["ref"], "GITHUB_EVENT_NAME": self.github["event_name"],
-            "RUNNER_TEMP": str(temp), "GITHUB_OUTPUT": str(output),
-            **{k: self.expand(str(v), extra) for k, v in declared.items()},
+            "GITHUB_REF": "refs/heads/main", "GITHUB_EVENT_NAME": "workflow_dispatch",
+            "RUNNER_TEMP": str(temp), "GITHUB_OUTPUT": str(output), **call.env,
         }
         done = subprocess.run(["bash", "-e", "-c", run], cwd=work, env=env, capture_output=True,
                               text=True, timeout=1200, stdin=subprocess.DEVNULL, check=False)
-        self.logs.append(f"## {step['name']}\n{done.stdout}{done.stderr}")
-        assert done.returncode == 0, f"{step['name']}: exit {done.returncode}\n" + "\n".join(
+        self.logs.append(f"## {call.name}\n{done.stdout}{done.stderr}")
+        assert done.returncode == 0, f"{call.name}: exit {done.returncode}\n" + "\n".join(
             self.logs)[-6000:]
         return dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
 
@@ -409,18 +336,21 @@ def test_each_examples_build_and_merge_jobs_publish_to_registries_that_require_a
     doc = yaml.safe_load((repo / twin["ci"].get("workflow", WORKFLOW)).read_text())
     _same_jobs(example, image, doc, used, twin["images"][image]["platforms"])
     # A user name may come from a variable rather than a secret (llamafactory-npu's do).
-    runner = Runner(doc, repo, tmp_path, machine, secret=dict(creds), variables=dict(creds))
-    runner.run_all()
-    built = [r for r in runner.ran if r.startswith("build")]
-    assert runner.ran[0] == "check-job" and built and runner.ran[-1].startswith("merge"), (
-        runner.results, runner.needs, runner.logs)
-    assert json.loads(runner.needs["check"]["outputs"]["images"]) == [image]
+    steps = Steps(repo, tmp_path, machine)
+    (run,) = Interpreter(repo, steps, secrets=dict(creds), variables=dict(creds),
+                         runner=steps.runner).run(Event.dispatch({"images": "", "force": False}))
+    ran = [leg.job for leg in run.ran()]
+    built = [leg for leg in run.ran() if leg.job.startswith("build")]
+    assert ran[0] == "check" and built and ran[-1].startswith("merge"), (
+        {k: j.result for k, j in run.jobs.items()}, steps.logs)
+    assert all(leg.result == "success" for leg in run.ran()), steps.logs
+    assert json.loads(run.jobs["check"].outputs["images"]) == [image]
 
     # Published: the tag and each alias name one index in each registry the image publishes
     # to, the same digest in registries of the same media types, with the leg's platform
     # manifest; no registry answers without its password, and a registry of the pool that the
     # image does not publish to holds nothing of it.
-    arch = "amd64" if any(r.endswith("-amd64") for r in built) else "arm64"
+    arch = "amd64" if any(leg.matrix.get("arch") == "amd64" for leg in built) else "arm64"
     tag = twin["images"][image]["tag"]
     ca = ssl.create_default_context(cafile=str(world.ca.ca_cert))
     accept = {"Accept": "application/vnd.oci.image.index.v1+json, "
@@ -442,6 +372,6 @@ def test_each_examples_build_and_merge_jobs_publish_to_registries_that_require_a
         url = f"https://{reg.host}/v2/{example}/{next(iter(used))}/manifests/{tag}"
         assert httpx.get(url, headers=accept, verify=ca, auth=(user, password)).status_code == 404
     # The merge verified what it pushed (its last step), in every registry.
-    assert "## Verify the pushed image" in runner.logs[-1]
+    assert "## Verify the pushed image" in steps.logs[-1]
     for _, _, password in pool:
-        assert password not in "\n".join(runner.logs)
+        assert password not in "\n".join(steps.logs)
