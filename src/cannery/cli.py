@@ -14,6 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from cannery import __version__
+from cannery.commands.ci_cli import ci_app
 from cannery.errors import FatalError
 
 # Commands in the order a user needs them; a command not listed here comes after these.
@@ -42,6 +43,7 @@ catalog_app = typer.Typer(help="Inspect and check a catalog.", no_args_is_help=T
 render_app = typer.Typer(help="Render files from the catalog.")
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(render_app, name="render")
+app.add_typer(ci_app, name="ci")
 
 # The shared shape of every command that works on images: IMAGE… positional, then options.
 # metavar="" on flags keeps typer from printing a type such as <bool> in help.

@@ -78,14 +78,17 @@ def render_kind(
     if kind == "workflow":
         from cannery.pydeps import ci_requirements
         from cannery.render.actions import load_pins
-        from cannery.render.workflow import render_workflow, requirements_text
+        from cannery.render.workflow import render_workflows, requirements_text
 
         pins = ci_requirements(cat, ctx.lock.ci)
-        text = render_workflow(
+        texts = render_workflows(
             cat, ctx.specs(), load_pins(), catalog_file=ctx.catalog_file,
             lock_file="cannery.lock", ci_pins=pins,
         )
-        files = {out_path or ctx.root / cat.ci.workflow: text}
+        # the main workflow, then the reusable ones beside it (out_path: beside that)
+        files = {(ctx.root / rel if out_path is None else
+                  out_path if rel == cat.ci.workflow else out_path.parent / Path(rel).name): text
+                 for rel, text in texts.items()}
         if pins is not None:  # the hashed pins the workflow's jobs install cannery from
             where = (out_path.parent if out_path is not None else ctx.root)
             name = cat.ci.requirements if out_path is None else Path(cat.ci.requirements).name
