@@ -153,10 +153,8 @@ class Steps:
         output = temp / f"output-{len(self.logs)}"
         output.touch()
         env = {
-            **self.machine,
-            "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(work),
-            "GITHUB_REF": "refs/heads/main", "GITHUB_EVENT_NAME": "workflow_dispatch",
-            "RUNNER_TEMP": str(temp), "GITHUB_OUTPUT": str(output), **call.env,
+            **self.machine, **call.defaults, "GITHUB_WORKSPACE": str(work),
+            "GITHUB_OUTPUT": str(output), **call.env,
         }
         done = subprocess.run(["bash", "-e", "-c", run], cwd=work, env=env, capture_output=True,
                               text=True, timeout=1200, stdin=subprocess.DEVNULL, check=False)

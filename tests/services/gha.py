@@ -90,6 +90,7 @@ class StepCall:
     env: dict[str, str]
     runner: dict[str, Any]
     inputs: dict[str, Any]  # the inputs context of the workflow the step is in
+    defaults: dict[str, str] = field(default_factory=dict)  # GitHub's default env variables
 
 
 RunStep = Callable[[StepCall], Mapping[str, str] | None]
@@ -359,7 +360,7 @@ class Interpreter:
                 step.get("id"), str(step.get("uses", "")),
                 text(step["run"], sctx) if "run" in step else None,
                 {k: text(v, sctx) for k, v in (step.get("with") or {}).items()}, env, runner,
-                scope.inputs)
+                scope.inputs, _defaults(ctx["github"], runner))
             leg.steps.append(call)
             leg.secrets |= self._seen(call)
             try:
@@ -419,6 +420,17 @@ class Interpreter:
         if missing:
             raise GitHubLimit(f"{where}: required secrets {missing} not passed")
         return {TOKEN: mine.get(TOKEN, ""), **passed}
+
+
+def _defaults(github: dict[str, Any], runner: dict[str, Any]) -> dict[str, str]:
+    """The default environment variables GitHub sets for every step (a subset)."""
+    return {"CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_REF": github["ref"],
+            "GITHUB_REF_NAME": github["ref_name"], "GITHUB_REF_TYPE": github["ref_type"],
+            "GITHUB_EVENT_NAME": github["event_name"], "GITHUB_SHA": github["sha"],
+            "GITHUB_BASE_REF": github["base_ref"], "GITHUB_HEAD_REF": github["head_ref"],
+            "GITHUB_REPOSITORY": github["repository"], "GITHUB_JOB": github["job"],
+            "RUNNER_OS": to_string(runner.get("os", "")),
+            "RUNNER_TEMP": to_string(runner.get("temp", ""))}
 
 
 def truthy_text(value: Any) -> bool:
