@@ -254,7 +254,8 @@ def _kind_command(kind: str, doc: str) -> None:
 
 
 _kind_command(
-    "workflow", "Render the GitHub Actions workflow that builds, merges and verifies every image."
+    "workflow", "Render the GitHub Actions workflow that builds, merges and verifies every image, "
+    "and the three reusable workflows it calls, beside it."
 )
 _kind_command("bake", "Render docker-bake.json: a target per image and per (image, platform).")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -23,7 +24,7 @@ from tests.conftest import GOLDEN, ROOT
 SHA = "0123456789abcdef0123456789abcdef01234567"
 # Every generated workflow checked in: the embedded catalog's golden and each example's.
 GENERATED = sorted(
-    [GOLDEN / "workflow" / "embedded" / "cannery-images.yml",
+    [*(GOLDEN / "workflow" / "embedded").glob("*.yml"),
      *(ROOT / "examples").glob("*/.github/workflows/*.yml")]
 )
 
@@ -153,10 +154,10 @@ def test_render_writes_the_hashed_requirements_beside_the_workflow(tmp_path: Pat
     text = reqs.read_text()
     assert _pins(text) == list(CI_PINS)
     assert f"\n--index-url {cat.catalog.python_index}\n" in text  # where the lock found them
-    doc = yaml.safe_load((tmp_path / cat.ci.workflow).read_text())
-    installs = [s for job in doc["jobs"].values() for s in job["steps"]
-                if "Install cannery" in s["name"]]
-    assert len(installs) == len([j for j in doc["jobs"].values()
+    jobs = [job for wf in _workflows(tmp_path / cat.ci.workflow)
+            for job in wf["jobs"].values() if "steps" in job]  # (a call job has none)
+    installs = [s for job in jobs for s in job["steps"] if "Install cannery" in s["name"]]
+    assert len(installs) == len([j for j in jobs
                                  if any("cannery " in str(s.get("run", "")) for s in j["steps"])])
     for step in installs:
         assert step["run"] == ("python -m pip install --require-hashes --no-deps "
@@ -174,11 +175,12 @@ def test_an_action_pinned_by_commit_installs_cannery_instead(tmp_path: Path, cli
     cat = load_catalog(path).catalog
     assert not (tmp_path / cat.ci.requirements).exists()
     assert ci_requests(cat) == []
-    doc = yaml.safe_load((tmp_path / cat.ci.workflow).read_text())
-    steps = [s for job in doc["jobs"].values() for s in job["steps"]
+    docs = _workflows(tmp_path / cat.ci.workflow)
+    steps = [s for wf in docs for job in wf["jobs"].values() for s in job.get("steps", [])
              if "Install cannery" in s["name"]]
-    assert steps and all(s["uses"] == f"example/cannery-setup@{SHA}" for s in steps)
-    assert "pip install" not in (tmp_path / cat.ci.workflow).read_text()
+    assert len(steps) == 4  # check; the build, merge and pull-request legs
+    assert all(s["uses"] == f"example/cannery-setup@{SHA}" for s in steps)
+    assert "pip install" not in yaml.safe_dump(docs)
 
 
 @pytest.mark.parametrize("ref", ["v1", "main", SHA[:12], SHA.upper()])
@@ -201,9 +203,18 @@ def test_every_generated_workflow_installs_only_hashed_or_sha_pinned(path: Path)
     uses = re.findall(r"uses:\s*(\S+)", text)
     assert uses
     for ref in uses:
+        if ref.startswith("./"):  # a call job: a reusable workflow of the same commit
+            assert (path.parent / ref.rsplit("/", 1)[1]).is_file(), ref
+            continue
         assert re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}", ref), ref
     # the file it installs from is rendered beside it, every line hashed
     reqs = path.parent / "cannery-requirements.txt"
     lines = _pins(reqs.read_text())
     assert lines and all(re.search(r"( --hash=sha256:[0-9a-f]{64})+$", ln) for ln in lines)
     assert any(ln.startswith("cannery==") for ln in lines)
+
+
+def _workflows(main: Path) -> list[dict[str, Any]]:
+    """The main workflow and the reusable ones rendered beside it, parsed."""
+    paths = [main, *(main.with_name(f"{main.stem}-{k}.yml") for k in ("build", "merge", "pr"))]
+    return [yaml.safe_load(p.read_text()) for p in paths]

@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 from cannery.builder.plan import plan_build
 from cannery.catalog.image_bases import in_build_order
@@ -23,17 +22,18 @@ from cannery.lock import (
     required_inputs,
     update_lock,
 )
-from cannery.plan import plan_image
+from cannery.plan import plan, plan_image
 from cannery.render.dockerfile import render_dockerfile
+from cannery.render.workflow.groups import groups
 from tests.catalogs import line_of, minimal, only_components
 from tests.unit.test_workflow_triggers import (
     _actionlint_clean,
-    _affected_script,
     _choose,
     _commit,
     _git,
-    _render,
+    _rendered,
 )
+from tests.unit.workflows import build_legs, flat, merges, outputs
 
 CHILD = """
 [images.child]
@@ -175,31 +175,50 @@ def test_parents_are_built_first_whatever_order_is_asked(tmp_path: Path) -> None
 def test_the_workflow_builds_the_child_after_the_parents_merge_with_its_digest(
     tmp_path: Path,
 ) -> None:
+    """The child is in a later wave: its build call job runs after the first wave's merges
+    (whatever their result); its legs download the index digest the parent's merge uploaded
+    when the parent is built in this run (and fail, unbuilt, when that merge did not), else
+    build on the lock's digest; a pull request does not build it while the parent is not
+    locked."""
     from tests.unit.test_render_workflow import _tool
 
-    text = _render(_write(tmp_path))
-    jobs = yaml.safe_load(text)["jobs"]
-    assert jobs["build-child"]["needs"] == ["check", "merge-one"]
-    cond = jobs["build-child"]["if"]
+    path = _write(tmp_path)
+    cat = load_catalog(path).catalog
+    specs = plan(cat, Lock())
+    rendered = _rendered(path)
+    jobs = rendered.doc["jobs"]
+    assert [(g.wave, g.registries) for g in groups(cat, specs)] == [(0, ("local",)),
+                                                                     (1, ("local",))]
+    assert jobs["build-0"]["needs"] == "check"
+    assert jobs["build-1"]["needs"] == ["check", "merge-0"]
+    cond = jobs["build-1"]["if"]
     assert "github.event_name != 'pull_request'" in cond and "!cancelled()" in cond
-    assert ("needs.merge-one.result == 'success' || "
-            "!contains(fromJSON(needs.check.outputs.images), 'one')") in cond
-    assert jobs["merge-child"]["needs"] == ["build-child", "merge-one"]
-    assert jobs["merge-one"]["outputs"] == {"digest": "${{ steps.merge.outputs.digest }}"}
-    assert "outputs" not in jobs["merge-two"]  # nothing is built FROM two
-    merge = next(s for s in jobs["merge-one"]["steps"] if s.get("id") == "merge")
-    assert merge["run"].startswith("set -euo pipefail\n")
-    assert "pr-child" not in jobs  # its parent is not locked yet: a pull request cannot build it
-    assert ("# No pull-request build of child until image one, which it is built FROM, is "
-            "published and locked.") in text
-    for jid in ("build-child", "merge-child"):
-        steps = [s for s in jobs[jid]["steps"] if "BASE_DIGEST" in s.get("env", {})]
-        assert steps, jid
+    assert "needs.check.result == 'success'" in cond
+    assert jobs["merge-1"]["needs"] == ["check", "build-1"]
+    every = outputs(cat, specs, "workflow_dispatch")
+    assert [(leg["image"], leg["parent"], leg["parent_built"])
+            for leg in flat(every["build_1"])] == [("child", "one", True)]
+    assert {m["image"]: m["base"] for m in merges(every)} == \
+        {"one": True, "two": False, "child": False}
+    alone = outputs(cat, specs, "workflow_dispatch", images="child")
+    assert [leg["parent_built"] for leg in build_legs(alone)] == [False]  # the lock's digest
+    pr = outputs(cat, specs, "pull_request", changed=[".github/workflows/cannery-images.yml"])
+    assert {leg["image"] for leg in flat(pr["pr"])} == {"one", "two"}  # parent not locked
+    build, merge = rendered.job("build"), rendered.job("merge")
+    for job in (build, merge):
+        fetch = next(s for s in job["steps"] if s["name"].startswith("The index its parent"))
+        assert fetch["if"] == "${{ matrix.parent_built }}"
+        assert fetch["with"]["name"] == "base-digest-${{ matrix.parent }}"
+        steps = [s for s in job["steps"] if "--base-digest" in s.get("run", "")]
+        assert steps
         for step in steps:  # in env, never expanded into the script
-            assert step["env"]["BASE_DIGEST"] == "${{ needs.merge-one.outputs.digest }}"
-            assert '--base-digest "one=${BASE_DIGEST}"' in step["run"]
+            assert step["env"]["PARENT"] == "${{ matrix.parent }}"
+            assert '--base-digest "${PARENT}=$(cat "${RUNNER_TEMP}/base/digest")"' in step["run"]
             assert "${{" not in step["run"]
-    wf = _actionlint_clean(tmp_path / "repo", text)
+    upload = next(s for s in merge["steps"] if s["name"].startswith("Hand on the index"))
+    assert upload["if"] == "${{ matrix.base }}"
+    assert upload["with"]["name"] == "base-digest-${{ matrix.image }}"
+    wf = _actionlint_clean(tmp_path / "repo", rendered)
     zz = subprocess.run([_tool("zizmor"), "--offline", "--no-progress", "--format", "json",
                          "--persona", "auditor", str(wf.parent)],
                         capture_output=True, text=True, timeout=120)
@@ -217,23 +236,22 @@ def test_a_change_to_the_parent_marks_the_child_affected(tmp_path: Path) -> None
         (root / "dockerfiles" / f"{f}.Dockerfile").write_text(f"# {f}\n")
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "start")
-    (root / "script.sh").write_text(_affected_script(_render(_write(tmp_path))))
+    path = _write(tmp_path)
     before = _commit(root, "dockerfiles/one.Dockerfile")
-    assert _choose(root, "push", before)[1] == ["one", "child"]
+    assert _choose(root, "push", before, catalog=path)[1] == ["one", "child"]
     before = _commit(root, "dockerfiles/child.Dockerfile")
-    assert _choose(root, "push", before)[1] == ["child"]  # not the other way round
+    assert _choose(root, "push", before, catalog=path)[1] == ["child"]  # not the other way
     before = _commit(root, "dockerfiles/two.Dockerfile")
-    assert _choose(root, "push", before)[1] == ["two"]
+    assert _choose(root, "push", before, catalog=path)[1] == ["two"]
 
 
 def _merge_step(tmp_path: Path, cannery: str) -> tuple[int, str]:
-    """Run the parent's rendered merge step as GitHub does (bash -e), with ``cannery`` (a
-    shell function body) in place of cannery; its exit status and its GITHUB_OUTPUT."""
+    """Run the rendered merge step for the parent (matrix.base true) as GitHub does (bash
+    -e), with ``cannery`` (a shell script body) in place of cannery; its exit status and the
+    digest file it hands on ("" when none)."""
     tmp_path.mkdir()
-    jobs = yaml.safe_load(_render(_write(tmp_path)))["jobs"]
-    script = next(s for s in jobs["merge-one"]["steps"] if s.get("id") == "merge")["run"]
-    out = tmp_path / "output"
-    out.write_text("")
+    merge = _rendered(_write(tmp_path)).job("merge")
+    script = next(s for s in merge["steps"] if "--merge-only" in s.get("run", ""))["run"]
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     fake = bin_dir / "cannery"
@@ -243,8 +261,9 @@ def _merge_step(tmp_path: Path, cannery: str) -> tuple[int, str]:
     proc = subprocess.run(["bash", "-e", str(tmp_path / "step.sh")], capture_output=True,
                           text=True, timeout=60, env={
                               "PATH": f"{bin_dir}:/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path),
-                              "GITHUB_OUTPUT": str(out)})
-    return proc.returncode, out.read_text()
+                              "IMAGE": "one", "PARENT": "", "BASE": "true"})
+    digest = tmp_path / "base-out" / "digest"
+    return proc.returncode, digest.read_text() if digest.exists() else ""
 
 
 def test_the_parents_merge_step_fails_with_cannery_and_hands_on_only_a_digest(
@@ -253,13 +272,13 @@ def test_the_parents_merge_step_fails_with_cannery_and_hands_on_only_a_digest(
     """The merge step of an image others are built FROM: a failed merge fails the step (no
     green job, no child built on the old parent), and so does an answer without a digest."""
     failed = 'echo \'{"images": [{"index_digest": null, "error": "push failed"}]}\'; exit 1\n'
-    rc, output = _merge_step(tmp_path / "a", failed)
-    assert rc != 0 and "digest=" not in output
-    rc, output = _merge_step(tmp_path / "b", 'echo \'{"images": [{"index_digest": null}]}\'\n')
-    assert rc != 0 and "digest=" not in output
+    rc, digest = _merge_step(tmp_path / "a", failed)
+    assert rc != 0 and digest == ""
+    rc, digest = _merge_step(tmp_path / "b", 'echo \'{"images": [{"index_digest": null}]}\'\n')
+    assert rc != 0 and "sha256" not in digest
     good = f'echo \'{{"images": [{{"index_digest": "{DIGEST_A}"}}]}}\'\n'
-    rc, output = _merge_step(tmp_path / "c", good)
-    assert rc == 0 and output == f"digest={DIGEST_A}\n"
+    rc, digest = _merge_step(tmp_path / "c", good)
+    assert rc == 0 and digest == f"{DIGEST_A}\n"
 
 
 def test_a_stage_cannot_start_from_a_catalog_image(tmp_path: Path) -> None:

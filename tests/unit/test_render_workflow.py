@@ -23,8 +23,9 @@ from cannery.lock import read_lock
 from cannery.plan import plan
 from cannery.pydeps import ci_requirements
 from cannery.render.actions import load_pins
-from cannery.render.workflow import render_workflow
 from tests.conftest import GOLDEN, ROOT
+from tests.unit.workflows import Rendered, build_legs, merges, outputs
+from tests.unit.workflows import render as render_files
 
 EXAMPLE = ROOT / "examples" / "verl-ascend"
 EXAMPLE_CATALOG = EXAMPLE / "cannery.toml"
@@ -34,14 +35,8 @@ VLLM_CATALOG = VLLM / "cannery.toml"
 
 
 def _render(catalog: Path | None) -> str:
-    loaded = load_catalog(catalog)
-    lock = read_lock(GOLDEN / "cannery.lock" if catalog is None
-                     else catalog.parent / "cannery.lock")
-    return render_workflow(
-        loaded.catalog, plan(loaded.catalog, lock), load_pins(),
-        catalog_file=catalog.name if catalog else None, lock_file="cannery.lock",
-        ci_pins=ci_requirements(loaded.catalog, lock.ci),
-    )
+    """The main workflow's text."""
+    return _rendered(catalog).text
 
 
 CASES = {
@@ -68,10 +63,14 @@ def _doc(name: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", CASES)
 def test_golden(name: str) -> None:
-    """Refresh with tests/golden/refresh.sh and review the diff."""
+    """Refresh with tests/golden/refresh.sh and review the diff: every file, the main
+    workflow and the reusable ones beside it."""
     catalog, golden = CASES[name]
-    assert _render(catalog) == golden.read_text(encoding="utf-8")
-    assert _render(catalog) == _render(catalog)  # byte-stable
+    files = _rendered(catalog).files
+    assert len(files) == 4
+    for rel, text in files.items():
+        assert text == (golden.parent / Path(rel).name).read_text(encoding="utf-8"), rel
+    assert _rendered(catalog).files == files  # byte-stable
 
 
 def _steps(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -80,20 +79,29 @@ def _steps(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 @pytest.mark.parametrize("name", CASES)
 def test_every_action_pinned_to_the_package_data_sha(name: str) -> None:
-    text = _render(CASES[name][0])
+    rendered = _rendered(CASES[name][0])
     pins = load_pins()
-    uses = re.findall(r"uses: (\S+)@(\S+) # (\S+)", text)
-    assert uses
-    assert len(uses) == text.count("uses:")  # every uses: line has a SHA and a version comment
-    for action, sha, version in uses:
-        assert re.fullmatch(r"[0-9a-f]{40}", sha)
-        assert (pins[action].sha, pins[action].version) == (sha, version)
+    for rel, text in rendered.files.items():
+        uses = re.findall(r"uses: (\S+)@(\S+) # (\S+)", text)
+        # every uses: line has a SHA and a version comment, but the call jobs' reusable
+        # workflows, which are the same commit's files
+        local = re.findall(r"uses: \./\S+ # zizmor: ignore\[self-repository\]", text)
+        assert len(uses) + len(local) == text.count("uses:"), rel
+        for action, sha, version in uses:
+            assert re.fullmatch(r"[0-9a-f]{40}", sha)
+            assert (pins[action].sha, pins[action].version) == (sha, version)
+    assert re.findall(r"uses: (\S+)@", rendered.all_text)
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_secrets_only_through_env_and_least_permissions(name: str) -> None:
-    doc = _doc(name)
-    environment = load_catalog(CASES[name][0]).catalog.ci.environment
+    rendered = _rendered(CASES[name][0])
+    doc = rendered.doc
+    cat = load_catalog(CASES[name][0]).catalog
+    environment = cat.ci.environment
+    lock = read_lock(GOLDEN / "cannery.lock" if CASES[name][0] is None
+                     else CASES[name][0].parent / "cannery.lock")
+    build_secrets = {n for s in plan(cat, lock) for n in s.secrets}
     assert doc["permissions"] == {}
     for jid, job in doc["jobs"].items():
         if jid.startswith("merge-"):  # keyless signing: the OIDC token, the attestation store
@@ -108,58 +116,97 @@ def test_secrets_only_through_env_and_least_permissions(name: str) -> None:
         if jid == "lock-update":  # runs cannery on the schedule, never on a fork
             assert job["if"] == \
                 "${{ github.event_name == 'schedule' && !github.event.repository.fork }}"
-    for jid, step in _steps(doc):
+        if "uses" in job:  # a call job: secrets only as the reusable workflow's, by name
+            for key, value in job.get("secrets", {}).items():
+                assert value == f"${{{{ secrets.{key} }}}}", jid
+    for kind in ("build", "merge", "pr"):
+        called = rendered.reusable(kind)
+        assert called["permissions"] == {}
+        job = rendered.job(kind)
+        want = {"contents": "read"} if kind != "merge" else \
+            {"contents": "read", "id-token": "write", "attestations": "write"}
+        assert job["permissions"] == want, kind
+        if kind != "pr":
+            assert job.get("environment") == environment, kind
+        for step in job["steps"]:
+            assert "secrets." not in str(step.get("run", "")), kind
+            assert "${{" not in str(step.get("run", "")), (kind, step["run"])
+            if "actions/checkout@" in str(step.get("uses", "")):
+                assert step["with"]["persist-credentials"] is False
+            for key, value in step.get("env", {}).items():
+                if "secrets." in str(value):
+                    # one registry, or each of several (mirrors) in its own variables; the
+                    # build legs also get the build secrets (only their group's are passed)
+                    assert re.fullmatch(r"CANNERY_REGISTRY_([A-Z0-9_]+_)?(USER|PASSWORD)", key) \
+                        or (kind == "build" and key in build_secrets), (kind, key)
+    for jid, step in [(j, s) for j, job in doc["jobs"].items() for s in job.get("steps", [])]:
         assert "secrets." not in str(step.get("run", "")), jid
-        assert "${{" not in str(step.get("run", "")), (jid, step["run"])  # nothing interpolated
+        assert "${{" not in str(step.get("run", "")), (jid, step["run"])
         if "actions/checkout@" in str(step.get("uses", "")):
             assert step["with"]["persist-credentials"] is False
-        for key, value in step.get("env", {}).items():
-            if "secrets." in str(value):
-                # one registry, or each of several (mirrors) in its own variables
-                assert re.fullmatch(r"CANNERY_REGISTRY_([A-Z0-9_]+_)?(USER|PASSWORD)", key), key
-                assert doc["jobs"][jid]["environment"] == environment
 
 
 def test_example_jobs_legs_and_merges_match_the_catalog() -> None:
-    doc = _doc("example")
-    cat = load_catalog(EXAMPLE_CATALOG).catalog
+    rendered = _rendered(EXAMPLE_CATALOG)
+    doc = rendered.doc
+    loaded = load_catalog(EXAMPLE_CATALOG)
+    cat = loaded.catalog
+    specs = plan(cat, read_lock(EXAMPLE / "cannery.lock"))
     jobs = doc["jobs"]
     assert next(iter(jobs)) == "check"
     check_runs = [s.get("run", "") for s in jobs["check"]["steps"]]
     assert "cannery render --check --catalog cannery.toml" in check_runs
+    plan_run = next(r for r in check_runs if r.startswith("cannery ci plan"))
+    assert "--catalog cannery.toml" in plan_run and '>> "${GITHUB_OUTPUT}"' in plan_run
+    # one group: one build call job, one merge call job, after it
+    assert [j for j in jobs if j.startswith(("build-", "merge-"))] == ["build-0", "merge-0"]
+    assert jobs["build-0"]["needs"] == "check"
+    assert jobs["merge-0"]["needs"] == ["check", "build-0"]
+    for jid in ("build-0", "merge-0"):
+        assert jobs[jid]["strategy"]["fail-fast"] is False
+        assert jobs[jid]["uses"].startswith("./.github/workflows/docker-build-ascend-")
+    out = outputs(cat, specs, "workflow_dispatch")
+    legs, merged = build_legs(out), merges(out)
+    build, merge = rendered.job("build"), rendered.job("merge")
     artifacts, groups = set(), set()
     for image, img in cat.images.items():
-        build, merge = jobs[f"build-{image}"], jobs[f"merge-{image}"]
-        assert build["needs"] == "check"
-        assert merge["needs"] == f"build-{image}"  # runs only when every leg of it succeeded
-        legs = build["strategy"]["matrix"]["include"]
-        assert [leg["platform"] for leg in legs] == img.platforms
-        assert [leg["runner"] for leg in legs] == [cat.ci.runners[p] for p in img.platforms]
-        assert build["strategy"]["fail-fast"] is False
-        for leg in legs:
+        mine = [leg for leg in legs if leg["image"] == image]
+        assert [leg["platform"] for leg in mine] == img.platforms
+        assert [leg["runner"] for leg in mine] == [cat.ci.runners[p] for p in img.platforms]
+        for leg in mine:
             artifacts.add(f"digest-{image}-{leg['arch']}")
-            groups.add(build["concurrency"]["group"].replace("${{ matrix.arch }}", leg["arch"]))
-        groups.add(merge["concurrency"]["group"])
-        run = next(s["run"] for s in build["steps"] if "cannery build" in s.get("run", ""))
-        assert "--platform" in run and "--push" in run and "--digest-dir" in run
-        assert "--merge-only" not in run and "--tag" not in run.replace("--tag-suffix", "")
-        upload = next(s for s in build["steps"] if "upload-artifact" in s.get("uses", ""))
-        assert upload["with"]["name"] == f"digest-{image}-${{{{ matrix.arch }}}}"
-        download = next(s for s in merge["steps"] if "download-artifact" in s.get("uses", ""))
-        assert download["with"]["pattern"] == f"digest-{image}-*"
-        runs = [s.get("run", "") for s in merge["steps"]]
-        merge_run = next(r for r in runs if "--merge-only" in r)
-        assert f"cannery build {image} " in merge_run and "--push" in merge_run
-        verify = next(s for s in merge["steps"] if "cannery verify" in s.get("run", ""))
-        assert verify["env"]["IMAGE_REF"].endswith(":" + plan(cat, read_lock(Path("x")),
-                                                              [image])[0].tag)
-        assert runs.index(merge_run) < runs.index(verify["run"])
+            groups.add(build["concurrency"]["group"].replace("${{ matrix.image }}", image)
+                       .replace("${{ matrix.arch }}", leg["arch"]))
+        groups.add(merge["concurrency"]["group"].replace("${{ matrix.image }}", image))
+        (entry,) = [m for m in merged if m["image"] == image]
+        assert entry["platforms"] == img.platforms
+        tag = plan(cat, read_lock(Path("x")), [image])[0].tag
+        assert entry["reference"].endswith(":" + tag)
+    assert build["strategy"]["fail-fast"] is False
+    assert build["strategy"]["matrix"] == {"include": "${{ fromJSON(inputs.legs) }}"}
+    run = next(s["run"] for s in build["steps"] if "cannery build" in s.get("run", ""))
+    assert "--platform" in run and "--push" in run and "--digest-dir" in run
+    assert "--merge-only" not in run and "--tag" not in run.replace("--tag-suffix", "")
+    upload = next(s for s in build["steps"] if "upload-artifact" in s.get("uses", ""))
+    assert upload["with"]["name"] == "digest-${{ matrix.image }}-${{ matrix.arch }}"
+    download = next(s for s in merge["steps"] if "download-artifact" in s.get("uses", ""))
+    assert download["with"]["pattern"] == "digest-${{ matrix.image }}-*"
+    runs = [s.get("run", "") for s in merge["steps"]]
+    merge_run = next(r for r in runs if "--merge-only" in r)
+    assert 'cannery build "${IMAGE}" ' in merge_run and "--push" in merge_run
+    verify = next(s for s in merge["steps"] if "cannery verify" in s.get("run", ""))
+    assert verify["env"]["IMAGE_REF"] == "${{ matrix.reference }}"
+    assert runs.index(merge_run) < runs.index(verify["run"])
+    # the merge runs only when every leg of its image uploaded its descriptor
+    complete = next(s for s in merge["steps"] if s["name"].startswith("Every platform leg"))
+    assert runs.index(complete["run"]) < runs.index(merge_run)
     assert len(artifacts) == 16  # one per (image, platform), none shared
     assert len(groups) == 24  # per (image, platform) for legs, per image for merges
     assert doc["on"]["schedule"] == [{"cron": "0 16 * * *"}]
     paths = doc["on"]["push"]["paths"]
     for p in ("cannery.toml", "cannery.lock", "docker/ascend/**", "docker-bake.json",
-              ".github/workflows/docker-build-ascend.yml"):
+              ".github/workflows/docker-build-ascend.yml",
+              ".github/workflows/docker-build-ascend-build.yml"):
         assert p in paths
 
 
@@ -178,11 +225,10 @@ def _tool(name: str) -> str:
 
 @pytest.fixture(params=list(CASES))
 def workflow_repo(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    """A git repository holding one rendered workflow (actionlint looks for the repo root)."""
+    """A git repository holding one render's workflows (actionlint looks for the repo root
+    and checks each call job against the reusable workflow it calls)."""
     catalog, _ = CASES[request.param]
-    wf = tmp_path / ".github" / "workflows" / "images.yml"
-    wf.parent.mkdir(parents=True)
-    wf.write_text(_render(catalog), encoding="utf-8")
+    _rendered(catalog).write(tmp_path)
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     return tmp_path
 
@@ -339,33 +385,51 @@ def test_render_then_every_linter_is_clean(  # type: ignore[no-untyped-def]
         assert allowed[f["rule"]] in (tmp_path / f["path"]).read_text(), f
     if CASES[name][0] is None:  # the embedded catalog, locked: nothing above info
         assert res.code == 0
-    assert json.loads(res.out)["files"] == len(list(tmp_path.rglob("*.Dockerfile"))) + 1
+    # the Dockerfiles and the workflows: the main one, the three reusable ones
+    assert json.loads(res.out)["files"] == len(list(tmp_path.rglob("*.Dockerfile"))) + 4
 
 
 def test_merge_signs_cannerys_provenance_keyless_per_platform() -> None:
     """Only the workflow text can be tested: no GitHub OIDC issuer (nor Sigstore) is reachable
     here, so the keyless signature itself is never made in these tests."""
-    doc = _doc("embedded")
-    for image in ("qwen3-5-a2", "qwen3-5-a3"):
-        merge = doc["jobs"][f"merge-{image}"]
-        steps = merge["steps"]
-        run = next(s["run"] for s in steps if "--merge-only" in s.get("run", ""))
-        assert '--provenance-dir "${RUNNER_TEMP}/provenance"' in run
-        login = next(s for s in steps if "docker/login-action@" in s.get("uses", ""))
-        assert login["with"]["registry"] == "quay.io"
-        attests = [s for s in steps if "actions/attest@" in s.get("uses", "")]
-        assert [a["with"]["subject-digest"] for a in attests] == [
-            "${{ steps.digests.outputs.amd64 }}", "${{ steps.digests.outputs.arm64 }}"]
-        for a, slug in zip(attests, ("linux-amd64", "linux-arm64"), strict=True):
-            assert a["with"]["predicate-path"] == \
-                f"${{{{ runner.temp }}}}/provenance/{image}/{slug}.json"
-            assert a["with"]["predicate-type"] == "https://slsa.dev/provenance/v1"
-            assert a["with"]["push-to-registry"] is True
-            assert a["with"]["subject-name"] == "quay.io/ascend/verl"
-        # Only where keyless signing works (a public repository), and after the merge.
-        for s in [login, *attests]:
-            assert s["if"] == "${{ !github.event.repository.private }}"
-        names = [s["name"] for s in steps]
-        assert names.index(attests[-1]["name"]) < names.index("Verify the pushed image")
-        assert steps.index(next(s for s in steps if s.get("id") == "digests")) < \
-            steps.index(attests[0])
+    rendered = _rendered(None)
+    steps = rendered.job("merge")["steps"]
+    run = next(s["run"] for s in steps if "--merge-only" in s.get("run", ""))
+    assert '--provenance-dir "${RUNNER_TEMP}/provenance"' in run
+    (login,) = [s for s in steps if "docker/login-action@" in s.get("uses", "")]
+    assert login["with"]["registry"] == "quay.io"
+    attests = [s for s in steps if "actions/attest@" in s.get("uses", "")]
+    assert [a["with"]["subject-digest"] for a in attests] == [
+        "${{ steps.digests.outputs.amd64 }}", "${{ steps.digests.outputs.arm64 }}"]
+    for a, p in zip(attests, ("linux/amd64", "linux/arm64"), strict=True):
+        slug = p.replace("/", "-")
+        assert a["with"]["predicate-path"] == \
+            f"${{{{ runner.temp }}}}/provenance/${{{{ matrix.image }}}}/{slug}.json"
+        assert a["with"]["predicate-type"] == "https://slsa.dev/provenance/v1"
+        assert a["with"]["push-to-registry"] is True
+        assert a["with"]["subject-name"] == "${{ matrix.repository }}"
+        # only where keyless signing works (a public repository), for the image's platforms
+        assert a["if"] == ("${{ !github.event.repository.private && "
+                           f"contains(matrix.platforms, '{p}') }}}}")
+    assert login["if"] == ("${{ !github.event.repository.private && "
+                           "matrix.registry == 'quay' }}")
+    names = [s["name"] for s in steps]
+    assert names.index(attests[-1]["name"]) < names.index("Verify the pushed image")
+    assert steps.index(next(s for s in steps if s.get("id") == "digests")) < \
+        steps.index(attests[0])
+    # the merges' entries carry what those steps read
+    loaded = load_catalog(None)
+    out = outputs(loaded.catalog, plan(loaded.catalog, read_lock(GOLDEN / "cannery.lock")),
+                  "workflow_dispatch", images="qwen3-5-a2 qwen3-5-a3")
+    for entry in merges(out):
+        assert entry["repository"] == "quay.io/ascend/verl" and entry["registry"] == "quay"
+        assert entry["platforms"] == ["linux/amd64", "linux/arm64"]
+
+
+def _rendered(catalog: Path | None) -> Rendered:
+    loaded = load_catalog(catalog)
+    lock = read_lock(GOLDEN / "cannery.lock" if catalog is None
+                     else catalog.parent / "cannery.lock")
+    return render_files(loaded.catalog, plan(loaded.catalog, lock),
+                        catalog.name if catalog else None,
+                        ci_pins=ci_requirements(loaded.catalog, lock.ci))

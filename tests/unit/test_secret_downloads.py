@@ -7,16 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from cannery.catalog.load import load_catalog
 from cannery.errors import CatalogError, LockError, NetworkError
 from cannery.lock import Lock, Resolvers, _secret_or_plain, secret_url, update_lock
-from cannery.plan import plan_image
+from cannery.plan import plan, plan_image
 from cannery.render.dockerfile import render_dockerfile
+from cannery.render.workflow.groups import groups
 from cannery.util.env import child_env
 from tests.catalogs import minimal, only_components
-from tests.unit.test_workflow_triggers import _render
+from tests.unit.test_workflow_triggers import _rendered
+from tests.unit.workflows import flat, outputs
 
 TOKEN = "sig-do-not-show"
 SECRET = f"https://bucket.example.com/data.tgz?X-Amz-Signature={TOKEN}"
@@ -115,20 +116,43 @@ def test_no_child_process_gets_the_variable_once_it_is_a_secret(
     assert "OTHER_URL" not in child_env({"OTHER_URL": SECRET})
 
 
+PLAIN = """
+[images.plain]
+base = "b910"
+toolkit = "cann852"
+recipe = "p"
+platforms = ["linux/amd64"]
+tag = "p-{cann}-{chip}-py{python}-{recipe}"
+components = ["torch"]
+"""
+
+
 def test_the_workflow_hands_the_secret_to_the_build_legs_only(tmp_path: Path) -> None:
-    text = _render(_catalog(tmp_path))  # (two extends one: both fetch the download)
-    jobs = yaml.safe_load(text)["jobs"]
-    for image in ("one", "two"):
-        steps = jobs[f"build-{image}"]["steps"]
-        build = next(s for s in steps if s["name"] == "Build and push by digest")
-        assert build["env"]["DATA_URL"] == "${{ secrets.DATA_URL }}"
-        assert [s for s in steps if "DATA_URL" in str(s)] == [build]
-        assert f"pr-{image}" not in jobs  # no pull request gets secrets: no PR build
-        assert (f"# No pull-request build of {image}: it needs build secrets (DATA_URL), which "
-                "a pull request never gets.") in text
-    for jid, job in jobs.items():
-        if not jid.startswith("build-"):
-            assert "DATA_URL" not in str(job), jid
+    """Two images fetch the download (two extends one), one does not: they are two groups,
+    and only the build call job of the first passes the secret; the reusable build workflow
+    puts it in the build step's env only; no pull request builds an image that needs it."""
+    path = _catalog(tmp_path, DOWNLOAD + PLAIN)
+    rendered = _rendered(path)
+    jobs = rendered.doc["jobs"]
+    cat = load_catalog(path).catalog
+    specs = plan(cat, Lock())
+    shape = groups(cat, specs)
+    assert [g.secrets for g in shape] == [(), ("DATA_URL",)]
+    passing = [jid for jid, job in jobs.items() if "DATA_URL" in str(job.get("secrets", {}))]
+    assert passing == ["build-1"]
+    assert jobs["build-1"]["secrets"]["DATA_URL"] == "${{ secrets.DATA_URL }}"
+    steps = rendered.job("build")["steps"]
+    build = next(s for s in steps if s["name"] == "Build and push by digest")
+    assert build["env"]["DATA_URL"] == "${{ secrets.DATA_URL }}"
+    assert [s for s in steps if "DATA_URL" in str(s)] == [build]
+    for kind in ("merge", "pr"):
+        assert "DATA_URL" not in str(rendered.reusable(kind)), kind
+    out = outputs(cat, specs, "workflow_dispatch")
+    assert {leg["image"] for leg in flat(out["build_1"])} == {"one", "two"}
+    assert {leg["image"] for leg in flat(out["build_0"])} == {"plain"}
+    # a pull request that touches every image builds only the one that needs no secret
+    pr = outputs(cat, specs, "pull_request", changed=[".github/workflows/cannery-images.yml"])
+    assert {leg["image"] for leg in flat(pr["pr"])} == {"plain"}
 
 
 def test_loading_the_catalog_hides_the_variable_from_children(

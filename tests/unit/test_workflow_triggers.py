@@ -1,12 +1,14 @@
 """The generated workflow's triggers: the pull-request path (no secret, no push, no login),
 release tags, manual runs with inputs, max-parallel, the disk clean-up step, the scheduled lock
-update, and the `check` job's choice of images, run with bash on real git histories."""
+update, and the `check` job's choice of images (`cannery ci plan`, run on real git
+histories)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,20 +16,23 @@ import pytest
 import yaml
 
 from cannery.catalog.load import load_catalog
-from cannery.errors import CatalogError
+from cannery.commands.ci import Event, publishes
+from cannery.errors import CatalogError, InputError
 from cannery.lock import Lock
 from cannery.plan import plan
 from cannery.pydeps import ci_requirements
-from cannery.render.actions import load_pins
-from cannery.render.workflow import render_workflow
 from tests.catalogs import ci_entries, minimal
 from tests.conftest import GOLDEN, ROOT
 from tests.unit.test_publish_workflow import _render as multi_registry_workflow
+from tests.unit.workflows import Rendered, build_legs, flat, merges, outputs
+from tests.unit.workflows import render as render_files
 
 # Every generated workflow checked in: the embedded catalog's golden and each example's.
+# (the main workflows: the reusable ones beside each are read through it)
 GENERATED = sorted(
-    [GOLDEN / "workflow" / "embedded" / "cannery-images.yml",
-     *(ROOT / "examples").glob("*/.github/workflows/*.yml")]
+    p for p in [GOLDEN / "workflow" / "embedded" / "cannery-images.yml",
+                *(ROOT / "examples").glob("*/.github/workflows/*.yml")]
+    if not p.stem.endswith(("-build", "-merge", "-pr"))
 )
 
 APP = """
@@ -50,28 +55,25 @@ def _catalog(tmp_path: Path, ci: str = "", extra: str = "") -> Path:
 
 
 def _render(path: Path) -> str:
-    cat = load_catalog(path).catalog
-    return render_workflow(cat, plan(cat, Lock()), load_pins(), catalog_file=path.name,
-                           lock_file="cannery.lock",
-                           ci_pins=ci_requirements(cat, ci_entries(cat)))
+    """The main workflow's text."""
+    return _rendered(path).text
 
 
 def _on_pull_request(jobs: dict[str, Any], jid: str) -> bool:
     """Whether GitHub can run job ``jid`` for a ``pull_request`` event: its ``if`` allows it
-    and every job it needs can run too (a skipped need skips it: no always() anywhere)."""
+    and every job it needs can run too (a skipped need skips it, unless the job's ``if`` has
+    !cancelled(), which only jobs that also refuse a pull request have)."""
     job = jobs[jid]
     cond = str(job.get("if", ""))
+    if "github.event_name != 'pull_request'" in cond or "github.event_name == 'schedule'" in cond:
+        return False
     for word in ("always()", "cancelled()", "failure()"):
         assert word not in cond, (jid, cond)
-    if "github.event_name != 'pull_request'" in cond or "github.event_name == 'schedule'" in cond:
-        own = False
-    elif not cond or "github.event_name == 'pull_request'" in cond:
-        own = True
-    else:
+    if cond and "github.event_name == 'pull_request'" not in cond:
         pytest.fail(f"{jid}: its if does not say whether it runs on a pull request: {cond}")
     needs = job.get("needs", [])
-    return own and all(_on_pull_request(jobs, n) for n in ([needs] if isinstance(needs, str)
-                                                            else needs))
+    return all(_on_pull_request(jobs, n) for n in ([needs] if isinstance(needs, str)
+                                                   else needs))
 
 
 def _pr_path(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -82,90 +84,93 @@ def _pr_path(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 @pytest.mark.parametrize("path", GENERATED, ids=[p.parent.parent.parent.name for p in GENERATED])
 def test_pull_request_path_names_no_secret_pushes_nothing(path: Path) -> None:
-    """Reads the generated file: every job a pull request can run (from a fork too) names no
-    secret, no token, no environment, logs in nowhere and pushes nothing; every job that does
-    is off that path."""
+    """Reads the generated files: every job a pull request can run (from a fork too) names no
+    secret, no token, no environment, logs in nowhere and pushes nothing (the pr call job and
+    the reusable workflow it calls); every job that does is off that path."""
     doc, pr = _pr_path(path.read_text(encoding="utf-8"))
     assert "pull_request_target" not in doc["on"]
     if "pull_request" not in doc["on"]:  # `pull_requests = false` (llamafactory-npu)
-        assert not [jid for jid in doc["jobs"] if jid.startswith("pr-")]
+        assert "pr" not in doc["jobs"]
         return
-    images = {jid.removeprefix("build-") for jid in doc["jobs"] if jid.startswith("build-")}
-    assert set(pr) == {"check"} | {f"pr-{i}" for i in images}
-    for jid, job in pr.items():
+    assert set(pr) == {"check", "pr"}
+    called = yaml.safe_load(path.with_name(path.stem + "-pr.yml").read_text(encoding="utf-8"))
+    assert "secrets" not in called["on"]["workflow_call"]
+    for jid, job in [*pr.items(), *called["jobs"].items()]:
         text = yaml.safe_dump(job)
-        assert "secrets." not in text, jid
+        assert "secrets" not in text, jid
         assert "github.token" not in text and "GH_TOKEN" not in text, jid
         assert "--push" not in text and "login" not in text.lower(), jid
         assert "environment" not in job, jid
         assert job["permissions"] == {"contents": "read"}, jid
-        for step in job["steps"]:
+        for step in job.get("steps", []):
             if "actions/checkout@" in str(step.get("uses", "")):
                 assert step["with"]["persist-credentials"] is False
-    for jid, job in doc["jobs"].items():
-        if jid.startswith("pr-"):
-            build = next(s["run"] for s in job["steps"] if "cannery build" in s.get("run", ""))
-            assert '--output "oci:${RUNNER_TEMP}/oci"' in build and "--locked" in build
-            assert "--backend buildah" in build
-            verify = next(s for s in job["steps"] if "cannery verify" in s.get("run", ""))
-            assert verify["run"].startswith('cannery verify "oci:${RUNNER_TEMP}/oci"')
-            assert '--platform "${PLATFORM}"' in verify["run"]
-            assert job["steps"].index(verify) == len(job["steps"]) - 1  # after the build
+    (job,) = called["jobs"].values()
+    build = next(s["run"] for s in job["steps"] if "cannery build" in s.get("run", ""))
+    assert '--output "oci:${RUNNER_TEMP}/oci"' in build and "--locked" in build
+    assert "--backend buildah" in build
+    verify = next(s for s in job["steps"] if "cannery verify" in s.get("run", ""))
+    assert verify["run"].startswith('cannery verify "oci:${RUNNER_TEMP}/oci"')
+    assert '--platform "${PLATFORM}"' in verify["run"]
+    assert job["steps"].index(verify) == len(job["steps"]) - 1  # after the build
+    for jid in doc["jobs"]:
         if jid not in pr:
             assert jid.startswith(("build-", "merge-", "lock-update")), jid
 
 
 def test_multi_registry_secrets_stay_off_the_pull_request_path(tmp_path: Path) -> None:
     _, pr = _pr_path(multi_registry_workflow(tmp_path))
-    assert set(pr) == {"check", "pr-one"}
+    assert set(pr) == {"check", "pr"}
     assert "secrets." not in yaml.safe_dump(pr)
 
 
 def test_release_tags_dispatch_inputs_max_parallel_and_disk(tmp_path: Path) -> None:
-    doc = yaml.safe_load(_render(_catalog(
+    rendered = _rendered(_catalog(
         tmp_path, 'release_tags = ["v*", "release/*"]\nmax_parallel = 1\nfree_disk = true\n'
-        'branches = ["main", "releases/*"]\n')))
+        'branches = ["main", "releases/*"]\n'))
+    doc = rendered.doc
     on = doc["on"]
     assert on["push"]["tags"] == ["v*", "release/*"]
     assert on["push"]["branches"] == on["pull_request"]["branches"] == ["main", "releases/*"]
     inputs = on["workflow_dispatch"]["inputs"]
     assert inputs["images"]["type"] == "string" and inputs["force"]["type"] == "boolean"
-    jobs = doc["jobs"]
-    for image in ("one", "two"):
-        for jid in (f"build-{image}", f"pr-{image}"):
-            assert jobs[jid]["strategy"]["max-parallel"] == 1
-            first = jobs[jid]["steps"][0]
-            assert first["name"].startswith("Free runner disk space")
-            assert "sudo rm -rf /usr/share/dotnet" in first["run"]
-        leg = next(s for s in jobs[f"build-{image}"]["steps"]
-                   if "cannery build" in s.get("run", ""))
-        assert leg["env"]["FORCE"] == "${{ inputs.force }}"
-        assert 'if [ "${FORCE}" = true ]; then set -- --force; fi' in leg["run"]
-        assert leg["run"].rstrip().endswith('"$@"')
-        merge = next(s for s in jobs[f"merge-{image}"]["steps"]
-                     if "--merge-only" in s.get("run", ""))
-        assert "--force" not in merge["run"]  # the merge keeps its lock-epoch guard
+    for kind in ("build", "pr"):
+        job = rendered.job(kind)
+        assert job["strategy"]["max-parallel"] == 1
+        first = job["steps"][0]
+        assert first["name"].startswith("Free runner disk space")
+        assert "sudo rm -rf /usr/share/dotnet" in first["run"]
+    assert doc["jobs"]["build-0"]["with"]["force"] == "${{ inputs.force == true }}"
+    leg = next(s for s in rendered.job("build")["steps"] if "cannery build" in s.get("run", ""))
+    assert leg["env"]["FORCE"] == "${{ inputs.force }}"
+    assert 'if [ "${FORCE}" = true ]; then set -- --force; fi' in leg["run"]
+    assert leg["run"].rstrip().endswith('"$@"')
+    merge = next(s for s in rendered.job("merge")["steps"] if "--merge-only" in s.get("run", ""))
+    assert "--force" not in merge["run"]  # the merge keeps its lock-epoch guard
 
 
 def test_defaults_no_release_tags_no_disk_step_no_lock_job_without_schedule(
     tmp_path: Path,
 ) -> None:
-    doc = yaml.safe_load(_render(_catalog(tmp_path)))
+    rendered = _rendered(_catalog(tmp_path))
+    doc = rendered.doc
     assert "tags" not in doc["on"]["push"]
     assert "schedule" not in doc["on"] and "lock-update" not in doc["jobs"]
-    for jid, job in doc["jobs"].items():
+    jobs = [*doc["jobs"].items(), *((k, rendered.job(k)) for k in ("build", "merge", "pr"))]
+    for jid, job in jobs:
         assert "max-parallel" not in job.get("strategy", {}), jid
-        assert not any("Free runner disk" in s.get("name", "") for s in job["steps"]), jid
+        assert not any("Free runner disk" in s.get("name", "") for s in job.get("steps", [])), jid
 
 
 def test_pull_requests_can_be_turned_off(tmp_path: Path) -> None:
     doc = yaml.safe_load(_render(_catalog(tmp_path, "pull_requests = false\n")))
     assert "pull_request" not in doc["on"]
-    assert not [j for j in doc["jobs"] if j.startswith("pr-")]
+    assert "pr" not in doc["jobs"]
 
 
 def test_scheduled_lock_update_opens_a_pull_request(tmp_path: Path) -> None:
-    doc = yaml.safe_load(_render(_catalog(tmp_path, 'schedule = "0 3 * * *"\n')))
+    rendered = _rendered(_catalog(tmp_path, 'schedule = "0 3 * * *"\n'))
+    doc = rendered.doc
     job = doc["jobs"]["lock-update"]
     runs = [s.get("run", "") for s in job["steps"]]
     assert "cannery lock --update all --catalog cannery.toml" in runs
@@ -201,11 +206,15 @@ def test_scheduled_lock_update_opens_a_pull_request(tmp_path: Path) -> None:
                              ["--body"]), line
         used = str(step.get("uses", ""))
         assert not used or used.startswith(("actions/checkout@", "actions/download-artifact@"))
-    # the nightly builds stay --locked: nothing in the workflow builds without it
-    for jid, other in doc["jobs"].items():
-        for s in other["steps"]:
+    # the nightly builds stay --locked: nothing in the workflows builds without it
+    builds = 0
+    for jid, other in [*doc["jobs"].items(), *((k, rendered.job(k)) for k in ("build", "merge",
+                                                                              "pr"))]:
+        for s in other.get("steps", []):
             if "cannery build" in s.get("run", ""):
                 assert "--locked" in s["run"], jid
+                builds += 1
+    assert builds == 3
     off = yaml.safe_load(
         _render(_catalog(tmp_path, 'schedule = "0 3 * * *"\nlock_update = false\n')))
     assert not {"lock-update", "lock-update-pr"} & set(off["jobs"]) and off["on"]["schedule"]
@@ -222,9 +231,6 @@ def test_bad_release_tag_pattern_is_one_line_exit_2(tmp_path: Path, cli, bad: st
 # ------------------------------------------------------------ the check job's image choice
 
 
-def _affected_script(text: str) -> str:
-    check = yaml.safe_load(text)["jobs"]["check"]
-    return next(s["run"] for s in check["steps"] if s.get("id") == "affected")
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -241,7 +247,7 @@ def repo(tmp_path: Path) -> Path:
     _git(root, "init", "-q", "-b", "main")
     _git(root, "config", "user.email", "t@example.com")
     _git(root, "config", "user.name", "t")
-    cat = _catalog(root, extra=APP)
+    _catalog(root, extra=APP)
     (root / "src" / "app").mkdir(parents=True)
     (root / "src" / "app" / "main.py").write_text("print(1)\n")
     (root / "README.md").write_text("x\n")
@@ -250,19 +256,20 @@ def repo(tmp_path: Path) -> Path:
         (root / "dockerfiles" / f"{f}.Dockerfile").write_text(f"# {f}\n")
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "start")
-    (root / "script.sh").write_text(_affected_script(_render(cat)))
     return root
 
 
 def _choose(repo: Path, event: str, before: str = "", wanted: str = "",
-            ref: str = "refs/heads/main") -> tuple[int, list[str], str]:
-    out = repo.parent / "github_output"
-    out.write_text("")
-    env = {**os.environ, "EVENT": event, "BEFORE": before, "WANTED": wanted,
-           "GITHUB_REF": ref, "GITHUB_OUTPUT": str(out)}
-    res = subprocess.run(["bash", str(repo / "script.sh")], cwd=repo, env=env,
-                         capture_output=True, text=True, timeout=60)
-    line = next((x for x in out.read_text().splitlines() if x.startswith("images=")), "")
+            ref: str = "refs/heads/main", catalog: Path | None = None,
+            ) -> tuple[int, list[str], str]:
+    """Run `cannery ci plan` in ``repo`` as the check job does (the catalog: ``catalog``, else
+    the repository's cannery.toml); its exit status, the images, what it said."""
+    res = subprocess.run(
+        [sys.executable, "-m", "cannery", "ci", "plan", "--catalog",
+         str(catalog or repo / "cannery.toml"), "--event", event, "--ref", ref,
+         "--before", before, "--images", wanted],
+        cwd=repo, capture_output=True, text=True, timeout=120)
+    line = next((x for x in res.stdout.splitlines() if x.startswith("images=")), "")
     images = json.loads(line.removeprefix("images=")) if line else []
     return res.returncode, images, res.stdout + res.stderr
 
@@ -324,43 +331,44 @@ def test_a_manual_run_builds_what_it_names_and_refuses_unknown_names(repo: Path)
     assert _choose(repo, "workflow_dispatch")[1] == ["one", "two", "three"]
     assert _choose(repo, "workflow_dispatch", wanted=" three  one ")[1] == ["one", "three"]
     code, images, said = _choose(repo, "workflow_dispatch", wanted="one nope")
-    assert code == 1 and images == [] and "::error::no image nope" in said
+    assert code == 2 and images == [] and "input images: no image nope" in said
+    assert len(said.strip().splitlines()) == 1 and "Traceback" not in said
     code, images, said = _choose(repo, "workflow_dispatch", wanted="*")  # never globbed
-    assert code == 1 and "::error::no image *" in said
+    assert code == 2 and "no image *" in said
 
 
-def _actionlint_clean(root: Path, text: str) -> Path:
-    """Write ``text`` as a workflow of a fresh repository at ``root``; actionlint finds nothing."""
+def _actionlint_clean(root: Path, rendered: Rendered) -> Path:
+    """Write every rendered workflow file into a fresh repository at ``root``; actionlint
+    (which checks each call job against the reusable workflow it calls) finds nothing. The
+    main workflow's path."""
     from tests.unit.test_render_workflow import _tool
 
-    wf = root / ".github" / "workflows" / "images.yml"
-    wf.parent.mkdir(parents=True)
-    wf.write_text(text, encoding="utf-8")
+    rendered.write(root)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     al = subprocess.run([_tool("actionlint"), "-no-color"], cwd=root, capture_output=True,
                         text=True, timeout=120)
     assert al.returncode == 0, al.stdout + al.stderr
-    return wf
+    return root / rendered.main_path
 
 
 def test_every_trigger_and_setting_at_once_is_lint_clean(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
-    """A workflow with every new setting on (release tags, a schedule with the lock update,
+    """Workflows with every setting on (release tags, a schedule with the lock update,
     max-parallel, the disk clean-up, an image from the checkout): actionlint, zizmor (offline,
     auditor persona) and cannery lint find nothing."""
     from tests.unit.test_render_workflow import _tool
 
-    text = _render(_catalog(
+    rendered = _rendered(_catalog(
         tmp_path, 'release_tags = ["v*"]\nschedule = "0 3 * * *"\nmax_parallel = 1\n'
         'free_disk = true\nbranches = ["main", "releases/*"]\npr_label = "ci: images"\n'
         'build_branches = ["dev/**", "feature-?"]\ndispatch_tags = true\n', extra=APP))
-    wf = _actionlint_clean(tmp_path, text)
+    wf = _actionlint_clean(tmp_path, rendered)
     zz = subprocess.run([_tool("zizmor"), "--offline", "--no-progress", "--format", "json",
                          "--persona", "auditor", str(wf.parent)],
                         capture_output=True, text=True, timeout=120)
     assert json.loads(zz.stdout or "[]") == [] and zz.returncode == 0, zz.stdout[:2000]
-    res = cli("lint", "--format", "json", str(wf))
+    res = cli("lint", "--format", "json", str(wf.parent))
     assert res.code == 0 and json.loads(res.out)["findings"] == [], res.out[:2000]
-    doc = yaml.safe_load(text)
+    doc = rendered.doc
     assert set(doc["on"]) == {"workflow_dispatch", "push", "pull_request", "schedule"}
     assert "src/app/**" in doc["on"]["pull_request"]["paths"]
     assert "lock-update" in doc["jobs"]
@@ -374,20 +382,20 @@ def test_a_release_tag_must_name_the_catalog_version(tmp_path: Path) -> None:
     cat.write_text(minimal().replace('[catalog]\nname = "test"',
                                      '[catalog]\nname = "test"\nversion = "1.2"')
                    + '\n[ci]\nrelease_tags = ["v*", "1.*"]\n')
-    (root / "script.sh").write_text(_affected_script(_render(cat)))
     head = _git(root, "rev-parse", "HEAD")
     for tag in ("v1.2", "1.2"):
-        code, images, said = _choose(root, "push", head, ref=f"refs/tags/{tag}")
+        code, images, said = _choose(root, "push", head, ref=f"refs/tags/{tag}", catalog=cat)
         assert (code, images) == (0, ["one", "two"]), said
-    code, images, said = _choose(root, "push", head, ref="refs/tags/v1.3")
-    assert code == 1 and images == []
-    assert "::error::release tag v1.3 is not the catalog's version 1.2 (or v1.2)" in said
+    code, images, said = _choose(root, "push", head, ref="refs/tags/v1.3", catalog=cat)
+    assert code == 2 and images == []
+    assert "release tag v1.3 is not the catalog's version 1.2 (or v1.2)" in said
     # a branch push is not a release: no guard
-    assert _choose(root, "push", "0" * 40)[0] == 0
+    assert _choose(root, "push", "0" * 40, catalog=cat)[0] == 0
     # no catalog version: no guard (the tags the catalog names are published)
     plain = tmp_path / "plain.toml"
     plain.write_text(minimal() + '\n[ci]\nrelease_tags = ["v*"]\n')
-    assert "release tag" not in _affected_script(_render(plain))
+    assert _choose(root, "push", head, ref="refs/tags/v9", catalog=plain)[:2] == \
+        (0, ["one", "two"])
 
 
 def test_a_changed_file_with_an_unusual_name_is_still_inside_its_directory(repo: Path) -> None:
@@ -404,29 +412,29 @@ def test_no_branches_means_no_branch_push_builds(tmp_path: Path, tags: str) -> N
     """`branches = []`: no push of a branch builds (an empty `branches:` filter is not valid
     GitHub Actions, so the key is left out); release tags still push, pull requests go to any
     branch, and actionlint accepts the workflow."""
-    text = _render(_catalog(tmp_path, f"branches = []\n{tags}", extra=APP))
-    doc = yaml.safe_load(text)
+    rendered = _rendered(_catalog(tmp_path, f"branches = []\n{tags}", extra=APP))
+    doc = rendered.doc
     if tags:
         assert doc["on"]["push"] == {"tags": ["v*"]}
     else:
         assert "push" not in doc["on"]
     assert "branches" not in doc["on"]["pull_request"]
     assert "src/app/**" in doc["on"]["pull_request"]["paths"]
-    _actionlint_clean(tmp_path, text)
+    _actionlint_clean(tmp_path, rendered)
 
 
 def test_branch_pushes_off_publishes_on_tags_and_manual_runs_only(tmp_path: Path) -> None:
     """`branch_pushes = false`: `branches` filter pull requests only (their build stays, with
     no secret); a `v*` tag and a manual run publish; no branch push does."""
-    text = _render(_catalog(
+    rendered = _rendered(_catalog(
         tmp_path, 'branches = ["main", "releases/*"]\nbranch_pushes = false\n'
         'release_tags = ["v*"]\n', extra=APP))
-    doc = yaml.safe_load(text)
+    doc = rendered.doc
     assert set(doc["on"]) == {"workflow_dispatch", "push", "pull_request"}
     assert doc["on"]["push"] == {"tags": ["v*"]}
     assert doc["on"]["pull_request"]["branches"] == ["main", "releases/*"]
-    assert "pr-one" in doc["jobs"] and "build-one" in doc["jobs"]
-    _actionlint_clean(tmp_path, text)
+    assert "pr" in doc["jobs"] and "build-0" in doc["jobs"]
+    _actionlint_clean(tmp_path, rendered)
 
 
 def test_dispatch_only(tmp_path: Path) -> None:
@@ -445,12 +453,16 @@ def test_registry_user_from_a_variable(tmp_path: Path, cli) -> None:  # type: ig
         '[registries.local]\nuser_var = "QUAY_USERNAME"\npassword_secret = "QUAY_PASSWORD"\n')
     path = tmp_path / "cannery.toml"
     path.write_text(base)
-    doc = yaml.safe_load(_render(path))
-    env = next(s for s in doc["jobs"]["build-one"]["steps"]
+    rendered = _rendered(path)
+    env = next(s for s in rendered.job("build")["steps"]
                if s["name"].startswith("Build"))["env"]
     assert env["CANNERY_REGISTRY_USER"] == "${{ vars.QUAY_USERNAME }}"
     assert env["CANNERY_REGISTRY_PASSWORD"] == "${{ secrets.QUAY_PASSWORD }}"
-    _actionlint_clean(tmp_path, _render(path))
+    # the call jobs pass the password, and no user secret (there is none)
+    for jid in ("build-0", "merge-0"):
+        assert rendered.doc["jobs"][jid]["secrets"] == {
+            "QUAY_PASSWORD": "${{ secrets.QUAY_PASSWORD }}"}, jid
+    _actionlint_clean(tmp_path, rendered)
     path.write_text(base.replace('user_var = "QUAY_USERNAME"\n',
                                  'user_var = "QUAY_USERNAME"\nuser_secret = "U"\n'))
     res = cli("render", "--catalog", str(path))
@@ -460,19 +472,19 @@ def test_registry_user_from_a_variable(tmp_path: Path, cli) -> None:  # type: ig
 
 def test_a_runner_given_as_labels_is_a_list_github_matches_whole(tmp_path: Path) -> None:
     """`[ci.runners]` takes a list of labels (a self-hosted runner must carry them all): the
-    build legs' matrix gives `runs-on` the list, and actionlint accepts it."""
-    text = _render(_catalog(
+    legs `cannery ci plan` writes give `runs-on` the list, and actionlint accepts it."""
+    path = _catalog(
         tmp_path, '[ci.runners]\n"linux/amd64" = "ubuntu-latest"\n'
-        '"linux/arm64" = ["self-hosted", "linux", "arm64"]\n'))
-    doc = yaml.safe_load(text)
-    legs = [leg for job in doc["jobs"].values()
-            for leg in job.get("strategy", {}).get("matrix", {}).get("include", [])
-            if isinstance(leg, dict) and "runner" in leg]
+        '"linux/arm64" = ["self-hosted", "linux", "arm64"]\n')
+    cat = load_catalog(path).catalog
+    out = outputs(cat, plan(cat, Lock()), "workflow_dispatch")
+    legs = build_legs(out)
     assert legs
     by_arch = {leg["arch"]: leg["runner"] for leg in legs}
     assert by_arch["arm64"] == ["self-hosted", "linux", "arm64"]
     assert by_arch["amd64"] == "ubuntu-latest"
-    _actionlint_clean(tmp_path / "repo", text)
+    assert _rendered(path).job("build")["runs-on"] == "${{ matrix.runner }}"
+    _actionlint_clean(tmp_path / "repo", _rendered(path))
 
 
 @pytest.mark.parametrize("runners", ['"linux/arm64" = []', '"linux/arm64" = ["self hosted"]'])
@@ -493,21 +505,19 @@ def test_a_published_release_builds_and_publishes_every_image(tmp_path: Path) ->
     cat.write_text(minimal().replace('[catalog]\nname = "test"',
                                      '[catalog]\nname = "test"\nversion = "1.2"')
                    + "\n[ci]\nreleases = true\n")
-    text = _render(cat)
-    doc = yaml.safe_load(text)
-    assert doc["on"]["release"] == {"types": ["published"]}
-    wf = _actionlint_clean(tmp_path / "repo", text)
+    rendered = _rendered(cat)
+    assert rendered.doc["on"]["release"] == {"types": ["published"]}
+    wf = _actionlint_clean(tmp_path / "repo", rendered)
     zz = subprocess.run([_tool("zizmor"), "--offline", "--no-progress", "--format", "json",
                          "--persona", "auditor", str(wf.parent)],
                         capture_output=True, text=True, timeout=120)
     assert json.loads(zz.stdout or "[]") == [] and zz.returncode == 0, zz.stdout[:2000]
     root = _one_commit_repo(tmp_path / "r")
-    (root / "script.sh").write_text(_affected_script(text))
     head = _git(root, "rev-parse", "HEAD")
-    code, images, said = _choose(root, "release", head, ref="refs/tags/v1.2")
+    code, images, said = _choose(root, "release", head, ref="refs/tags/v1.2", catalog=cat)
     assert (code, images) == (0, ["one", "two"]), said
-    code, images, said = _choose(root, "release", head, ref="refs/tags/v1.3")
-    assert code == 1 and images == [] and "is not the catalog's version 1.2" in said
+    code, images, said = _choose(root, "release", head, ref="refs/tags/v1.3", catalog=cat)
+    assert code == 2 and images == [] and "is not the catalog's version 1.2" in said
     # without it, no release trigger
     (tmp_path / "no").mkdir()
     assert "release" not in yaml.safe_load(_render(_catalog(tmp_path / "no", "")))["on"]
@@ -516,19 +526,19 @@ def test_a_published_release_builds_and_publishes_every_image(tmp_path: Path) ->
 def test_a_label_gates_pull_request_builds(tmp_path: Path) -> None:
     """`pr_label`: a pull request builds only while it carries the label, and adding it is an
     event (`labeled`) that starts the build; the path stays secret-free."""
-    text = _render(_catalog(tmp_path, 'pr_label = "ci: images"\n'))
-    doc = yaml.safe_load(text)
+    rendered = _rendered(_catalog(tmp_path, 'pr_label = "ci: images"\n'))
+    doc = rendered.doc
     assert doc["on"]["pull_request"]["types"] == ["opened", "synchronize", "reopened",
                                                   "labeled"]
-    cond = doc["jobs"]["pr-one"]["if"]
+    cond = doc["jobs"]["pr"]["if"]
     assert ("github.event_name == 'pull_request' && "
             "contains(github.event.pull_request.labels.*.name, 'ci: images')") in cond
     # another label added to a labelled pull request starts (and cancels) nothing
     assert ("(github.event.action != 'labeled' || github.event.label.name == 'ci: images')"
             in cond)
-    _, pr = _pr_path(text)
-    assert set(pr) == {"check", "pr-one", "pr-two"}
-    _actionlint_clean(tmp_path, text)
+    _, pr = _pr_path(rendered.text)
+    assert set(pr) == {"check", "pr"}
+    _actionlint_clean(tmp_path, rendered)
 
 
 @pytest.mark.parametrize("label", ["it's", "${{ secrets.X }}", "a\nb", ""])
@@ -537,54 +547,53 @@ def test_a_label_that_could_leave_its_quotes_is_refused(tmp_path: Path, label: s
         load_catalog(_catalog(tmp_path, f"pr_label = {json.dumps(label)}\n"))
 
 
-def _publish(script: str, event: str, ref: str) -> str:
-    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"publish-{os.getpid()}"
-    out.unlink(missing_ok=True)
-    subprocess.run(["bash", "-c", script], check=True, env={
-        "PATH": os.environ["PATH"], "EVENT": event, "GITHUB_REF": ref,
-        "GITHUB_OUTPUT": str(out)})
-    said = out.read_text().strip()
-    out.unlink()
-    return said
 
 
 def test_build_branches_build_like_a_pull_request_and_never_publish(tmp_path: Path) -> None:
     """`build_branches`: their pushes trigger the workflow; the check job says they do not
-    publish (GitHub's * ** ? + matched as GitHub matches them), so the build-and-push jobs skip
-    and the pull-request job (no secret, no push) builds; every other event publishes as
-    before."""
-    text = _render(_catalog(tmp_path, 'branches = ["main", "releases/*"]\n'
-                                      'build_branches = ["dev/**", "feature-?", "main"]\n'))
-    doc = yaml.safe_load(text)
+    publish (GitHub's * ** ? + matched as GitHub matches them), so the build-and-push call
+    jobs skip and the pull-request legs (no secret, no push) build; every other event
+    publishes as before."""
+    path = _catalog(tmp_path, 'branches = ["main", "releases/*"]\n'
+                              'build_branches = ["dev/**", "feature-?", "main"]\n')
+    cat = load_catalog(path).catalog
+    specs = plan(cat, Lock())
+    doc = _rendered(path).doc
     assert doc["on"]["push"]["branches"] == ["main", "releases/*", "dev/**", "feature-?"]
-    step = next(s for s in doc["jobs"]["check"]["steps"] if s.get("id") == "publish")
     for event, ref, want in [
-        ("push", "refs/heads/dev/a/b", "false"),
-        ("push", "refs/heads/feature-", "false"),
-        ("push", "refs/heads/feature", "false"),  # GitHub's ?: the '-' before it is optional
-        ("push", "refs/heads/main", "false"),  # named in both: build_branches win
-        ("push", "refs/heads/releases/1.0", "true"),
-        ("push", "refs/heads/feature-1", "true"),  # ? is not a character of its own
-        ("push", "refs/heads/devx", "true"),
-        ("push", "refs/tags/v1", "true"),
-        ("pull_request", "refs/pull/1/merge", "false"),
-        ("schedule", "refs/heads/main", "true"),
-        ("workflow_dispatch", "refs/heads/dev/x", "true"),
+        ("push", "refs/heads/dev/a/b", False),
+        ("push", "refs/heads/feature-", False),
+        ("push", "refs/heads/feature", False),  # GitHub's ?: the '-' before it is optional
+        ("push", "refs/heads/main", False),  # named in both: build_branches win
+        ("push", "refs/heads/releases/1.0", True),
+        ("push", "refs/heads/feature-1", True),  # ? is not a character of its own
+        ("push", "refs/heads/devx", True),
+        ("push", "refs/tags/v1", True),
+        ("pull_request", "refs/pull/1/merge", False),
+        ("schedule", "refs/heads/main", True),
+        ("workflow_dispatch", "refs/heads/dev/x", True),
     ]:
-        assert _publish(step["run"], event, ref) == f"publish={want}", (event, ref)
+        assert publishes(cat, Event(event, ref=ref)) is want, (event, ref)
+        if event in ("push", "workflow_dispatch") and ref.startswith("refs/heads/"):
+            out = outputs(cat, specs, "workflow_dispatch" if event != "push" else "push",
+                          ref=ref, changed=["dockerfiles/one.Dockerfile"])
+            assert out["publish"] is want
+            # a build branch: the pull-request legs, no build and no merge
+            assert (flat(out["pr"]) != []) is (not want), ref
+            assert (build_legs(out) != [] and merges(out) != []) is want, ref
     jobs = doc["jobs"]
-    assert "needs.check.outputs.publish == 'true'" in jobs["build-one"]["if"]
-    # whole: && binds tighter than || in an expression, so the images filter must wrap both
-    assert jobs["pr-one"]["if"] == (
+    assert "needs.check.outputs.publish == 'true'" in jobs["build-0"]["if"]
+    # whole: && binds tighter than || in an expression, so the legs' guard must wrap both
+    assert jobs["pr"]["if"] == (
         "${{ ((github.event_name == 'pull_request') || (github.event_name == 'push' && "
         "needs.check.outputs.publish == 'false')) && "
-        "contains(fromJSON(needs.check.outputs.images), 'one') }}")
-    assert jobs["check"]["outputs"]["publish"] == "${{ steps.publish.outputs.publish }}"
+        "fromJSON(needs.check.outputs.pr).count > 0 }}")
+    assert jobs["check"]["outputs"]["publish"] == "${{ steps.plan.outputs.publish }}"
     # without build_branches nothing of this is rendered
     (tmp_path / "plain").mkdir()
     plain = yaml.safe_load(_render(_catalog(tmp_path / "plain")))
     assert "publish" not in plain["jobs"]["check"]["outputs"]
-    assert "publish" not in plain["jobs"]["build-one"]["if"]
+    assert "publish" not in plain["jobs"]["build-0"]["if"]
 
 
 def _run_step(script: str, env: dict[str, str], tmp: Path) -> tuple[int, str, list[str]]:
@@ -612,40 +621,54 @@ HOSTILE = ['$(touch pwned)', '"; touch pwned; echo "', "`touch pwned`", "a;touch
 def test_dispatch_tags_become_extra_tags_and_nothing_else(tmp_path: Path) -> None:
     """`dispatch_tags`: a manual run's input `tags` reaches the merge step through env; each
     word is checked as an image tag before it becomes `--extra-tag WORD`. Input that tries to
-    reach a shell ends in the tag-validation error: no file is made, cannery is never run."""
-    text = _render(_catalog(tmp_path, "dispatch_tags = true\n"))
-    doc = yaml.safe_load(text)
+    reach a shell ends in the tag-validation error: no file is made, cannery is never run;
+    `cannery ci plan` refuses it first (exit 2), and two selected images of one repository."""
+    path = _catalog(tmp_path, "dispatch_tags = true\n")
+    rendered = _rendered(path)
+    doc = rendered.doc
     assert doc["on"]["workflow_dispatch"]["inputs"]["tags"]["type"] == "string"
-    merge = next(s for s in doc["jobs"]["merge-one"]["steps"] if "--merge-only" in s.get("run", ""))
+    assert doc["jobs"]["merge-0"]["with"]["tags"] == "${{ inputs.tags || '' }}"
+    merge = next(s for s in rendered.job("merge")["steps"] if "--merge-only" in s.get("run", ""))
     assert merge["env"]["EXTRA_TAGS"] == "${{ inputs.tags }}"
     assert "inputs.tags" not in merge["run"]  # never expanded into the script
-    code, said, argv = _run_step(merge["run"], {"EXTRA_TAGS": "nightly v1.2  rc_1"}, tmp_path)
+    env = {"IMAGE": "one", "PARENT": "", "BASE": "false"}
+    code, said, argv = _run_step(merge["run"], {**env, "EXTRA_TAGS": "nightly v1.2  rc_1"},
+                                 tmp_path)
     assert code == 0, said
-    assert argv[argv.index("--merge-only"):][-6:] == [
-        "--extra-tag", "nightly", "--extra-tag", "v1.2", "--extra-tag", "rc_1"]
-    code, said, argv = _run_step(merge["run"], {"EXTRA_TAGS": ""}, tmp_path)
+    assert argv[argv.index("--merge-only"):][-7:] == [
+        "--extra-tag", "nightly", "--extra-tag", "v1.2", "--extra-tag", "rc_1", "--json"]
+    code, said, argv = _run_step(merge["run"], {**env, "EXTRA_TAGS": ""}, tmp_path)
     assert code == 0 and "--extra-tag" not in argv
-    check = next(s for s in doc["jobs"]["check"]["steps"]
-                 if s.get("name", "").startswith("Extra tags"))
+    cat = load_catalog(path).catalog
+    specs = plan(cat, Lock())
     for hostile in HOSTILE:
-        for script, env in ((merge["run"], {"EXTRA_TAGS": hostile}),
-                            (check["run"], {"TAGS": hostile, "IMAGES": '["one"]'})):
-            code, said, argv = _run_step(script, env, tmp_path)
-            assert code == 1, (hostile, said)
-            assert "::error::input tags: a word is not an image tag" in said
-            assert hostile not in said  # not echoed back into the log either
-            assert argv == [] and not (tmp_path / "pwned").exists(), hostile
+        code, said, argv = _run_step(merge["run"], {**env, "EXTRA_TAGS": hostile}, tmp_path)
+        assert code == 1, (hostile, said)
+        assert "::error::input tags: a word is not an image tag" in said
+        assert hostile not in said  # not echoed back into the log either
+        assert argv == [] and not (tmp_path / "pwned").exists(), hostile
+        with pytest.raises(InputError, match="input tags: a word is not an image tag") as e:
+            outputs(cat, specs, "workflow_dispatch", images="one", tags=hostile)
+        assert hostile not in str(e.value)
     # a tag names one index: two selected images of one repository stop the run
-    code, said, _ = _run_step(check["run"], {"TAGS": "nightly", "IMAGES": '["one", "two"]'},
-                              tmp_path)
-    assert code == 1 and "one and two both publish to" in said
-    assert _run_step(check["run"], {"TAGS": "nightly", "IMAGES": '["two"]'}, tmp_path)[0] == 0
-    assert _run_step(check["run"], {"TAGS": " ", "IMAGES": '["one", "two"]'}, tmp_path)[0] == 0
-    _actionlint_clean(tmp_path / "lint", text)
+    with pytest.raises(InputError, match="one and two both publish to"):
+        outputs(cat, specs, "workflow_dispatch", tags="nightly")
+    assert outputs(cat, specs, "workflow_dispatch", images="two", tags="nightly")["images"] == \
+        ["two"]
+    assert outputs(cat, specs, "workflow_dispatch", tags=" ")["images"] == ["one", "two"]
+    _actionlint_clean(tmp_path / "lint", rendered)
 
 
 def test_without_dispatch_tags_there_is_no_such_input(tmp_path: Path) -> None:
-    doc = yaml.safe_load(_render(_catalog(tmp_path)))
-    assert "tags" not in doc["on"]["workflow_dispatch"]["inputs"]
-    merge = next(s for s in doc["jobs"]["merge-one"]["steps"] if "--merge-only" in s.get("run", ""))
+    rendered = _rendered(_catalog(tmp_path))
+    assert "tags" not in rendered.doc["on"]["workflow_dispatch"]["inputs"]
+    assert "tags" not in rendered.doc["jobs"]["merge-0"]["with"]
+    merge = next(s for s in rendered.job("merge")["steps"] if "--merge-only" in s.get("run", ""))
     assert "EXTRA_TAGS" not in merge["env"] and "extra" not in merge["run"]
+
+
+def _rendered(path: Path) -> Rendered:
+    """Every workflow file of one render (the main one and the reusable ones beside it)."""
+    cat = load_catalog(path).catalog
+    return render_files(cat, plan(cat, Lock()), path.name,
+                        ci_pins=ci_requirements(cat, ci_entries(cat)))

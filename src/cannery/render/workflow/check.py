@@ -157,7 +157,9 @@ def merge_call(cat: Catalog, index: int, group: Group) -> dict[str, object]:
     return {
         "name": f"merge (group {index})",
         "needs": ["check", build],
-        "if": f"${{{{ !cancelled() && needs.{build}.result != 'skipped' && {_has(out)} }}}}",
+        # (never on a pull request nor in a fork, as its build call job)
+        "if": f"${{{{ !cancelled() && {PUBLISH_IF} && needs.{build}.result != 'skipped' && "
+              f"{_has(out)} }}}}",
         "permissions": {
             "contents": "read",
             "id-token": Commented("write", "keyless signing: the OIDC token to certify"),

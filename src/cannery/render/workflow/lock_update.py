@@ -103,25 +103,10 @@ def _lock_apply_script(paths: Sequence[str]) -> Literal:
     )
 
 
-def lock_update_jobs(
-    cat: Catalog,
-    specs: Sequence[ImageSpec],
-    pins: dict[str, Pin],
-    cat_args: str,
-    lock_file: str,
-) -> list[tuple[str, object]]:
-    """On the schedule: re-resolve every moving reference, re-render, and put the result in a
-    pull request (never pushed to a built branch: builds stay --locked, and the new lock is
-    reviewed and checked like any change). Two jobs: ``lock-update`` runs cannery, which runs
-    third-party code (git, and `uv pip compile` building the new commits of tracked branches
-    for their metadata), with a read-only token, and hands its change on as an artifact;
-    ``lock-update-pr`` holds the write token and runs only git and gh on that change (any step
-    of a job can read that job's token from the runner's memory), and applies only the lock
-    and the files rendered from it (``lock_update_paths``), refusing a patch that touches any
-    other path."""
-    title = f"cannery: update the lock of {cat.catalog.name}"
-    paths = lock_update_paths(cat, specs, lock_file)
-    resolve = {
+def _resolve_job(cat: Catalog, pins: dict[str, Pin], cat_args: str,
+                 paths: Sequence[str]) -> dict[str, object]:
+    """``lock-update``: cannery with a read-only token; its change, as an artifact."""
+    return {
         "name": "update the lock",
         "if": "${{ github.event_name == 'schedule' && !github.event.repository.fork }}",
         "runs-on": "ubuntu-latest",
@@ -150,7 +135,12 @@ def lock_update_jobs(
             },
         ],
     }
-    publish = {
+
+
+def _pr_job(cat: Catalog, pins: dict[str, Pin], paths: Sequence[str]) -> dict[str, object]:
+    """``lock-update-pr``: git and gh only, with the write token, on that change."""
+    title = f"cannery: update the lock of {cat.catalog.name}"
+    return {
         "name": "update the lock: pull request",
         "needs": "lock-update",
         "if": "${{ github.event_name == 'schedule' "
@@ -207,6 +197,26 @@ def lock_update_jobs(
             },
         ],
     }
-    return [("lock-update", resolve), ("lock-update-pr", publish)]
+
+
+def lock_update_jobs(
+    cat: Catalog,
+    specs: Sequence[ImageSpec],
+    pins: dict[str, Pin],
+    cat_args: str,
+    lock_file: str,
+) -> list[tuple[str, object]]:
+    """On the schedule: re-resolve every moving reference, re-render, and put the result in a
+    pull request (never pushed to a built branch: builds stay --locked, and the new lock is
+    reviewed and checked like any change). Two jobs: ``lock-update`` runs cannery, which runs
+    third-party code (git, and `uv pip compile` building the new commits of tracked branches
+    for their metadata), with a read-only token, and hands its change on as an artifact;
+    ``lock-update-pr`` holds the write token and runs only git and gh on that change (any step
+    of a job can read that job's token from the runner's memory), and applies only the lock
+    and the files rendered from it (``lock_update_paths``), refusing a patch that touches any
+    other path."""
+    paths = lock_update_paths(cat, specs, lock_file)
+    return [("lock-update", _resolve_job(cat, pins, cat_args, paths)),
+            ("lock-update-pr", _pr_job(cat, pins, paths))]
 
 
