@@ -24,10 +24,15 @@ workflows, Actions limits), not from a runner's code:
   ``outputs`` mapped back from its ``jobs`` context; its ``github`` context is the caller's.
 - steps: ``if:`` (default ``success()``: no earlier step failed), ``env`` (workflow, job, then
   step), ``with``, ``run`` with ``${{ }}`` evaluated, ``id`` -> ``steps.<id>.outputs``/
-  ``outcome``/``conclusion``, ``continue-on-error``.
+  ``outcome``/``conclusion``, ``continue-on-error``; the callback also gets GitHub's default
+  variables (``GITHUB_REF``, ``GITHUB_EVENT_NAME``, ``RUNNER_TEMP``...) and the ``runner``
+  context (the ``runner`` hook's, e.g. a temp directory per leg).
 - secrets: the test gives names (each value then a marker ``<secret:NAME>``) or values; a pull
   request from a fork gets none but ``GITHUB_TOKEN``. Each leg records the repository secrets
-  whose values reach its env, ``with:`` or script.
+  whose values reach its steps' env, ``with:`` or script (a call job's leg: those it passes).
+- the trace: every leg in the order it ran (``Run.legs``), named by its job's path (caller
+  job ids and the job id, ``build-0/build``) and its matrix values at each level; every job's
+  result and outputs by path (``Run.jobs``).
 - limits, raised as ``GitHubLimit``: a workflow file over 500 KB (500,000 bytes), a matrix over
   256 legs, an empty matrix (GitHub fails the job; ``empty_matrix="fail"`` makes it a failed
   job instead), more than 4 levels of workflows (the caller and 3 nested), more than 20
