@@ -3,17 +3,17 @@ for each event x affected set, at 1,024 images and on a catalog of every shape (
 bases three waves deep, a build secret, two registry groups, a pull-request label).
 
 The check job's plan step is the real one: its script runs with ``bash`` in the env the
-interpreter gives it, its ``cannery`` is cannery's own ``ci plan`` (in-process, the catalog
-and plan loaded once; the changed paths given as ``--changed`` would give them). Every other
-step is recorded, and the artifacts stand in as GitHub keeps them: a build leg's descriptor
-upload, the merge's check that every platform's descriptor is there, the parent's index
-digest a child's leg downloads (a missing artifact fails the step, as download-artifact
-does). Asserted for each run: each affected image built exactly once per platform and merged
-exactly once (a pull request: built once per platform, nothing pushed, no merge), never an
-unaffected one, a child's legs after its parent's merge, no secret on any leg of a pull
-request, a build secret only on its image's legs, a registry's credentials only on the legs
-of images that publish there; GitHub's limits (no matrix over 256 legs, every file under
-500 KB, nesting, unique reusable workflows) hold, or the interpreter raises.
+interpreter gives it, its ``cannery`` is cannery's own ``ci plan`` (in-process, the catalog and
+plan loaded once; the changed paths given as ``--changed`` would give them). Every other step
+is recorded, and the artifacts stand in as GitHub keeps them (a name once per run): a build
+leg's descriptor upload, the merge's check that every platform's descriptor is there, the
+parent's index digest a child's leg downloads (a missing artifact fails the step, as
+download-artifact does). Asserted for each run: each affected image built exactly once per
+platform and merged exactly once (a pull request: built once per platform, nothing pushed, no
+merge), never an unaffected one, a child's legs after its parent's merge, no secret on any leg
+of a pull request, a build secret only on its image's legs, a registry's credentials only on
+the legs of images that publish there; GitHub's limits (no matrix over 256 legs, every file
+under 500 KB, nesting, unique reusable workflows) hold, or the interpreter raises.
 """
 
 from __future__ import annotations
@@ -155,6 +155,9 @@ class Steps:
         if call.id == "plan":
             return self.plan(call)
         if call.uses.startswith("actions/upload-artifact@"):
+            # upload-artifact v4+: a name is uploaded once per run (unless overwrite: true)
+            if call.with_["name"] in self.artifacts and call.with_.get("overwrite") != "true":
+                raise StepFailed(f"{call.leg}: artifact {call.with_['name']} exists")
             self.artifacts.add(call.with_["name"])
         elif call.uses.startswith("actions/download-artifact@") and "name" in call.with_:
             if call.with_["name"] not in self.artifacts:
