@@ -18,8 +18,8 @@ from cannery.commands.ci_cli import ci_app
 from cannery.errors import FatalError
 
 # Commands in the order a user needs them; a command not listed here comes after these.
-WORKFLOW = ("catalog", "plan", "lock", "render", "build", "verify", "status", "copy", "size",
-            "host-check", "lint", "compare", "schema")
+WORKFLOW = ("catalog", "plan", "lock", "render", "ci", "build", "verify", "status", "copy",
+            "size", "host-check", "lint", "compare", "schema")
 
 
 class _WorkflowOrder(TyperGroup):

@@ -127,8 +127,8 @@ def test_help_lists_commands_in_workflow_order(cli) -> None:  # type: ignore[no-
     listed = [ln.split()[0] for ln in res.out.split("Commands:")[1].splitlines() if ln.strip()]
     expected = [
         c
-        for c in ("catalog", "plan", "lock", "render", "build", "verify", "status", "copy",
-                  "size", "host-check", "lint", "compare", "schema")
+        for c in ("catalog", "plan", "lock", "render", "ci", "build", "verify", "status",
+                  "copy", "size", "host-check", "lint", "compare", "schema")
         if c in listed
     ]
     assert listed == expected and len(listed) >= 6

@@ -407,7 +407,10 @@ def _document(edits: list[Edit]) -> str:
 
 
 def observe(tmp_path: Path, text: str) -> str | list[str]:
-    """What the catalog renders and plans (one string), or its validation errors."""
+    """What the catalog renders and plans, and the legs `cannery ci plan` gives a manual run
+    (one string), or its validation errors."""
+    from cannery.commands.ci import Event, plan_outputs
+
     path = tmp_path / "catalog.toml"
     path.write_text(text)
     try:
@@ -420,7 +423,10 @@ def observe(tmp_path: Path, text: str) -> str | list[str]:
                                         resolved_at="2026-01-01T00:00:00+00:00")
                     for r in ci_requests(loaded.catalog)})
     ctx = Context(loaded, lock, tmp_path, "catalog.toml")
-    parts = [repr(plan(loaded.catalog, lock)), *map(str, loaded.warnings)]
+    specs = plan(loaded.catalog, lock)
+    parts = [repr(specs), *map(str, loaded.warnings)]
+    # what the workflow builds is data `cannery ci plan` writes at run time (runners, legs)
+    parts.append(repr(plan_outputs(loaded.catalog, specs, Event("workflow_dispatch"))))
     for kind in KINDS:
         for where, rendered in sorted(render_kind(kind, ctx, None).items()):
             parts += [str(where.relative_to(tmp_path)), rendered]

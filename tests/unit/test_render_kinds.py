@@ -153,9 +153,9 @@ def test_check_reports_missing_file(example_copy: Path, cli) -> None:  # type: i
 
 def test_render_all_writes_every_kind_and_is_stable(example_copy: Path, cli) -> None:  # type: ignore[no-untyped-def]
     files = sorted(p for p in example_copy.rglob("*") if p.is_file())
-    # catalog, lock, 8 Dockerfiles, workflow, CI's requirements, bake, docs, and the
-    # repository's overview, description and short description
-    assert len(files) == 2 + 8 + 4 + 3
+    # catalog, lock, 8 Dockerfiles, workflow and the 3 reusable ones it calls, CI's
+    # requirements, bake, docs, and the repository's overview, description and short description
+    assert len(files) == 2 + 8 + 7 + 3
     before = {p: p.read_bytes() for p in files}
     assert cli("render", "--catalog", str(example_copy / "cannery.toml")).code == 0
     assert {p: p.read_bytes() for p in files} == before
@@ -168,8 +168,11 @@ def test_render_one_kind_to_out(tmp_path: Path, cli) -> None:  # type: ignore[no
     res = cli("render", "workflow", "--lock", str(GOLDEN / "cannery.lock"), "--out", str(out))
     assert res.code == 0
     assert out.read_text() == (EMBEDDED / "cannery-images.yml").read_text()
-    # and, beside it, the hashed requirements its jobs install cannery from
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cannery-requirements.txt", "wf.yml"]
+    # and, beside it, the reusable workflows it calls (named as [ci] workflow's, which
+    # its call jobs name) and the hashed requirements its jobs install cannery from
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "cannery-images-build.yml", "cannery-images-merge.yml", "cannery-images-pr.yml",
+        "cannery-requirements.txt", "wf.yml"]
     assert (tmp_path / "cannery-requirements.txt").read_text() == (
         EMBEDDED / "cannery-requirements.txt").read_text()
 
@@ -224,17 +227,21 @@ def test_bad_project_fields(tmp_path: Path, cli, body: str, needle: str) -> None
 
 
 def test_workflow_and_bake_agree() -> None:
-    import yaml
+    """The legs `cannery ci plan` hands the workflow on a manual run of every image are the
+    bake file's targets: the same platforms, a target per (image, arch), the same tag."""
+    from cannery.catalog.load import load_catalog
+    from cannery.lock import read_lock
+    from cannery.plan import plan
+    from tests.unit.workflows import build_legs, merges, outputs
 
     doc = json.loads((EXAMPLE / "docker-bake.json").read_text())
     bake, images = doc["target"], doc["group"]["default"]["targets"]
-    wf = yaml.safe_load((EXAMPLE / ".github/workflows/docker-build-ascend.yml").read_text())
-    assert sorted(j.removeprefix("merge-") for j in wf["jobs"] if j.startswith("merge-")) == \
-        sorted(images)
+    cat = load_catalog(EXAMPLE / "cannery.toml").catalog
+    out = outputs(cat, plan(cat, read_lock(EXAMPLE / "cannery.lock")), "workflow_dispatch")
+    assert sorted(m["image"] for m in merges(out)) == sorted(images)
     for name in images:
-        legs = wf["jobs"][f"build-{name}"]["strategy"]["matrix"]["include"]
+        legs = [leg for leg in build_legs(out) if leg["image"] == name]
         assert [leg["platform"] for leg in legs] == bake[name]["platforms"]
         assert {f"{name}-{leg['arch']}" for leg in legs} <= set(bake)
-        verify = next(s for s in wf["jobs"][f"merge-{name}"]["steps"] if "IMAGE_REF" in
-                      s.get("env", {}))
-        assert verify["env"]["IMAGE_REF"] == bake[name]["tags"][0]  # the tag; aliases follow
+        (entry,) = [m for m in merges(out) if m["image"] == name]
+        assert entry["reference"] == bake[name]["tags"][0]  # the tag; aliases follow

@@ -27,6 +27,28 @@ chunks of at most 256 (GitHub's matrix limit), in catalog order, an image's plat
 catalog order. A call job runs when ``count > 0``, with a matrix over ``chunks``, and hands
 ``legs[chunk]`` to the reusable workflow, whose matrix is that list.
 
+The job graph of the main workflow (render/workflow/check.py renders it):
+- ``check``: `cannery render --check`, then this command (outputs as above);
+- ``pr`` (with ``[ci] pull_requests``): needs check; if the event is a pull request (with
+  ``pr_label``: carrying it) or, with ``build_branches``, a push whose ``publish`` is false, and
+  ``pr.count > 0``; calls ``<workflow>-pr.yml`` with ``legs``, no secret;
+- ``build-<i>``: needs check, and for a wave w > 0 every ``merge-<j>`` of wave w - 1; if not a
+  pull request, not a fork (and ``publish == 'true'`` with build_branches) and
+  ``build_<i>.count > 0``; a wave > 0 adds ``!cancelled() && needs.check.result ==
+  'success'``, so it runs after its parents' merges whatever their result; calls
+  ``<workflow>-build.yml`` with ``legs`` and ``force``, and the secrets
+  ``Group.build_secrets`` names (the first registry's login, the build secrets);
+- ``merge-<i>``: needs check and ``build-<i>``; if ``!cancelled()``, not a pull request, not a
+  fork, ``build-<i>`` not skipped and ``merge_<i>.count > 0``; calls ``<workflow>-merge.yml``
+  with ``legs`` (and ``tags`` with dispatch_tags) and every registry's login of the group;
+- ``lock-update`` and ``lock-update-pr`` on the schedule (with ``lock_update``).
+Each call job's matrix is ``chunk`` over ``chunks``; its ``legs`` input is
+``toJSON(legs[matrix.chunk])``. Artifacts: a build leg uploads ``digest-<image>-<arch>``; a
+merge downloads ``digest-<image>-*``, refuses (fails, merges nothing) when a platform's
+descriptor is missing, and, when ``base``, uploads ``base-digest-<image>`` (a file
+``digest``); a leg or merge whose ``parent_built`` is true downloads
+``base-digest-<parent>`` first (failing when it is absent).
+
 Which images an event builds (``images``), as the old rendered script did:
 - ``pull_request``: those whose inputs the pull request's merge commit changed against its
   first parent (`git diff HEAD^1 HEAD`); a ``push`` to a branch: those the push changed

@@ -27,7 +27,8 @@ def ci_plan(
         metavar="PATH")] = None,
     ref: Annotated[str, _text("--ref", "The run's ref (GITHUB_REF)")] = "",
     before: Annotated[str, _text("--before", "A push's before SHA (github.event.before)")] = "",
-    images: Annotated[str, _text("--images", "A manual run's input images (words)")] = "",
+    # (not `images`: every command's `images` is its positional IMAGE… arguments)
+    wanted: Annotated[str, _text("--images", "A manual run's input images (words)")] = "",
     tags: Annotated[str, _text("--tags", "A manual run's input tags (words)")] = "",
     changed: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--changed", help="The changed paths, one a line (default: ask git)",
@@ -44,4 +45,4 @@ def ci_plan(
             paths = [p for p in changed.read_text(encoding="utf-8").splitlines() if p]
         except OSError as e:
             raise InputError(f"{changed}: {e.strerror}") from None
-    raise typer.Exit(ci_plan_cmd(catalog, lock, Event(event, ref, before, images, tags, paths)))
+    raise typer.Exit(ci_plan_cmd(catalog, lock, Event(event, ref, before, wanted, tags, paths)))

@@ -197,21 +197,31 @@ def compare_catalog(catalog: Path, original_dir: Path, lock: Path | None,
     if cat.ci.original is not None and not images:
         from cannery.pydeps import ci_requirements
         from cannery.render.actions import load_pins
-        from cannery.render.workflow import render_workflow
+        from cannery.render.workflow import inline_calls, render_workflows
 
         specs = ctx.specs()
-        rendered = render_workflow(cat, specs, load_pins(), catalog_file=ctx.catalog_file,
-                                   lock_file="cannery.lock",
-                                   ci_pins=ci_requirements(cat, ctx.lock.ci))
+        files = render_workflows(cat, specs, load_pins(), catalog_file=ctx.catalog_file,
+                                 lock_file="cannery.lock",
+                                 ci_pins=ci_requirements(cat, ctx.lock.ci))
+        # each side with the reusable workflows its call jobs run, read as one pipeline
+        rendered = inline_calls(files[cat.ci.workflow], files.get)
         tags = sorted({f"{r.repository}:{t}" for s in specs for r in s.registries
                        for t in s.tags})
         hosts = sorted({r.repository.split("/", 1)[0] for s in specs for r in s.registries})
         path = original_dir / cat.ci.original
+        original = inline_calls(_read(path), lambda rel: _called(original_dir, rel))
         results.append(compare_workflow_texts(
-            "workflow", (str(path), _read(path)),
+            "workflow", (str(path), original),
             (f"{cat.ci.workflow} (rendered from {catalog})", rendered),
             published_tags=tags, published_registries=hosts))
     return results
+
+
+def _called(root: Path, rel: str) -> str | None:
+    """The reusable workflow a call job names (``uses: ./PATH``, from the checkout's root), or
+    None when it is not a file of the checkout."""
+    path = root / rel
+    return _read(path) if ".." not in Path(rel).parts and path.is_file() else None
 
 
 def compare_cmd(args: list[str], catalog: Path | None, original_dir: Path | None,

@@ -29,7 +29,7 @@ Shape, and why:
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cannery import __version__
 from cannery.catalog.models import REL_PATH, Catalog
@@ -54,7 +54,8 @@ from cannery.render.workflow.triggers import triggers
 from cannery.render.yamltext import Gap, Note, dump
 
 __all__ = [
-    "LOCK_BRANCH", "PUBLISH_IF", "image_inputs", "install_command", "lock_update_paths",
+    "LOCK_BRANCH", "PUBLISH_IF", "image_inputs", "inline_calls", "install_command",
+    "lock_update_paths",
     "render_workflow", "render_workflows", "requirements_text",
 ]
 
@@ -179,3 +180,43 @@ def render_workflows(
     for kind, (doc, what) in called.items():
         out[reusable_path(cat, kind)] = dump(doc, _header(cat, what))  # type: ignore[arg-type]
     return out
+
+
+def inline_calls(text: str, read: Callable[[str], str | None]) -> str:
+    """A workflow with each call job of a reusable workflow of the same repository (``uses:
+    ./PATH``, its text from ``read(PATH)``; None: the job is left as it is) replaced by the
+    called workflow's jobs, each under the call job's ``if`` and ``needs`` (one job keeps the
+    call job's id; several are CALL-JOB): the whole pipeline in one document, for `cannery
+    compare`. Text with no such call job is returned as it is."""
+    import yaml
+
+    doc = yaml.safe_load(text)
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    if not isinstance(jobs, dict):
+        return text
+    out: dict[object, object] = {}
+    for jid, job in jobs.items():
+        uses = job.get("uses") if isinstance(job, dict) else None
+        called = read(uses[2:]) if isinstance(uses, str) and uses.startswith("./") else None
+        inner = yaml.safe_load(called).get("jobs") if called else None
+        if not isinstance(inner, dict) or not isinstance(job, dict):
+            out[jid] = job
+            continue
+        keep = {k: job[k] for k in ("if", "needs") if k in job}
+        for cid, cjob in inner.items():
+            out[jid if len(inner) == 1 else f"{jid}-{cid}"] = {**cjob, **keep}
+    if out == jobs:
+        return text
+    doc["jobs"] = out
+    if True in doc:  # YAML 1.1 reads a bare `on` key as True
+        doc["on"] = doc.pop(True)
+    class _Literal(yaml.SafeDumper):  # type: ignore[misc]  # (PyYAML has no types here)
+        pass
+
+    def block(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+        # a script stays a block, as written (lint's shell facts map its columns)
+        style = "|" if "\n" in value and not value.endswith((" ", "\t")) else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    _Literal.add_representer(str, block)
+    return str(yaml.dump(doc, Dumper=_Literal, sort_keys=False, width=1000))

@@ -68,6 +68,34 @@ BASE_ARGS = (
 )
 
 
+def _build_step(cat: Catalog, specs: Sequence[ImageSpec], cat_args: str) -> dict[str, object]:
+    """The leg's `cannery build --push`, its secrets in env (only its group's are set)."""
+    return {
+        "name": "Build and push by digest",
+        # cannery hands BuildKit the login for the push repository (and cache) from
+        # these, in a temporary docker config: no `docker login` step. Only the
+        # secrets the call job passed are set: its group's.
+        "env": {
+            **credential_env(cat),
+            "IMAGE": "${{ matrix.image }}",
+            "PLATFORM": "${{ matrix.platform }}",
+            "PARENT": "${{ matrix.parent }}",
+            "BUILDER": "${{ steps.buildx.outputs.name }}",
+            "FORCE": "${{ inputs.force }}",
+            # the URLs its downloads fetch (cannery mounts each for its RUN only)
+            **{n: f"${{{{ secrets.{n} }}}}" for n in catalog_secrets(cat, specs)},
+        },
+        "run": Literal(
+            "# a manual run's force input: rebuild even unchanged platforms\n"
+            'if [ "${FORCE}" = true ]; then set -- --force; fi\n'
+            + BASE_ARGS
+            + f'cannery build "${{IMAGE}}"{cat_args} --locked \\\n'
+            '  --platform "${PLATFORM}" --backend buildx --builder "${BUILDER}" \\\n'
+            '  --registry-cache --push --digest-dir "${RUNNER_TEMP}/digests" "$@"\n'
+        ),
+    }
+
+
 def build_workflow(
     cat: Catalog, specs: Sequence[ImageSpec], pins: dict[str, Pin], cat_args: str,
 ) -> dict[object, object]:
@@ -96,30 +124,7 @@ def build_workflow(
             *base_digest_steps(pins),
             {"name": "Set up buildx", "id": "buildx",
              "uses": uses(pins, "docker/setup-buildx-action")},
-            {
-                "name": "Build and push by digest",
-                # cannery hands BuildKit the login for the push repository (and cache) from
-                # these, in a temporary docker config: no `docker login` step. Only the
-                # secrets the call job passed are set: its group's.
-                "env": {
-                    **credential_env(cat),
-                    "IMAGE": "${{ matrix.image }}",
-                    "PLATFORM": "${{ matrix.platform }}",
-                    "PARENT": "${{ matrix.parent }}",
-                    "BUILDER": "${{ steps.buildx.outputs.name }}",
-                    "FORCE": "${{ inputs.force }}",
-                    # the URLs its downloads fetch (cannery mounts each for its RUN only)
-                    **{n: f"${{{{ secrets.{n} }}}}" for n in catalog_secrets(cat, specs)},
-                },
-                "run": Literal(
-                    "# a manual run's force input: rebuild even unchanged platforms\n"
-                    'if [ "${FORCE}" = true ]; then set -- --force; fi\n'
-                    + BASE_ARGS
-                    + f'cannery build "${{IMAGE}}"{cat_args} --locked \\\n'
-                    '  --platform "${PLATFORM}" --backend buildx --builder "${BUILDER}" \\\n'
-                    '  --registry-cache --push --digest-dir "${RUNNER_TEMP}/digests" "$@"\n'
-                ),
-            },
+            _build_step(cat, specs, cat_args),
             {
                 "name": "Upload the platform's descriptor",
                 "uses": uses(pins, "actions/upload-artifact"),

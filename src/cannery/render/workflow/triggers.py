@@ -11,23 +11,10 @@ from cannery.render.workflow.common import REUSABLE, checkout_dirs, reusable_pat
 from cannery.render.yamltext import Note
 
 
-def triggers(cat: Catalog, specs: Sequence[ImageSpec], catalog_file: str | None,
-             lock_file: str) -> dict[object, object]:
-    """The ``on:`` table. A push or pull request starts the workflow only when it touches a
-    file the images are built from (or the rendered files, which `render --check` checks)."""
+def _dispatch(cat: Catalog) -> dict[str, object]:
+    """A manual run's inputs: the images, force, and (``dispatch_tags``) more tags."""
     ci = cat.ci
-    paths = [p for p in (catalog_file, lock_file) if p]
-    paths += [f"{ci.dockerfiles}/**", ci.bake, ci.docs, ci.workflow,
-              *(reusable_path(cat, k) for k in REUSABLE)]
-    if ci.install_action is None:  # the pins CI installs cannery from: `render --check` them
-        paths.append(ci.requirements)
-    dirs = sorted({d for s in specs for d in checkout_dirs(s)})
-    if dirs:
-        paths += [".dockerignore", *(f"{d}/**" for d in dirs)]
-    # An image that copies the whole checkout is touched by any change: no paths filter.
-    filtered = {"paths": paths} if "." not in dirs else {}
-
-    dispatch = {
+    return {
         "inputs": {
             "images": {
                 "description": "Images to build, separated by spaces (empty: every image)",
@@ -50,6 +37,25 @@ def triggers(cat: Catalog, specs: Sequence[ImageSpec], catalog_file: str | None,
             }} if ci.dispatch_tags else {}),
         }
     }
+
+
+def triggers(cat: Catalog, specs: Sequence[ImageSpec], catalog_file: str | None,
+             lock_file: str) -> dict[object, object]:
+    """The ``on:`` table. A push or pull request starts the workflow only when it touches a
+    file the images are built from (or the rendered files, which `render --check` checks)."""
+    ci = cat.ci
+    paths = [p for p in (catalog_file, lock_file) if p]
+    paths += [f"{ci.dockerfiles}/**", ci.bake, ci.docs, ci.workflow,
+              *(reusable_path(cat, k) for k in REUSABLE)]
+    if ci.install_action is None:  # the pins CI installs cannery from: `render --check` them
+        paths.append(ci.requirements)
+    dirs = sorted({d for s in specs for d in checkout_dirs(s)})
+    if dirs:
+        paths += [".dockerignore", *(f"{d}/**" for d in dirs)]
+    # An image that copies the whole checkout is touched by any change: no paths filter.
+    filtered = {"paths": paths} if "." not in dirs else {}
+
+    dispatch = _dispatch(cat)
     # branches = []: no branch push builds (releases, the schedule and manual runs only); an
     # empty `branches:` list is not a valid filter, so the key is left out instead.
     # branch_pushes = false: `branches` filter pull requests only; no branch push publishes.
