@@ -35,6 +35,7 @@ from cannery.catalog.models import Catalog
 from cannery.commands.ci import Event as PlanEvent
 from cannery.commands.ci import plan_outputs
 from cannery.commands.render import Context, render_kind
+from cannery.errors import FatalError
 from cannery.lock import BaseEntry, Lock, dump_lock, pin_image_bases
 from cannery.plan import ImageSpec
 from cannery.render import dockerfile_name
@@ -61,7 +62,8 @@ def scale_text(n: int) -> str:
 
 def shape_text(children: int) -> str:
     """``p`` and its ``children`` (``image:p``), ``g`` on ``image:c0``, ``s`` with a build
-    secret, ``q`` publishing to a second registry with other credentials; a pr_label."""
+    secret, ``q`` publishing to a second registry with other credentials; a pr_label, and a
+    manual run's input tags."""
     text = tiny("shape", "quay.io/ascend/shape", BASE, "9.1.0-{chip}-p").replace(
         "[images.one]", "[images.p]")
     text = text.replace(
@@ -80,7 +82,7 @@ def shape_text(children: int) -> str:
              'path = "/opt/data"\n'
              f'\n[images.q]\nbase = "b"\ntoolkit = "t"\nregistry = "other"\n{two}\n'
              'tag = "q-{chip}"\n')
-    return text + CI.replace("[ci]\n", '[ci]\npr_label = "build-images"\n')
+    return text + CI.replace("[ci]\n", '[ci]\npr_label = "build-images"\ndispatch_tags = true\n')
 
 
 @dataclass
@@ -185,7 +187,10 @@ class Steps:
         assert opts.get("--catalog", "cannery.toml") == "cannery.toml"
         event = PlanEvent(opts["--event"], opts.get("--ref", ""), opts.get("--before", ""),
                           opts.get("--images", ""), opts.get("--tags", ""), self.changed)
-        return plan_outputs(self.fam.cat, self.fam.specs, event)
+        try:
+            return plan_outputs(self.fam.cat, self.fam.specs, event)
+        except FatalError as exc:  # exit 2: the step fails
+            raise StepFailed(str(exc)) from None
 
 
 def interpret(fam: Family, event: Event) -> list[Run]:
@@ -241,6 +246,10 @@ def check(fam: Family, runs: list[Run], expected: list[str], mode: str) -> None:
     assert not pr
     assert Counter((g.matrix["image"], g.matrix["platform"]) for g in build) == want
     assert Counter(g.matrix["image"] for g in merge) == Counter(expected)
+    # a concurrency group holds one running and one pending job: two legs of a run sharing
+    # one would cancel each other's pending leg
+    groups = Counter(g.concurrency["group"] for g in build + merge)
+    assert all(n == 1 for n in groups.values()), groups.most_common(3)
     merged_at = {g.matrix["image"]: legs.index(g) for g in merge}
     for g in build:
         image = g.matrix["image"]
@@ -368,3 +377,15 @@ def test_a_failed_parent_leg_builds_no_child_and_merges_neither(shape: Family) -
     merged = {g.matrix["image"] for g in run.legs if g.job.endswith("/merge")
               and g.result == "success"}
     assert merged == {"s", "q"}  # the other images of wave 0 are not held back
+
+
+def test_a_manual_runs_tags_reach_the_merges_of_the_images_it_names(shape: Family) -> None:
+    runs = interpret(shape, Event.dispatch({"images": "q", "tags": "extra1 extra2"}))
+    check(shape, runs, ["q"], "publish")
+    merges = [g for g in runs[0].legs if g.job.endswith("/merge")]
+    assert [s.env.get("EXTRA_TAGS") for m in merges for s in m.steps
+            if s.name.startswith("Merge into one index")] == ["extra1 extra2"]
+    # two selected images of one repository: a tag would name two indexes; check fails
+    (run,) = interpret(shape, Event.dispatch({"images": "c0 c1", "tags": "x"}))
+    assert run.jobs["check"].result == "failure"
+    assert [g.job for g in run.ran()] == ["check"]
