@@ -559,3 +559,22 @@ def test_a_workflow_file_over_500_kb_is_refused(tmp_path: Path) -> None:
     write(tmp_path, "big.yml", body + pad * (500_000 // len(pad) + 1))
     with pytest.raises(GitHubLimit, match="over GitHub's 500000"):
         Interpreter(tmp_path).run(Event.push())
+
+
+@pytest.mark.parametrize(("main", "called", "error"), [
+    ("  c:\n    uses: ./.github/workflows/r.yml\n    steps: [{run: x}]\n",
+     "on: workflow_call\njobs:\n  j: {runs-on: x, steps: []}\n", "a call job has no steps"),
+    ("  c:\n    uses: ./.github/workflows/r.yml\n",
+     "on: push\njobs:\n  j: {runs-on: x, steps: []}\n", "has no on.workflow_call"),
+    ("  c:\n    uses: ./.github/workflows/r.yml\n",
+     "on:\n  workflow_call:\n    secrets: {TOKEN_X: {required: true}}\n"
+     "jobs:\n  j: {runs-on: x, steps: []}\n", r"required secrets \['TOKEN_X'\] not passed"),
+    ("  c:\n    uses: octo/repo/.github/workflows/r.yml@v1\n", "", "only local reusable"),
+])
+def test_reusable_workflow_calls_github_refuses(tmp_path: Path, main: str, called: str,
+                                                error: str) -> None:
+    write(tmp_path, "main.yml", "on: push\njobs:\n" + main)
+    if called:
+        write(tmp_path, "r.yml", called)
+    with pytest.raises(GitHubLimit, match=error):
+        Interpreter(tmp_path).run(Event.push())
