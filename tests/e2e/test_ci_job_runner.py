@@ -5,22 +5,30 @@ For each example family, one of its images is re-expressed as a *twin* catalog: 
 ``[ci]`` table, the registries that image publishes to (their secret and variable names and
 media types kept, each repository moved to a loopback registry of its own that requires
 another user's password), the catalog's name, the image's name, and its tag and aliases as the
-example's lock makes them, written out, with the image's contents
-replaced by the stand-in stack (its real base, CANN and wheels cannot be fetched here). The
-twin is locked and rendered into a git repository, and its jobs are first compared with the
-example's committed workflow: the same names, actions, conditions, env and scripts, step for
-step, once the loopback repositories read as the example's (only the matrix legs, the steps
-named for a platform the twin does not build, and the hashed install pins may differ). So the
-image's jobs that then run are the example's own.
-They run in order for a manual run (``workflow_dispatch``, no images named): ``check``, each
-leg of the image's build job, its merge job; the ``pr-*`` and lock-update jobs are skipped by
-their own ``if:``, as on GitHub. Each job gets a fresh clone (its checkout), a runner temp
-directory of its own, and the environment it declares: the job's and step's ``env:`` with
+example's lock makes them, written out, with the image's contents replaced by the stand-in
+stack (its real base, CANN and wheels cannot be fetched here); the example's other registries
+are kept as well, each with a stand-in image publishing there that is never built (the
+reusable workflows serve every registry of a catalog). The twin is locked and rendered into a
+git repository, and its jobs are first compared with the example's committed workflows: the
+reusable workflows' jobs (build, merge, pull request) and the main workflow's call jobs of the
+image's group have the same names, actions, conditions, env and scripts, step for step, once
+the loopback repositories read as the example's (only the matrix legs, the steps named for a
+platform the twin does not build, the group's index and the hashed install pins may differ).
+So the image's jobs that then run are the example's own.
+They run for a manual run (``workflow_dispatch``) naming the image through the job-graph
+interpreter (tests/services/gha.py), which decides, as GitHub does, which jobs and matrix legs
+run and in what order: ``check`` (its ``cannery ci plan`` for real), the group's build call
+job and, in the reusable build workflow, a leg per platform of the image, then the merge call
+job and its one merge; the pull-request and lock-update jobs are skipped by their own
+``if:``. It evaluates every expression: the job's and step's ``env:`` with
 ``${{ secrets.X }}`` / ``${{ vars.X }}`` taken from a test dict holding what the example's
-repository would hold, the other expressions (matrix, inputs, github, runner, steps' outputs)
-evaluated; each ``run:`` is run with ``bash -e`` (GitHub's default shell), ``$GITHUB_OUTPUT``
-read back into the step's outputs, artifacts carried between jobs. Nothing of the test's own
-environment names a registry credential: the jobs publish only with what they declare.
+repository would hold (passed on to the reusable workflows as the call jobs say), matrix,
+inputs, github, runner and steps' outputs. The steps run here: each leg gets a fresh clone
+(its checkout) and a runner temp directory of its own; each ``run:`` is run with ``bash -e``
+(GitHub's default shell) with GitHub's default variables, ``$GITHUB_OUTPUT`` read back into
+the step's outputs, artifacts carried between jobs (a missing one fails the download step).
+Nothing of the test's own environment names a registry credential: the jobs publish only with
+what they declare.
 
 Where the runner cannot be reproduced here:
 - the build leg runs ``--backend buildah`` in place of ``--backend buildx --builder
@@ -51,7 +59,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -65,6 +72,8 @@ from cannery.lock import read_lock
 from cannery.plan import plan_image
 from tests.catalogs import write_ci_lock
 from tests.e2e.buildenv import BuildWorld, cleanup_local_images, make_world
+from tests.services.gha import Interpreter, StepCall, StepFailed
+from tests.services.gha_events import Event
 from tests.services.registry import LocalRegistry, password_registry
 from tests.services.tlsca import LocalCA
 
@@ -95,102 +104,29 @@ def _git(repo: Path, *args: str) -> str:
                           check=True).stdout
 
 
-class Runner:
-    """Runs one workflow's jobs the way a GitHub runner does, for one event."""
+class Steps:
+    """A GitHub runner's steps for the job-graph interpreter (tests/services/gha.py), which
+    decides which jobs and legs run, in what order, and evaluates every expression: each leg
+    gets a clone of the repository (its checkout) and a runner temp directory of its own, each
+    ``run:`` runs with ``bash -e`` in the declared env, ``$GITHUB_OUTPUT`` read back."""
 
-    def __init__(self, doc: dict[str, Any], repo: Path, root: Path, machine: dict[str, str],
-                 secret: dict[str, str], variables: dict[str, str]) -> None:
-        self.doc, self.repo, self.root, self.machine = doc, repo, root, machine
-        self.secrets, self.vars = secret, variables
-        self.github = {"event_name": "workflow_dispatch", "ref": "refs/heads/main",
-                       "ref_name": "main", "token": "",
-                       "event": {"repository": {"fork": False, "private": True}, "before": ""}}
-        self.inputs = {"images": "", "force": False}
-        self.needs: dict[str, Any] = {}
+    def __init__(self, repo: Path, root: Path, machine: dict[str, str]) -> None:
+        self.repo, self.root, self.machine = repo, root, machine
         self.artifacts = root / "artifacts"
-        self.ran: list[str] = []
         self.logs: list[str] = []
+        self.legs: dict[str, int] = {}
 
-    # --- expressions: the subset the generated workflow uses
-    def _context(self, extra: dict[str, Any]) -> dict[str, Any]:
-        def ns(v: Any) -> Any:
-            if isinstance(v, dict):
-                return SimpleNamespace(**{k.replace("-", "_"): ns(x) for k, x in v.items()})
-            return v
+    def place(self, leg: str) -> Path:
+        return self.root / "runner" / str(self.legs.setdefault(leg, len(self.legs)))
 
-        ctx = {"github": self.github, "inputs": self.inputs, "secrets": self.secrets,
-               "vars": self.vars, "needs": self.needs, **extra}
-        return {k: ns(v) for k, v in ctx.items()} | {
-            "contains": lambda a, b: b in a, "fromJSON": json.loads,
-            "true": True, "false": False,
-        }
+    def runner(self, leg: str) -> dict[str, Any]:
+        temp = self.place(leg) / "temp"
+        temp.mkdir(parents=True, exist_ok=True)
+        return {"os": "Linux", "arch": "X64", "name": leg, "temp": str(temp)}
 
-    def evaluate(self, expr: str, extra: dict[str, Any]) -> Any:
-        # Outside string literals only: an image name ('8-5-2-910b-openeuler') keeps its dashes.
-        parts = re.split(r"('[^']*')", expr)
-        for i in range(0, len(parts), 2):
-            code = re.sub(r"!(?!=)", " not ", parts[i]).replace("&&", " and ")
-            code = code.replace("||", " or ")
-            parts[i] = re.sub(r"(?<=[a-z])-(?=[a-z])", "_", code)  # needs.lock-update
-        py = "".join(parts)
-        return eval(py, {"__builtins__": {}}, self._context(extra))  # the workflow's text
-
-    def expand(self, text: str, extra: dict[str, Any]) -> str:
-        def one(m: re.Match[str]) -> str:
-            value = self.evaluate(m[1], extra)
-            if isinstance(value, bool):
-                return "true" if value else "false"
-            return "" if value is None else str(value)
-
-        return re.sub(r"\$\{\{\s*(.*?)\s*\}\}", one, text)
-
-    def condition(self, cond: object, extra: dict[str, Any]) -> bool:
-        if cond is None:
-            return True
-        text = str(cond).strip()
-        m = re.fullmatch(r"\$\{\{\s*(.*?)\s*\}\}", text, re.S)
-        return bool(self.evaluate(m[1] if m else text, extra))
-
-    # --- jobs
-    def run_all(self) -> None:
-        results: dict[str, str] = {}
-        for jid, job in self.doc["jobs"].items():
-            needs = job.get("needs", [])
-            needs = [needs] if isinstance(needs, str) else needs
-            if any(results.get(n) != "success" for n in needs) or not self.condition(
-                job.get("if"), {}
-            ):
-                results[jid] = "skipped"
-                continue
-            legs = (job.get("strategy") or {}).get("matrix", {}).get("include") or [{}]
-            outputs: dict[str, str] = {}
-            for leg in legs:
-                outputs = self.run_job(jid, job, leg)
-            results[jid] = "success"
-            self.needs[jid] = {"outputs": outputs, "result": "success"}
-        self.results = results
-
-    def run_job(self, jid: str, job: dict[str, Any], leg: dict[str, Any]) -> dict[str, str]:
-        name = f"{jid}-{leg.get('arch', 'job')}"
-        self.ran.append(name)
-        temp = self.root / "runner" / name / "temp"
-        work = self.root / "runner" / name / "work"
-        temp.mkdir(parents=True)
-        steps: dict[str, Any] = {}
-        extra = {"matrix": leg, "runner": {"temp": str(temp)}, "steps": steps}
-        for step in job["steps"]:
-            extra["steps"] = steps
-            if not self.condition(step.get("if"), extra):
-                continue
-            outputs = self.run_step(job, step, extra, work, temp)
-            if "id" in step:
-                steps[step["id"]] = {"outputs": outputs}
-        return {k: self.expand(v, extra) for k, v in (job.get("outputs") or {}).items()}
-
-    def run_step(self, job: dict[str, Any], step: dict[str, Any], extra: dict[str, Any],
-                 work: Path, temp: Path) -> dict[str, str]:
-        used = str(step.get("uses", ""))
-        given = {k: self.expand(str(v), extra) for k, v in (step.get("with") or {}).items()}
+    def __call__(self, call: StepCall) -> dict[str, str]:
+        work, temp = self.place(call.leg) / "work", Path(call.runner["temp"])
+        used, given = call.uses, call.with_
         if used.startswith("actions/checkout@"):
             subprocess.run(["git", "clone", "-q", str(self.repo), str(work)], check=True)
             return {}
@@ -205,36 +141,34 @@ class Runner:
             return {}
         if used.startswith("actions/download-artifact@"):
             dest = Path(given["path"])
-            found = sorted(self.artifacts.glob(given.get("pattern", given.get("name", ""))))
-            assert found, given
-            for art in found:
-                shutil.copytree(art, dest, dirs_exist_ok=True)
+            found = sorted(self.artifacts.glob(given.get("pattern") or given.get("name", "")))
+            if not found:
+                raise StepFailed(f"no artifact {given}")
+            for art in found:  # by pattern, each in a directory of its own unless merged
+                flat = "name" in given or given.get("merge-multiple") == "true"
+                shutil.copytree(art, dest if flat else dest / art.name, dirs_exist_ok=True)
             return {}
         assert not used, f"{used}: no stand-in for this action"
-        if str(step["name"]).startswith("Install cannery"):
+        if call.name.startswith("Install cannery"):
             return {}  # cannery is importable; `cannery` on PATH runs it
-        if str(step["name"]).startswith("Free runner disk space"):
+        if call.name.startswith("Free runner disk space"):
             return {}  # a hosted runner's preinstalled toolchains; this machine has none
-        run = str(step["run"])
-        assert "${{" not in run  # event data reaches scripts through env only
+        assert "${{" not in str(call.step["run"])  # event data reaches scripts through env only
+        run = str(call.run)
         if LEG_BACKEND in run:
             assert LEG_CACHE in run
             run = run.replace(LEG_BACKEND, "--backend buildah --network host").replace(
                 LEG_CACHE, "")
         output = temp / f"output-{len(self.logs)}"
         output.touch()
-        declared = {**(job.get("env") or {}), **(step.get("env") or {})}
         env = {
-            **self.machine,
-            "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(work),
-            "GITHUB_REF": self.github["ref"], "GITHUB_EVENT_NAME": self.github["event_name"],
-            "RUNNER_TEMP": str(temp), "GITHUB_OUTPUT": str(output),
-            **{k: self.expand(str(v), extra) for k, v in declared.items()},
+            **self.machine, **call.defaults, "GITHUB_WORKSPACE": str(work),
+            "GITHUB_OUTPUT": str(output), **call.env,
         }
         done = subprocess.run(["bash", "-e", "-c", run], cwd=work, env=env, capture_output=True,
                               text=True, timeout=1200, stdin=subprocess.DEVNULL, check=False)
-        self.logs.append(f"## {step['name']}\n{done.stdout}{done.stderr}")
-        assert done.returncode == 0, f"{step['name']}: exit {done.returncode}\n" + "\n".join(
+        self.logs.append(f"## {call.name}\n{done.stdout}{done.stderr}")
+        assert done.returncode == 0, f"{call.name}: exit {done.returncode}\n" + "\n".join(
             self.logs)[-6000:]
         return dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
 
@@ -267,12 +201,16 @@ def pool(world: BuildWorld, test_ca: LocalCA) -> Iterator[list[tuple[LocalRegist
 
 
 def _twin(example: str, image: str, world: BuildWorld,
-          pool: list[tuple[LocalRegistry, str, str]]) -> tuple[str, dict[str, Any], dict[str, str]]:
+          pool: list[tuple[LocalRegistry, str, str]],
+          ) -> tuple[str, dict[str, Any], dict[str, Any], dict[str, str]]:
     """The example's catalog with everything that decides its CI jobs kept (``[ci]``, the
     registries the image publishes to with their secret names and media types, the image's name)
     and the image's contents replaced by the stand-in stack (its real inputs cannot be fetched
-    here). Returns the catalog text, the registries it publishes to (name → pool entry) and the
-    secrets/variables a repository of that example would hold."""
+    here). The example's other registries are kept too, each with a stand-in image of its own
+    publishing there (``IMAGE-on-REGISTRY``, never built here): the reusable workflows serve
+    every registry of the catalog, so the twin's are the example's only with all of them.
+    Returns the catalog text, the registries the image publishes to and the others (name → pool
+    entry) and the secrets/variables a repository of that example would hold."""
     path = ROOT / "examples" / example / "cannery.toml"
     raw = tomllib.loads(path.read_text())
     cat = load_catalog(path).catalog
@@ -284,9 +222,17 @@ def _twin(example: str, image: str, world: BuildWorld,
     assert first, f"{example}: {image} publishes nowhere"
     mirrors = spec.mirrors if spec.mirrors is not None else cat.catalog.mirrors
     used = {name: pool[i] for i, name in enumerate([first, *mirrors])}
+    others: dict[str, Any] = {}
+    for other in cat.images.values():
+        for name in [other.registry or cat.catalog.registry,
+                     *(other.mirrors if other.mirrors is not None else cat.catalog.mirrors)]:
+            if name and name not in used and name not in others:
+                others[name] = pool[len(used) + len(others)]
     registries: dict[str, Any] = {}
     creds: dict[str, str] = {}
-    for name, (reg, user, password) in used.items():
+    every = {**used, **others}
+    for name in [n for n in raw["registries"] if n in every]:  # in the example's order
+        reg, user, password = every[name]
         table = dict(raw["registries"][name])
         table["repository"] = f"{reg.host}/{example}/{name}"
         registries[name] = table
@@ -312,50 +258,78 @@ def _twin(example: str, image: str, world: BuildWorld,
         }},
         "ci": ci,
     }
-    return tomli_w.dumps(doc), used, creds
+    for name in others:
+        doc["images"][f"{image}-on-{name}"] = {
+            **doc["images"][image], "registry": name, "mirrors": []}
+    return tomli_w.dumps(doc), used, others, creds
 
 
-def _same_jobs(example: str, image: str, twin: dict[str, Any], used: dict[str, Any],
+def _group(root: Path, image: str) -> int:
+    """The group (call jobs build-<i>, merge-<i>) of the catalog at ``root`` that ``image``
+    is in: the one whose build legs a manual run naming it fills."""
+    from cannery.commands.ci import Event as PlanEvent
+    from cannery.commands.ci import plan_outputs
+    from cannery.commands.render import context
+
+    ctx = context(root / "cannery.toml", None)
+    out = plan_outputs(ctx.loaded.catalog, ctx.specs(), PlanEvent("workflow_dispatch",
+                                                                  images=image))
+    (i,) = [int(k.split("_")[1]) for k, v in out.items()
+            if k.startswith("build_") and json.loads(v)["count"]]
+    return i
+
+
+def _same_jobs(example: str, image: str, repo: Path, used: dict[str, Any],
                platforms: list[str]) -> None:
-    """The twin's jobs for the image are the example's own, step for step: same names, actions,
-    conditions, env and scripts, once the loopback repositories read as the example's. Only the
-    matrix legs and the steps named for a platform the twin does not build (it builds fewer)
-    and the hashed install pins (the twin's lock holds stand-ins) may differ. The jobs that list
-    every image (check, lock-update) are not compared: the twin has one."""
+    """The twin's jobs for the image are the example's own, step for step: the reusable
+    workflows' (build, merge, pull request) jobs and the main workflow's call jobs of the
+    image's group have the same names, actions, conditions, env and scripts, once the loopback
+    repositories read as the example's. Only the matrix legs, the steps named for a platform
+    the twin does not build (it builds fewer), the group's index, and the hashed install pins
+    may differ. The jobs that list every group (check, lock-update) are not compared."""
     path = ROOT / "examples" / example / "cannery.toml"
     raw = tomllib.loads(path.read_text())
-    wf = ROOT / "examples" / example / raw["ci"].get("workflow", WORKFLOW)
-    mine = yaml.safe_load(wf.read_text())
-    text = json.dumps(twin)
-    for name, (reg, _, _) in used.items():
-        text = text.replace(f"{reg.host}/{example}/{name}", raw["registries"][name]["repository"])
-        text = text.replace(reg.host, raw["registries"][name]["repository"].split("/")[0])
-    theirs = json.loads(text)
+    main = raw["ci"].get("workflow", WORKFLOW)
+    stem = main.removesuffix(".yml")
+    mine_i, theirs_i = _group(path.parent, image), _group(repo, image)
 
-    def built(step: dict[str, Any]) -> bool:
+    def load(root: Path, rel: str, replace: bool) -> dict[str, Any]:
+        text = json.dumps(yaml.safe_load((root / rel).read_text()))
+        if replace:  # the twin's loopback repositories, and its group index, as the example's
+            for name, (reg, _, _) in used.items():
+                real = raw["registries"][name]["repository"]
+                text = text.replace(f"{reg.host}/{example}/{name}", real)
+                text = text.replace(reg.host, real.split("/")[0])
+            text = re.sub(rf"\b(build|merge)([_-]){theirs_i}\b", rf"\g<1>\g<2>{mine_i}", text)
+            text = text.replace(f"(group {theirs_i})", f"(group {mine_i})")
+        return dict(json.loads(text))
+
+    def kept(step: dict[str, Any]) -> bool:
         named = re.findall(r"linux/[a-z0-9]+(?:/v\d)?", str(step.get("name", "")))
         return all(p in platforms for p in named)
 
     def shape(job: dict[str, Any]) -> dict[str, Any]:
-        job = {k: v for k, v in job.items() if k != "strategy"}
+        job = {k: v for k, v in job.items() if k != "strategy" or "uses" in job}
         job["steps"] = [
             {k: v for k, v in s.items() if not (k == "run" and str(s.get("name", "")).startswith(
-                "Install cannery"))} for s in job["steps"] if built(s)]
+                "Install cannery"))} for s in job.get("steps", []) if kept(s)]
         return job
 
-    shared = [j for j in theirs["jobs"] if j in mine["jobs"]]
-    assert any(j.startswith("build") for j in shared) and any(j.startswith("merge")
-                                                                for j in shared), shared
-    for jid in shared:
-        if not jid.endswith(f"-{image}"):  # check and lock-update list every image
-            continue
-        a, b = shape(theirs["jobs"][jid]), shape(mine["jobs"][jid])
-        for i, (x, y) in enumerate(zip(a.pop("steps"), b.pop("steps"), strict=True)):
-            assert x == y, (example, jid, i, _differ(x, y))
-        assert a == b, (example, jid)
-        legs = (theirs["jobs"][jid].get("strategy") or {}).get("matrix", {}).get("include", [])
-        all_legs = (mine["jobs"][jid].get("strategy") or {}).get("matrix", {}).get("include", [])
-        assert all(leg in all_legs for leg in legs), (example, jid)
+    for rel in (f"{stem}-build.yml", f"{stem}-merge.yml", f"{stem}-pr.yml"):
+        theirs, mine = load(repo, rel, True), load(ROOT / "examples" / example, rel, False)
+        call_t, call_m = theirs["on"]["workflow_call"], mine["on"]["workflow_call"]
+        assert call_t["inputs"] == call_m["inputs"], (example, rel)
+        assert call_t.get("secrets") == call_m.get("secrets"), (example, rel)
+        assert theirs["jobs"].keys() == mine["jobs"].keys(), (example, rel)
+        for jid in theirs["jobs"]:
+            a, b = shape(theirs["jobs"][jid]), shape(mine["jobs"][jid])
+            for i, (x, y) in enumerate(zip(a.pop("steps"), b.pop("steps"), strict=True)):
+                assert x == y, (example, rel, jid, i, _differ(x, y))
+            assert a == b, (example, rel, jid, _differ(a, b))
+    theirs, mine = load(repo, main, True), load(ROOT / "examples" / example, main, False)
+    for jid in (f"build-{mine_i}", f"merge-{mine_i}"):
+        a, b = theirs["jobs"][jid], mine["jobs"][jid]
+        assert a == b, (example, jid, _differ(a, b))
 
 
 def _differ(x: Any, y: Any) -> Any:
@@ -365,29 +339,9 @@ def _differ(x: Any, y: Any) -> Any:
     return (x, y)
 
 
-@pytest.mark.parametrize("example", sorted(EXAMPLES))
-def test_each_examples_build_and_merge_jobs_publish_to_registries_that_require_a_password(
-    world: BuildWorld, pool: list[tuple[LocalRegistry, str, str]], tmp_path: Path,
-    example: str,
-) -> None:
-    image = EXAMPLES[example]
-    text, used, creds = _twin(example, image, world, pool)
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "cannery.toml").write_text(text)
-    # CI's pins of cannery itself: stand-ins (the Install step is skipped below), so the lock
-    # does not resolve cannery's whole dependency tree from the test index.
-    write_ci_lock(repo / "cannery.toml")
-    # The repository's own preparation (a developer's machine): lock, render, commit.
-    dev = {k: v for k, v in world.env().items() if not k.startswith("CANNERY_REGISTRY_")}
-    for args in (["lock", "--catalog", "cannery.toml"], ["render", "--catalog", "cannery.toml"]):
-        done = subprocess.run([sys.executable, "-m", "cannery", *args], cwd=repo, env=dev,
-                              capture_output=True, text=True, check=False, timeout=600)
-        assert done.returncode == 0, done.stderr
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "catalog, lock and rendered files")
-
+def _machine(tmp_path: Path, world: BuildWorld) -> dict[str, str]:
+    """The runner's own environment: a ``cannery`` and ``python`` on PATH, a home with no
+    docker login and no containers auth file, the test CA; no registry credential."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     shim = bindir / "cannery"
@@ -404,23 +358,54 @@ def test_each_examples_build_and_merge_jobs_publish_to_registries_that_require_a
                    CANNERY_CA_CERT=str(world.ca.ca_cert),
                    CANNERY_CACHE_DIR=str(world.root / "cache"))
     assert not [k for k in machine if k.startswith("CANNERY_REGISTRY_")]
+    return machine
 
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES))
+def test_each_examples_build_and_merge_jobs_publish_to_registries_that_require_a_password(
+    world: BuildWorld, pool: list[tuple[LocalRegistry, str, str]], tmp_path: Path,
+    example: str,
+) -> None:
+    image = EXAMPLES[example]
+    text, used, others, creds = _twin(example, image, world, pool)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "cannery.toml").write_text(text)
+    # CI's pins of cannery itself: stand-ins (the Install step is skipped below), so the lock
+    # does not resolve cannery's whole dependency tree from the test index.
+    write_ci_lock(repo / "cannery.toml")
+    # The repository's own preparation (a developer's machine): lock, render, commit.
+    dev = {k: v for k, v in world.env().items() if not k.startswith("CANNERY_REGISTRY_")}
+    for args in (["lock", "--catalog", "cannery.toml"], ["render", "--catalog", "cannery.toml"]):
+        done = subprocess.run([sys.executable, "-m", "cannery", *args], cwd=repo, env=dev,
+                              capture_output=True, text=True, check=False, timeout=600)
+        assert done.returncode == 0, done.stderr
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "catalog, lock and rendered files")
+
+    machine = _machine(tmp_path, world)
     twin = tomllib.loads(text)
-    doc = yaml.safe_load((repo / twin["ci"].get("workflow", WORKFLOW)).read_text())
-    _same_jobs(example, image, doc, used, twin["images"][image]["platforms"])
+    _same_jobs(example, image, repo, {**used, **others}, twin["images"][image]["platforms"])
     # A user name may come from a variable rather than a secret (llamafactory-npu's do).
-    runner = Runner(doc, repo, tmp_path, machine, secret=dict(creds), variables=dict(creds))
-    runner.run_all()
-    built = [r for r in runner.ran if r.startswith("build")]
-    assert runner.ran[0] == "check-job" and built and runner.ran[-1].startswith("merge"), (
-        runner.results, runner.needs, runner.logs)
-    assert json.loads(runner.needs["check"]["outputs"]["images"]) == [image]
+    steps = Steps(repo, tmp_path, machine)
+    (run,) = Interpreter(repo, steps, secrets=dict(creds), variables=dict(creds),
+                         runner=steps.runner).run(Event.dispatch({"images": image, "force": False}))
+    ran = [leg.job for leg in run.ran() if not leg.uses]
+    built = [leg for leg in run.ran() if leg.job.endswith("/build")]
+    assert ran[0] == "check" and built and ran[-1].endswith("/merge"), (
+        {k: j.result for k, j in run.jobs.items()}, steps.logs)
+    assert [leg.matrix["image"] for leg in built] == [image] * len(built)
+    assert [leg.matrix["image"] for leg in run.ran() if leg.job.endswith("/merge")] == [image]
+    assert not [leg for leg in run.ran() if leg.job.endswith("/pr")]
+    assert all(leg.result == "success" for leg in run.ran()), steps.logs
+    assert json.loads(run.jobs["check"].outputs["images"]) == [image]
 
     # Published: the tag and each alias name one index in each registry the image publishes
     # to, the same digest in registries of the same media types, with the leg's platform
     # manifest; no registry answers without its password, and a registry of the pool that the
     # image does not publish to holds nothing of it.
-    arch = "amd64" if any(r.endswith("-amd64") for r in built) else "arm64"
+    arch = "amd64" if any(leg.matrix.get("arch") == "amd64" for leg in built) else "arm64"
     tag = twin["images"][image]["tag"]
     ca = ssl.create_default_context(cafile=str(world.ca.ca_cert))
     accept = {"Accept": "application/vnd.oci.image.index.v1+json, "
@@ -437,11 +422,11 @@ def test_each_examples_build_and_merge_jobs_publish_to_registries_that_require_a
             resp = httpx.get(url.replace(f"/manifests/{tag}", f"/manifests/{alias}"),
                              headers=accept, verify=ca, auth=(user, password))
             assert resp.headers["docker-content-digest"] in digests, (name, alias)
-    assert len(digests) == len({t.get("media_types", "oci") for t in twin["registries"].values()})
-    for reg, user, password in pool[len(used):]:
+    assert len(digests) == len({twin["registries"][n].get("media_types", "oci") for n in used})
+    for reg, user, password in pool[len(used):]:  # the others' too: nothing of the image
         url = f"https://{reg.host}/v2/{example}/{next(iter(used))}/manifests/{tag}"
         assert httpx.get(url, headers=accept, verify=ca, auth=(user, password)).status_code == 404
     # The merge verified what it pushed (its last step), in every registry.
-    assert "## Verify the pushed image" in runner.logs[-1]
+    assert "## Verify the pushed image" in steps.logs[-1]
     for _, _, password in pool:
-        assert password not in "\n".join(runner.logs)
+        assert password not in "\n".join(steps.logs)
