@@ -175,7 +175,8 @@ class Steps:
 
 # Each example's jobs are run for one of its images, chosen for the login shape it exercises.
 EXAMPLES = {
-    "cann-bases": "8-5-2-910b-openeuler",  # four registries, two with Docker media types
+    # four registries, two with Docker media types
+    "cann-bases": "9.1.0-beta.3-910b-openeuler24.03-py3.11-runtime",
     "llamafactory-npu": "a2-ubuntu",  # a mirror; user names from variables, not secrets
     "mindspeed-rl": "mindspeed-rl",  # arm64 only (a leg under qemu); no secret names given
     "verl-ascend": "qwen3-5-a2",  # the seed's image; per-registry secret names
