@@ -60,11 +60,8 @@ def malformed(ref: Reference, exc: Exception) -> NetworkError:
 
 
 class OCIClient(Transport):
-    """One client per command run. Requests (reads, blob uploads) may run side by side (httpx's
-    pool is thread-safe). Threads that meet the same Bearer challenge (host and scopes) take
-    turns at the token service: the first asks, the others take its token, so one token
-    request per scope is in flight. The scheme cache is a plain dict write: a race on a
-    host's first answer costs a handshake more per thread, at most."""
+    """One client per command run: the distribution API on :class:`Transport` (which says how
+    requests, and the threads that make them, share its session and tokens)."""
 
     def __enter__(self) -> OCIClient:
         return self
