@@ -14,6 +14,18 @@ import typer
 from typer.core import TyperGroup
 
 from cannery import __version__
+from cannery.cli.build import build
+from cannery.cli.options import (
+    CaCertOpt,
+    CatalogOpt,
+    CatalogPathArg,
+    ImagesArg,
+    JsonOpt,
+    LockedOpt,
+    LockOpt,
+    flag,
+)
+from cannery.cli.verify import verify
 from cannery.commands.ci_cli import ci_app
 from cannery.errors import FatalError
 
@@ -44,63 +56,6 @@ render_app = typer.Typer(help="Render files from the catalog.")
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(render_app, name="render")
 app.add_typer(ci_app, name="ci")
-
-# The shared shape of every command that works on images: IMAGE… positional, then options.
-# metavar="" on flags keeps typer from printing a type such as <bool> in help.
-ImagesArg = Annotated[
-    Optional[list[str]],  # noqa: UP045 - typer needs Optional on 3.10
-    typer.Argument(
-        help="Images to work on (default: every image in the catalog)",
-        metavar="IMAGE",
-        show_default=False,
-    ),
-]
-CatalogPathArg = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Argument(
-        help="Same as --catalog (kept for older scripts)", metavar="[PATH]", show_default=False
-    ),
-]
-CatalogOpt = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Option(
-        "--catalog", "-c", help="Catalog TOML (default: the embedded catalog)", metavar="PATH"
-    ),
-]
-LockOpt = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Option(
-        "--lock",
-        help="Lock file (default: cannery.lock beside the catalog, or in the current directory)",
-        metavar="PATH",
-    ),
-]
-LockedOpt = Annotated[
-    bool,
-    typer.Option(
-        "--locked",
-        help="Exit 2, naming each one, if any input is not pinned by the lock (for CI).",
-        metavar="",
-    ),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.", metavar="")]
-BaseDigestOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
-    typer.Option(
-        "--base-digest",
-        help="NAME=DIGEST: the index the catalog image NAME was just pushed with; the images "
-        "built FROM it (base = \"image:NAME\") pin it instead of the lock's (repeatable)",
-        metavar="NAME=DIGEST",
-    ),
-]
-CaCertOpt = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Option(
-        "--ca-cert",
-        help="Extra CA certificate to trust, added to the system's (env: CANNERY_CA_CERT)",
-        metavar="FILE",
-    ),
-]
 
 _debug = False
 
@@ -306,282 +261,10 @@ def render_refresh_actions(
     raise typer.Exit(refresh_actions_cmd(data, base, major))
 
 
-def _flag(name: str, text: str) -> Any:
-    return typer.Option(name, help=text, metavar="")
-
-
-@app.command("build")
-def build(
-    images: ImagesArg = None,
-    catalog: CatalogOpt = None,
-    lock: LockOpt = None,
-    platform: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option(
-            "--platform",
-            help="Build only this platform (repeatable); pushed by digest, no tag moves",
-            metavar="OS/ARCH",
-        ),
-    ] = None,
-    backend: Annotated[
-        str,
-        typer.Option(
-            "--backend", help="buildah (daemonless) or buildx (BuildKit)", metavar="NAME"
-        ),
-    ] = "buildah",
-    push: Annotated[
-        bool, _flag("--push", "Push to the catalog's registry by digest, merge, then tag")
-    ] = False,
-    output: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--output",
-            help="oci:DIR writes a multi-arch OCI image layout, no registry "
-            "(the default without --push: oci:cannery-images)",
-            metavar="oci:DIR",
-        ),
-    ] = None,
-    tag_suffix: Annotated[
-        str, typer.Option("--tag-suffix", help="Appended to each tag", metavar="TEXT")
-    ] = "",
-    extra_tag: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--extra-tag", help="One more tag for the image's index, moved after its "
-                     "tag and aliases (repeatable; one image per repository)", metavar="TAG"),
-    ] = None,
-    base_digest: BaseDigestOpt = None,
-    builder: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--builder", help="buildx builder (a remote or Kubernetes BuildKit)", metavar="NAME"
-        ),
-    ] = None,
-    force: Annotated[
-        bool, _flag(
-            "--force",
-            "Rebuild platforms whose inputs are unchanged, and move a tag even from an index "
-            "built from a newer lock",
-        )
-    ] = False,
-    locked: Annotated[
-        bool, _flag("--locked", "Exit 2 if cannery.lock would change (for CI)")
-    ] = False,
-    frozen: Annotated[
-        bool, _flag("--frozen", "Never resolve: an unlocked input is an error")
-    ] = False,
-    ca_cert: CaCertOpt = None,
-    as_json: JsonOpt = False,
-    digest_dir: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            "--digest-dir",
-            help="Write each pushed platform's descriptor here and move no tag "
-            "(with --merge-only: read them, merge, tag)",
-            metavar="DIR",
-        ),
-    ] = None,
-    merge_only: Annotated[
-        bool, _flag("--merge-only", "Merge the descriptors in --digest-dir, then tag")
-    ] = False,
-    network: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--network", help="Network mode for RUN steps (e.g. host)", metavar="MODE"
-        ),
-    ] = None,
-    log_dir: Annotated[
-        Path,
-        typer.Option("--log-dir", help="One build log per image and platform", metavar="DIR"),
-    ] = Path(".cannery/logs"),
-    registry_cache: Annotated[
-        bool,
-        _flag(
-            "--registry-cache",
-            "buildx: a registry cache per image and platform (REPO:cache-IMAGE-ARCH)",
-        ),
-    ] = False,
-    sign_key: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--sign-key",
-            help="Sign provenance and manifests with this PEM private key (ECDSA P-256 or "
-            "Ed25519): a FILE, or env:NAME for a variable holding it (never the key itself)",
-            metavar="FILE|env:NAME",
-        ),
-    ] = None,
-    attest: Annotated[
-        bool,
-        typer.Option(
-            "--attest/--no-attest",
-            help="With --push: attach provenance (and SBOM, signatures) as OCI referrers",
-        ),
-    ] = True,
-    sbom: Annotated[
-        bool,
-        typer.Option("--sbom/--no-sbom", help="With --attest: attach an SPDX SBOM (syft)"),
-    ] = False,
-    provenance_dir: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            "--provenance-dir",
-            help="With --attest: also write each platform's SLSA predicate to "
-            "DIR/IMAGE/OS-ARCH.json (for a keyless signer such as actions/attest)",
-            metavar="DIR",
-        ),
-    ] = None,
-    context: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            "--context",
-            help="The checkout images with a `path` component copy (default: the catalog's "
-                 "directory); its commit is read from git",
-            metavar="DIR",
-        ),
-    ] = None,
-) -> None:
-    """Build each platform, push it by digest, merge one index, then move the tag."""
-    from cannery.tls import context_ahead
-
-    tls = context_ahead(ca_cert)  # the roots load while the build's modules import
-    from cannery.commands.build import BuildRequest, build_cmd
-
-    raise typer.Exit(
-        build_cmd(
-            BuildRequest(
-                images=images,
-                catalog=catalog,
-                lock=lock,
-                platforms=platform,
-                backend=backend,
-                push=push,
-                output=output,
-                tag_suffix=tag_suffix,
-                builder=builder,
-                force=force,
-                locked=locked,
-                frozen=frozen,
-                ca_cert=ca_cert,
-                as_json=as_json,
-                digest_dir=digest_dir,
-                merge_only=merge_only,
-                network=network,
-                log_dir=log_dir,
-                registry_cache=registry_cache,
-                context=context,
-                sign_key=sign_key,
-                attest=attest,
-                sbom=sbom,
-                provenance_dir=provenance_dir,
-                extra_tags=tuple(extra_tag or ()),
-                base_digests=tuple(base_digest or ()),
-            ),
-            tls,
-        )
-    )
-
-
-@app.command("verify")
-def verify(
-    ref: Annotated[
-        str,
-        typer.Argument(
-            help="Pushed image: REGISTRY/REPO:TAG or REGISTRY/REPO@DIGEST; or oci:DIR, a layout "
-            "`cannery build --output oci:DIR` wrote (needs --image)",
-            metavar="REF",
-        ),
-    ],
-    catalog: CatalogOpt = None,
-    lock: LockOpt = None,
-    image: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--image", help="Catalog image to check against (default: found by tag)",
-            metavar="NAME",
-        ),
-    ] = None,
-    as_json: JsonOpt = False,
-    ca_cert: CaCertOpt = None,
-    runtime: Annotated[
-        bool,
-        typer.Option(
-            "--runtime/--no-runtime",
-            help="Also check a running container of each platform (buildah)",
-        ),
-    ] = True,
-    key: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            "--key",
-            help="PEM public key: provenance, SBOM and signatures must be signed by it",
-            metavar="PUB",
-        ),
-    ] = None,
-    require_attestations: Annotated[
-        bool,
-        _flag("--require-attestations", "Fail when a platform has no provenance or no SBOM"),
-    ] = False,
-    rebuild: Annotated[
-        bool,
-        _flag("--rebuild", "Rebuild each platform from the lock (buildah, fresh storage) and "
-              "compare digests; name the first differing layer and its files"),
-    ] = False,
-    rebuild_platform: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--platform", help="With --rebuild: only this platform; with oci:DIR: "
-                     "the platform a `build --platform` wrote there (repeatable)",
-                     metavar="OS/ARCH"),
-    ] = None,
-    network: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--network", help="With --rebuild: network mode for RUN steps",
-                     metavar="MODE"),
-    ] = None,
-    all_registries: Annotated[
-        bool,
-        _flag(
-            "--all-registries",
-            "Also check that every registry of the image serves the expected index and "
-            "platform digests under the tag, and its per-platform tags (TAG-amd64 …)",
-        ),
-    ] = False,
-    certificate_identity: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--certificate-identity",
-            help="Keyless: each platform needs a Sigstore bundle (actions/attest) whose "
-            "certificate names this identity (with --certificate-oidc-issuer)",
-            metavar="SAN",
-        ),
-    ] = None,
-    certificate_oidc_issuer: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--certificate-oidc-issuer", help="Keyless: the identity's OIDC issuer",
-                     metavar="URL"),
-    ] = None,
-    base_digest: BaseDigestOpt = None,
-    trusted_root: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            "--trusted-root",
-            help="Keyless: a Sigstore trusted_root.json (default: the public-good root "
-            "sigstore-python ships, read offline)",
-            metavar="FILE",
-        ),
-    ] = None,
-) -> None:
-    """Check a pushed image: platforms, config env, labels, attestations; then env and
-    imports at runtime."""
-    from cannery.commands.verify import keyless_policy, verify_cmd
-
-    keyless = keyless_policy(certificate_identity, certificate_oidc_issuer, trusted_root)
-    raise typer.Exit(
-        verify_cmd(
-            ref, catalog, lock, image, as_json, ca_cert, runtime, key, require_attestations,
-            rebuild, network, rebuild_platform, all_registries, keyless,
-            tuple(base_digest or ()),
-        )
-    )
-
+# Every command is registered in this module, in this order; build and verify keep their many
+# options in a module each.
+app.command("build")(build)
+app.command("verify")(verify)
 
 
 @app.command("status")
@@ -624,14 +307,14 @@ def copy(
     ],
     docker_media_types: Annotated[
         bool,
-        _flag(
+        flag(
             "--docker-media-types",
             "Write Docker manifest lists and v2s2 manifests (for registries such as Huawei "
             "SWR that refuse OCI types); converted manifests get new digests",
         ),
     ] = False,
     force: Annotated[
-        bool, _flag(
+        bool, flag(
             "--force",
             "Move a target's tag even from an index built from a newer lock than SRC's",
         )
