@@ -66,6 +66,25 @@ class LoadedCatalog:
     path: str
     digest: str  # sha256 of the catalog file's bytes
     warnings: list[Problem] = field(default_factory=list)
+    # Where each key is written (extends and matrices resolved), kept for the checks that run
+    # after loading (cannery.render.checks), so that their errors read as loading's own.
+    _col: _Collector | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def expanded(self) -> dict[str, Expanded]:
+        """The images a matrix made, by name (empty for a catalog without a matrix)."""
+        return self._col.expanded if self._col is not None else {}
+
+    def refuse(self, found: list[tuple[tuple[str | int, ...], str]]) -> None:
+        """Raise the errors ``found`` after loading (key path, message), each at the line
+        where its key is written and said once, as loading says its own; nothing if none."""
+        if not found:
+            return
+        if self._col is None:  # not made by load_catalog: no line map, said by key path
+            raise CatalogError([f"{self.path}: {_fmt_path(at)}: {m}" for at, m in found])
+        for at, message in found:
+            self._col.error(at, message)
+        raise CatalogError(self._col.problems())
 
 
 def _read_data(name: str) -> str:
@@ -380,14 +399,10 @@ def load_catalog(path: Path | None = None) -> LoadedCatalog:
     _check_microdnf(catalog, col)
     if not col.errors:
         _check_effects(catalog, col)
-    if not col.errors:
-        _check_matrix_effects(catalog, col)
-    if not col.errors:
-        _lint_run_steps(catalog, col)
     if col.errors:
         raise CatalogError(col.problems())
     digest = hashlib.sha256(text.encode()).hexdigest()
-    return LoadedCatalog(catalog, shown, digest, col.warnings)
+    return LoadedCatalog(catalog, shown, digest, col.warnings, col)
 
 
 def _control_char(text: str) -> str | None:
@@ -566,40 +581,6 @@ def _check_effects(cat: Catalog, col: _Collector) -> None:
                       "picks no toolkit package; omit it for a chip-generic image")
 
 
-def _check_matrix_effects(cat: Catalog, col: _Collector) -> None:
-    """No axis word without an effect: two images of one matrix that would be built alike
-    (their plans equal but for name and tags) mean the word that tells them apart changes
-    nothing the image holds; an error at that word."""
-    if not col.expanded:
-        return
-    from dataclasses import replace
-
-    from cannery.lock import Lock
-    from cannery.plan import plan_image
-
-    lock = Lock()
-    seen: dict[tuple[str, str], str] = {}
-    told: set[tuple[str, str, str]] = set()
-    for iname, exp in col.expanded.items():
-        spec = plan_image(cat, iname, lock)
-        key = (exp.entry, repr(replace(spec, name="", tag="", aliases=(), tag_fields=())))
-        other_name = seen.setdefault(key, iname)
-        if other_name == iname:
-            continue
-        other = col.expanded[other_name]
-        theirs = dict(other.axes)
-        for axis, word in exp.axes:
-            if theirs.get(axis) == word or (exp.entry, axis, word) in told:
-                continue
-            told.add((exp.entry, axis, word))
-            col.error(exp.word_at[axis],
-                      f"{axis}={word} has no effect: images.{exp.entry}[{exp.label}] and "
-                      f"[{other.label}] would be built alike (they differ only in name and "
-                      f"tags); drop the word, or give it the fields it changes "
-                      f"({{ value = \"{word}\", ... }})")
-            break
-
-
 # The labels cannery writes on every image (and revision with revision_from), and where each
 # value comes from; the io.cannery.* ones no image may write (models.Image._labels).
 OWN_LABELS = {
@@ -667,52 +648,6 @@ def _check_publish(
                           f"{name!r} is the image's own registry, not a mirror")
         if len(set(img.mirrors)) != len(img.mirrors):
             col.error((*where, "mirrors"), "a registry is listed twice")
-
-
-# Lint rules whose finding on a `run` step refuses the catalog (the review defects cannery's
-# own output never has), besides any error-level finding.
-REVIEW_RULES = (
-    "tls-verification-disabled",
-    "unverified-download",
-    "env-not-persisted",
-    "ineffective-source",
-    "global-build-throttle",
-)
-
-
-def _lint_run_steps(cat: Catalog, col: _Collector) -> None:
-    """Each `run` step, linted in the Dockerfile it renders into (so the rules see the base's
-    shell and the toolkit's ENV): a review defect is an error at the step's line. The lint
-    stack is imported only for a catalog that has such a step (~0.1 s of every start-up)."""
-    engine: Engine | None = None
-    for iname, img in cat.images.items():
-        runs: list[tuple[tuple[str | int, ...], str]] = [
-            (("steps", i), s.run) for i, s in enumerate(img.steps) if s.run is not None
-        ]
-        runs += [(("stages", j, "steps", i), s.run) for j, st in enumerate(img.stages)
-                 for i, s in enumerate(st.steps) if s.run is not None]
-        if not runs:
-            continue
-        from cannery.lint.config import LintConfig
-        from cannery.lint.engine import Engine
-        from cannery.lint.model import Severity
-        from cannery.lock import Lock
-        from cannery.plan import plan_image
-        from cannery.render.dockerfile import render_dockerfile, run_step_text
-
-        engine = engine or Engine(LintConfig())
-        text = render_dockerfile(plan_image(cat, iname, Lock()))
-        lines = text.split("\n")
-        findings = engine.lint_text(f"{iname}.Dockerfile", text, "dockerfile")
-        for at, run in runs:
-            rendered = run_step_text(run).render().split("\n")
-            start = lines.index(rendered[0]) + 1
-            end = start + len(rendered) - 1
-            for f in findings:
-                if start <= f.span.line <= end and (
-                    f.severity >= Severity.ERROR or f.rule in REVIEW_RULES
-                ):
-                    col.error(("images", iname, *at, "run"), f"{f.rule}: {f.message}")
 
 
 def _tag_fields_ok(
