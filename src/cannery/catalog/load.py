@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cannery.catalog.checks import check_effects, check_microdnf, cross_check
+from cannery.catalog.checks import check_microdnf, cross_check
 from cannery.catalog.collector import Collector, Problem, fmt_path
+from cannery.catalog.effects import check_effects
 from cannery.catalog.extends import CANN_ENV_PACKAGES as CANN_ENV_PACKAGES  # where importers look
 from cannery.catalog.extends import merge_knowledge, read_data, resolve_extends
 from cannery.catalog.image_bases import derive as derive_image_bases
