@@ -33,10 +33,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from lint_vs_hadolint import machine  # noqa: E402
 
-from cannery.catalog.load import load_catalog  # noqa: E402
 from cannery.commands.render import KINDS, Context, render_kind  # noqa: E402
 from cannery.lock import BaseEntry, Lock  # noqa: E402
 from cannery.plan import plan  # noqa: E402
+from cannery.render.checks import load_checked  # noqa: E402
 from tests.catalogs import ci_entries, tiny  # noqa: E402
 
 BASE = "quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.11"
@@ -65,7 +65,7 @@ def measure(n: int, root: Path, repeat: int) -> dict[str, float]:
     where.mkdir()
     path = where / "cannery.toml"
     path.write_text(catalog_text(n))
-    loaded = load_catalog(path)
+    loaded = load_checked(path)
     cat = loaded.catalog
     lock = Lock(bases={BASE: BaseEntry(digest="sha256:" + "1" * 64,
                                        resolved_at="2026-12-01T00:00:00Z",
@@ -73,7 +73,7 @@ def measure(n: int, root: Path, repeat: int) -> dict[str, float]:
                 ci=ci_entries(cat))  # type: ignore[arg-type]
     ctx = Context(loaded, lock, where, path.name)
     out: dict[str, float] = {"images": n}
-    out["load"] = median_time(lambda: load_catalog(path), repeat)
+    out["load"] = median_time(lambda: load_checked(path), repeat)
     out["plan"] = median_time(lambda: plan(cat, lock), repeat)
     files: dict[Path, str] = {}
 

@@ -13,6 +13,7 @@ from cannery.catalog.load import load_catalog
 from cannery.commands.render import KINDS, Context, render_kind
 from cannery.errors import CatalogError
 from cannery.lock import Lock
+from cannery.render.checks import load_checked
 from tests.catalogs import ci_entries, line_of
 
 HEAD = """\
@@ -111,7 +112,7 @@ def _write(tmp: Path, text: str, name: str = "cannery.toml") -> Path:
 
 def _problems(tmp: Path, text: str) -> list[str]:
     with pytest.raises(CatalogError) as exc:
-        load_catalog(_write(tmp, text))
+        load_checked(_write(tmp, text))
     return list(exc.value.problems)
 
 

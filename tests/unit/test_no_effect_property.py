@@ -18,13 +18,13 @@ import tomli_w
 import tomllib
 from pydantic import BaseModel
 
-from cannery.catalog.load import load_catalog
 from cannery.catalog.models import Catalog
 from cannery.commands.render import KINDS, Context, render_kind
 from cannery.errors import CatalogError
 from cannery.lock import Lock, PythonEntry
 from cannery.plan import plan
 from cannery.pydeps import ci_requests
+from cannery.render.checks import load_checked
 from tests.catalogs import minimal
 
 Path_ = tuple[str | int, ...]
@@ -414,7 +414,7 @@ def observe(tmp_path: Path, text: str) -> str | list[str]:
     path = tmp_path / "catalog.toml"
     path.write_text(text)
     try:
-        loaded = load_catalog(path)
+        loaded = load_checked(path)
     except CatalogError as exc:
         return list(exc.problems)
     # CI's pins of cannery, as `cannery lock` would record them (the workflow needs them)

@@ -88,12 +88,12 @@ def test_build_imports_httpx_without_its_command_line_client(tmp_path: Path) -> 
 def test_a_catalog_without_run_steps_loads_without_the_linter(tmp_path: Path) -> None:
     """The lint stack checks a catalog's `run` steps; a catalog that has none (the embedded
     one) is loaded without importing it, and one that has some still imports it."""
-    code = "import sys; from cannery.catalog.load import load_catalog; load_catalog(None)"
+    code = "import sys; from cannery.render.checks import load_checked; load_checked(None)"
     loaded, _ = _imported(code, cwd=tmp_path)
     assert "cannery.catalog.load" in loaded
     assert _of(loaded, ("cannery.lint",)) == []
     root = Path(__file__).resolve().parents[2]
-    code = ("import sys; from pathlib import Path; from cannery.catalog.load import load_catalog;"
-            f" load_catalog(Path({str(root / 'examples/vllm-ascend/cannery.toml')!r}))")
+    code = ("import sys; from pathlib import Path; from cannery.render.checks import load_checked;"
+            f" load_checked(Path({str(root / 'examples/vllm-ascend/cannery.toml')!r}))")
     loaded, _ = _imported(code, cwd=tmp_path)
     assert "cannery.lint.engine" in loaded

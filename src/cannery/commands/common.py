@@ -8,11 +8,12 @@ from pathlib import Path
 from rich.console import Console
 
 from cannery.builder.checkout import Checkout
-from cannery.catalog.load import LoadedCatalog, load_catalog
+from cannery.catalog.load import LoadedCatalog
 from cannery.catalog.models import Catalog
 from cannery.errors import InputError
 from cannery.lock import Lock, read_lock
 from cannery.plan import ImageSpec
+from cannery.render.checks import load_checked
 from cannery.util.patterns import OCI_DIGEST_PATTERN
 from cannery.util.text import did_you_mean
 
@@ -33,7 +34,7 @@ def lock_path_for(catalog: Path | None, lock: Path | None) -> Path:
 
 
 def load(catalog: Path | None, quiet: bool = False) -> LoadedCatalog:
-    loaded = load_catalog(catalog)
+    loaded = load_checked(catalog)
     if not quiet:
         for w in loaded.warnings:
             err.print(str(w), markup=False)

@@ -7,7 +7,7 @@ from typing import Any
 from cannery.catalog.models import AXIS_NAME, AXIS_WORD, Catalog
 from cannery.util.patterns import CONTROL
 
-# Tables whose entries may `extends` a sibling (cannery.catalog.load.EXTENDABLE): such an entry
+# Tables whose entries may `extends` a sibling (cannery.catalog.extends.EXTENDABLE): such an entry
 # inherits its required keys, so they are required only of an entry that extends nothing.
 _EXTENDABLE = ("Base", "Component", "Image")
 
