@@ -366,3 +366,32 @@ def test_a_word_adds_to_the_entry_s_env_and_labels_key_by_key(tmp_path: Path) ->
     cat = load_catalog(_write(tmp_path, text)).catalog
     assert cat.images["cann-8.5.1-910b-ubuntu-runtime"].env == {"KEEP": "1"}
     assert cat.images["cann-8.5.1-910b-ubuntu-devel"].env == {"KEEP": "1", "DEVEL": "1"}
+
+
+def test_the_schema_takes_a_placeholder_in_any_patterned_field_the_loader_takes(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli
+) -> None:
+    """`original` (a path pattern) and an include's `original` written with {matrix.AXIS}:
+    the loader puts the words in before checking the pattern, and the schema lets the
+    placeholder through; a value that is neither a path nor a placeholder still fails both."""
+    import json
+
+    import jsonschema
+
+    from cannery.util import toml
+
+    text = MATRIX.replace(
+        'platforms = ["linux/amd64", "linux/arm64"]\ntag',
+        'platforms = ["linux/amd64", "linux/arm64"]\n'
+        'original = "orig/{matrix.version}/{matrix.chip}-{matrix.os}.Dockerfile"\ntag', 1)
+    assert "{matrix.version}/{matrix.chip}" in text
+    path = _write(tmp_path, text)
+    res = cli("plan", "--catalog", str(path))
+    assert res.code == 0, res.err
+    schema = json.loads(cli("schema").out)
+    jsonschema.validate(toml.loads(text), schema)
+    bad = toml.loads(text.replace(
+        'original = "orig/{matrix.version}/{matrix.chip}-{matrix.os}.Dockerfile"',
+        'original = "/abs/x.Dockerfile"', 1))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)

@@ -71,3 +71,19 @@ def test_vllm_ascend_nightly_variants_are_the_release_images_with_a_few_inputs_c
         *(c.name for c in release.components), "torch-npu-daily"]
     assert nightly.steps == release.steps and nightly.entrypoint == release.entrypoint
     assert len([n for n in cat.images if n.startswith("daily-")]) == 8
+
+
+def test_cann_bases_is_the_whole_cann_9_1_0_set_in_at_most_300_lines() -> None:
+    """Ascend's 120 CANN 9.1.0 images (2 releases x 5 chips x 2 OSes x 3 Pythons x runtime and
+    devel), written as one matrix in at most 300 catalog lines."""
+    from cannery.render.checks import load_checked
+
+    path = ROOT / "examples" / "cann-bases" / "cannery.toml"
+    assert len(path.read_text().splitlines()) <= 300
+    cat = load_checked(path).catalog
+    versions = {cat.toolkits[img.toolkit].version for img in cat.images.values()
+                if img.toolkit is not None}
+    assert len(cat.images) >= 120 and versions <= {"9.1.0-beta.1", "9.1.0-beta.3"}
+    assert {img.base for img in cat.images.values()} == {
+        f"{os_}-{chip}" for os_ in ("ubuntu22.04", "openeuler24.03")
+        for chip in ("310p", "910", "910b", "950", "a3")}

@@ -30,6 +30,7 @@ def catalog_schema() -> dict[str, Any]:
                                               else [])]
         rule = {"if": {"not": {"anyOf": given}}, "then": {"required": required}}
         model.setdefault("allOf", []).append(rule)
+    _placeholders(schema["$defs"])  # first: a matrix's axis tables copy the image's fields
     _matrix(schema["$defs"])
     # SoC families and the compatibility table come from cannery's own data when absent.
     schema["required"] = ["catalog"]
@@ -55,6 +56,55 @@ def _matrix(defs: dict[str, Any]) -> None:
         "additionalProperties": copy.deepcopy(word)}
     matrix["properties"]["exclude"]["items"] = {
         "type": "object", "minProperties": 1, "additionalProperties": copy.deepcopy(word)}
+
+
+# What a matrix entry may write in any of its strings: {matrix.AXIS}, the image's word for it.
+PLACEHOLDER = r"\{matrix\.[a-z][a-z0-9_]*\}"
+
+
+def _placeholders(defs: dict[str, Any]) -> None:
+    """A string of an image entry (and of the tables inside it) whose value has a pattern may
+    instead hold a {matrix.AXIS}: catalog/matrix.py puts the word in before the pattern is
+    checked. The schema cannot tell an entry with a matrix from one without, so it lets the
+    placeholder through in every image; `catalog validate` names one no matrix defines."""
+    names = _reachable(defs, defs["Image"]) - {"Image", "Matrix"}
+    image = {k: v for k, v in defs["Image"]["properties"].items() if k not in ("extends", "matrix")}
+    for node in [*image.values(), *(defs[n] for n in sorted(names))]:
+        _allow_placeholder(node)
+
+
+def _reachable(defs: dict[str, Any], node: object, seen: set[str] | None = None) -> set[str]:
+    """The names of the $defs ``node`` refers to, directly or through them."""
+    seen = set() if seen is None else seen
+    if isinstance(node, list):
+        for item in node:
+            _reachable(defs, item, seen)
+    elif isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            if name not in seen and name != "Matrix":
+                seen.add(name)
+                _reachable(defs, defs[name], seen)
+        for item in node.values():
+            _reachable(defs, item, seen)
+    return seen
+
+
+def _allow_placeholder(node: object) -> None:
+    """Each ``pattern`` a value must match becomes "the pattern, or a placeholder"; what a
+    value must not match (``not``) stays as it is."""
+    if isinstance(node, list):
+        for item in node:
+            _allow_placeholder(item)
+    if not isinstance(node, dict):
+        return
+    for key, item in node.items():
+        if key not in ("enum", "const", "default", "examples", "not", "propertyNames"):
+            _allow_placeholder(item)
+    if isinstance(node.get("pattern"), str):
+        either = {"anyOf": [{"pattern": node.pop("pattern")}, {"pattern": PLACEHOLDER}]}
+        node.setdefault("allOf", []).append(either)
 
 
 def _no_control(node: object) -> None:
