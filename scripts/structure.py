@@ -103,23 +103,27 @@ def layers() -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def main() -> int:
-    known = modules()
-    edges = {name: imports(name, path, known) for name, path in known.items()}
+def package(module: str) -> str:
+    return ".".join(module.split(".")[:2])
 
-    def package(module: str) -> str:
-        return ".".join(module.split(".")[:2])
 
-    pkg_edges: dict[str, set[str]] = defaultdict(set)
+def package_edges(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The arrows between cannery's top-level packages and modules."""
+    out: dict[str, set[str]] = defaultdict(set)
     for src, targets in edges.items():
         for dst in targets:
             if package(src) != package(dst):
-                pkg_edges[package(src)].add(package(dst))
+                out[package(src)].add(package(dst))
+    return out
+
+
+def back_edges(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Imports from a lower layer of .importlinter's layers contract to a higher one."""
     order = layers()  # highest first
 
     def rank(module: str) -> int | None:
-        hits = [i for i, layer in enumerate(order) if module == layer or
-                module.startswith(layer + ".")]
+        hits = [i for i, layer in enumerate(order)
+                if module == layer or module.startswith(layer + ".")]
         return hits[0] if hits else None
 
     back = []
@@ -128,36 +132,46 @@ def main() -> int:
             rs, rd = rank(s), rank(d)
             if rs is not None and rd is not None and rd < rs:
                 back.append((s, d))
-    back.sort()
-    lines = {n: len(p.read_text(encoding="utf-8").splitlines()) for n, p in known.items()}
-    big = sorted(((n, c) for n, c in lines.items() if c > MAX_MODULE), key=lambda x: -x[1])
-    long_functions = []
+    return sorted(back)
+
+
+def long_functions(known: dict[str, Path]) -> list[tuple[str, int]]:
+    found = []
     for name, path in known.items():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 length = (node.end_lineno or node.lineno) - node.lineno + 1
                 if length > MAX_FUNCTION:
-                    long_functions.append((f"{name}:{node.name}", length))
-    long_functions.sort(key=lambda x: -x[1])
+                    found.append((f"{name}:{node.name}", length))
+    return sorted(found, key=lambda x: -x[1])
+
+
+def main() -> int:
+    known = modules()
+    edges = {name: imports(name, path, known) for name, path in known.items()}
+    pkg_edges = package_edges(edges)
+    back = back_edges(edges)
+    lines = {n: len(p.read_text(encoding="utf-8").splitlines()) for n, p in known.items()}
+    big = sorted(((n, c) for n, c in lines.items() if c > MAX_MODULE), key=lambda x: -x[1])
+    long = long_functions(known)
     packages = sorted({package(n) for n in known})
     print(f"modules: {len(known)}, import edges between them: "
           f"{sum(len(t) for t in edges.values())}")
     print(f"packages (top-level): {len(packages)}, edges between them: "
           f"{sum(len(t) for t in pkg_edges.values())}")
-    print(f"import cycles among modules: {len(cycles(edges))}")
-    for comp in cycles(edges):
-        print("  " + " <-> ".join(comp))
-    print(f"import cycles among packages: {len(cycles(pkg_edges))}")
-    for comp in cycles(pkg_edges):
-        print("  " + " <-> ".join(comp))
+    for title, graph in (("modules", edges), ("packages", pkg_edges)):
+        found = cycles(graph)
+        print(f"import cycles among {title}: {len(found)}")
+        for comp in found:
+            print("  " + " <-> ".join(comp))
     print(f"arrows back up the layering: {len(back)}")
     for s, d in back:
         print(f"  {s} -> {d}")
     print(f"modules over {MAX_MODULE} lines: {len(big)}")
     for n, c in big:
         print(f"  {c:5d} {n}")
-    print(f"functions over {MAX_FUNCTION} lines: {len(long_functions)}")
-    for n, c in long_functions:
+    print(f"functions over {MAX_FUNCTION} lines: {len(long)}")
+    for n, c in long:
         print(f"  {c:5d} {n}")
     return 0
 
