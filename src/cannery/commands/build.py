@@ -28,7 +28,7 @@ from cannery.builder.execute import (
     read_ahead,
 )
 from cannery.builder.plan import ImageJob, plan_build
-from cannery.builder.progress import reporter_for
+from cannery.builder.progress import Reporter, reporter_for
 from cannery.builder.registries import publish_credentials
 from cannery.catalog.image_bases import PREFIX as IMAGE_BASE
 from cannery.catalog.image_bases import in_build_order
@@ -137,26 +137,11 @@ def _merges(req: BuildRequest) -> bool:
     return not (req.platforms and not req.digest_dir)
 
 
-def _jobs(
-    req: BuildRequest,
-    speculate: bool = False,
-    planned: Callable[[list[ImageSpec]], None] | None = None,
-    tls: Callable[[], ssl.SSLContext] | None = None,
-) -> _Planned:
-    """The planned jobs; with ``speculate``, maybe planned from a guessed lock whose Python
-    pins are still resolving (the PendingLock returned; see ``ensure_locked``); and the
-    catalog they were planned from. ``planned`` is told the images (as the lock has them
-    before it settles: their repositories and tags are the catalog's) once the options are
-    checked, before the lock is settled. ``tls``: the command's one TLS context."""
-    loaded, lk, path = load_with_lock(req.catalog, req.lock)
-    cat = loaded.catalog
-    names = in_build_order(cat, select(loaded, req.images))
-    # --base-digest pins a parent for this run only: never written into the lock
-    given = {item.partition("=")[0] for item in req.base_digests}
-    pinned = with_base_digests(cat, lk, req.base_digests)
-    # Options that cannot work are refused before anything is resolved or written.
-    usage = []
-    first = plan(loaded.catalog, pinned, names)
+def _usage_problems(req: BuildRequest, first: list[ImageSpec], every: list[ImageSpec],
+                    names: list[str]) -> list[str]:
+    """What the options ask that cannot work for ``first`` (the images to build, planned
+    on the lock as it is); ``every``: the whole catalog, for the owners of tags."""
+    usage: list[str] = []
     for spec in first:
         if spec.built_on in names and not (req.push and _merges(req)):
             usage.append(
@@ -175,7 +160,7 @@ def _jobs(
             if not IMAGE_TAG.fullmatch(tag + req.tag_suffix):
                 usage.append(f"--tag-suffix {req.tag_suffix!r}: {tag + req.tag_suffix!r} is "
                              "not a valid image tag")
-    owners = {(s.repository, t): s.name for s in plan(loaded.catalog, lk) for t in s.tags}
+    owners = {(s.repository, t): s.name for s in every for t in s.tags}
     for tag in req.extra_tags:
         taken = [owners[(s.repository, tag)] for s in first
                  if owners.get((s.repository, tag), s.name) != s.name]
@@ -189,32 +174,13 @@ def _jobs(
     if req.extra_tags and shared:
         usage.append(f"--extra-tag names one index per repository, and {', '.join(sorted(shared))} "
                      "would get several: build one image of it at a time")
-    if usage:
-        raise InputError("\n".join(dict.fromkeys(usage)))
-    if planned is not None:
-        planned(first)
-    # A catalog image built in this run is not resolved: it is pinned once pushed.
-    lk, changes, pending = ensure_locked(
-        loaded.catalog, lk, path, names, locked=req.locked, frozen=req.frozen,
-        ca_cert=req.ca_cert, speculate=speculate, tls=tls, built=set(names) | given,
-    )
-    lk = with_base_digests(cat, lk, req.base_digests)
-    for line in changes:
-        err.print(f"lock: {line}", markup=False)
-    jobs = []
-    problems = []
-    specs = plan(loaded.catalog, lk, names)
-    # said on stderr with the progress lines, JSON or not
-    checkout = checkout_for(specs, req.context, req.catalog)
+    return usage
 
-    def job_of(spec: ImageSpec, lock: Lock) -> ImageJob:
-        return plan_build(spec, render_dockerfile(spec), lock, req.platforms, req.tag_suffix,
-                          checkout, req.extra_tags)
 
-    def replan(name: str, pushed: dict[str, str]) -> ImageJob:
-        pinned = pin_image_bases(cat, lk, pushed)
-        return job_of(plan_image(cat, name, pinned), pinned)
-
+def _lock_problems(req: BuildRequest, specs: list[ImageSpec], names: list[str],
+                   path: Path) -> list[str]:
+    """What the lock lacks for ``specs``: an input, Python pins, a build secret's URL."""
+    problems: list[str] = []
     for spec in specs:
         for item in spec.unlocked():
             if spec.built_on in names and item.startswith(f"base image {spec.base_image} "):
@@ -228,7 +194,55 @@ def _jobs(
                     secret_url(name)
                 except LockError as exc:
                     problems.append(f"{spec.name}: {exc.message}")
-        jobs.append(job_of(spec, lk))
+    return problems
+
+
+def _jobs(
+    req: BuildRequest,
+    speculate: bool = False,
+    planned: Callable[[list[ImageSpec]], None] | None = None,
+    tls: Callable[[], ssl.SSLContext] | None = None,
+) -> _Planned:
+    """The planned jobs; with ``speculate``, maybe planned from a guessed lock whose Python
+    pins are still resolving (the PendingLock returned; see ``ensure_locked``); and the
+    catalog they were planned from. ``planned`` is told the images (as the lock has them
+    before it settles: their repositories and tags are the catalog's) once the options are
+    checked, before the lock is settled. ``tls``: the command's one TLS context."""
+    loaded, lk, path = load_with_lock(req.catalog, req.lock)
+    cat = loaded.catalog
+    names = in_build_order(cat, select(loaded, req.images))
+    # --base-digest pins a parent for this run only: never written into the lock
+    given = {item.partition("=")[0] for item in req.base_digests}
+    pinned = with_base_digests(cat, lk, req.base_digests)
+    # Options that cannot work are refused before anything is resolved or written.
+    first = plan(loaded.catalog, pinned, names)
+    usage = _usage_problems(req, first, plan(loaded.catalog, lk), names)
+    if usage:
+        raise InputError("\n".join(dict.fromkeys(usage)))
+    if planned is not None:
+        planned(first)
+    # A catalog image built in this run is not resolved: it is pinned once pushed.
+    lk, changes, pending = ensure_locked(
+        loaded.catalog, lk, path, names, locked=req.locked, frozen=req.frozen,
+        ca_cert=req.ca_cert, speculate=speculate, tls=tls, built=set(names) | given,
+    )
+    lk = with_base_digests(cat, lk, req.base_digests)
+    for line in changes:
+        err.print(f"lock: {line}", markup=False)
+    specs = plan(loaded.catalog, lk, names)
+    # said on stderr with the progress lines, JSON or not
+    checkout = checkout_for(specs, req.context, req.catalog)
+
+    def job_of(spec: ImageSpec, lock: Lock) -> ImageJob:
+        return plan_build(spec, render_dockerfile(spec), lock, req.platforms, req.tag_suffix,
+                          checkout, req.extra_tags)
+
+    def replan(name: str, pushed: dict[str, str]) -> ImageJob:
+        pinned = pin_image_bases(cat, lk, pushed)
+        return job_of(plan_image(cat, name, pinned), pinned)
+
+    problems = _lock_problems(req, specs, names, path)
+    jobs = [job_of(spec, lk) for spec in specs]
     if problems:
         hint = "" if not req.frozen else " (--frozen never resolves: run `cannery lock`)"
         raise InputError("\n".join(problems) + hint)
@@ -251,8 +265,8 @@ def _target(req: BuildRequest, client: OCIClient | None) -> Target:
     return target
 
 
-def build_cmd(req: BuildRequest, tls_ahead: Callable[[], ssl.SSLContext] | None = None) -> int:
-    """``tls_ahead``: the command's TLS context, already being made (``tls.context_ahead``)."""
+def _check_options(req: BuildRequest) -> None:
+    """Options that contradict each other, refused before anything is loaded."""
     if req.locked and req.frozen:
         raise InputError("--locked and --frozen: give one")
     if req.push and req.output:
@@ -269,11 +283,38 @@ def build_cmd(req: BuildRequest, tls_ahead: Callable[[], ssl.SSLContext] | None 
         raise InputError("--digest-dir records pushed platforms: add --push")
     if req.output and (not req.output.startswith("oci:") or len(req.output) == 4):
         raise InputError(f"--output {req.output}: expected oci:DIR")
-    request = req
-    if not req.push and not req.output:
-        request = BuildRequest(**{**req.__dict__, "output": "oci:cannery-images"})
+
+
+def _run(req: BuildRequest, made: _Planned, jobs: list[ImageJob], settings: Settings,
+         target: Target, reporter: Reporter, pushed: dict[str, str]) -> list[ImageResult]:
+    """Build (or merge) each job in order; an image built FROM another of this run is planned
+    again on the index its parent pushed (in ``pushed``), and not built without one."""
+    made_names = {j.name for j in made.jobs}
+    done: list[ImageResult] = []
+    for job in jobs:
+        parent = job.spec.built_on
+        if parent in made_names:
+            if parent not in pushed:
+                done.append(ImageResult(
+                    job.name, job.repository, list(job.tags),
+                    error=f"not built: image {parent}, which it is built FROM, "
+                    "has no new index"))
+                continue
+            job = made.replan(job.name, pushed)
+        if req.merge_only:
+            result = merge_from_digest_dir(job, target, reporter)
+        else:
+            result = build_image(job, settings, target, reporter)
+        done.append(result)
+        if result.ok and result.index_digest:
+            pushed[job.name] = result.index_digest
+    return done
+
+
+def _signer(req: BuildRequest) -> Signer | None:
+    """The signing key, loaded first (a bad key: exit 2 before anything is built)."""
     signer = None
-    if req.sign_key:  # a bad key: exit 2 first
+    if req.sign_key:
         from cannery.attest.sign import load_signer
 
         signer = load_signer(req.sign_key)
@@ -282,6 +323,16 @@ def build_cmd(req: BuildRequest, tls_ahead: Callable[[], ssl.SSLContext] | None 
             "--sign-key, --sbom and --provenance-dir attest pushed images: add --push (and "
             "--attest)"
         )
+    return signer
+
+
+def build_cmd(req: BuildRequest, tls_ahead: Callable[[], ssl.SSLContext] | None = None) -> int:
+    """``tls_ahead``: the command's TLS context, already being made (``tls.context_ahead``)."""
+    _check_options(req)
+    request = req
+    if not req.push and not req.output:
+        request = BuildRequest(**{**req.__dict__, "output": "oci:cannery-images"})
+    signer = _signer(req)
     engine: Engine = ENGINES[request.backend]()
     # Build while uv re-resolves Python pins, from the earlier pins (a framework bump seldom
     # moves them): only where nothing is pushed before the build ends (not buildx, which
@@ -329,27 +380,8 @@ def build_cmd(req: BuildRequest, tls_ahead: Callable[[], ssl.SSLContext] | None 
             )
 
             def run(jobs: list[ImageJob], settings: Settings) -> list[ImageResult]:
-                done: list[ImageResult] = []
-                for job in jobs:
-                    parent = job.spec.built_on
-                    if parent in made_names:
-                        if parent not in pushed:
-                            done.append(ImageResult(
-                                job.name, job.repository, list(job.tags),
-                                error=f"not built: image {parent}, which it is built FROM, "
-                                "has no new index"))
-                            continue
-                        job = made.replan(job.name, pushed)
-                    if request.merge_only:
-                        result = merge_from_digest_dir(job, target, reporter)
-                    else:
-                        result = build_image(job, settings, target, reporter)
-                    done.append(result)
-                    if result.ok and result.index_digest:
-                        pushed[job.name] = result.index_digest
-                return done
+                return _run(request, made, jobs, settings, target, reporter, pushed)
 
-            made_names = {j.name for j in jobs}
             pushed: dict[str, str] = {}
 
             try:
