@@ -18,6 +18,11 @@ platform set is ever merged.
 
 from __future__ import annotations
 
+# Importable from here, where the commands look for them.
+__all__ = ["GuessFailed", "ImageResult", "PlatformResult", "Settings", "Target", "build_image",
+           "check_target", "current_children", "merge_from_digest_dir", "read_ahead",
+           "secret_files", "unchanged_child"]
+
 import json
 import os
 import shutil
@@ -27,130 +32,35 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cannery.builder.engine import BuildOptions, Built, Engine, Present
+from cannery.builder.layout import _copy_into_layout, _write_layout_platforms
+from cannery.builder.merge import merge_from_digest_dir, publish_merged
 from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.builder.progress import Reporter
 from cannery.builder.registries import (
     known_platforms,
-    platform_tag,
     protect_platform,
-    publish_everywhere,
 )
+from cannery.builder.results import ImageResult, PlatformResult, Target, child_descriptor
 from cannery.errors import FatalError, InputError, NetworkError
 from cannery.lock import secret_url
 from cannery.oci import NotFound, OCIClient, Reference
 from cannery.oci.manifest import (
     INDEX_TYPES,
-    OCI_INDEX,
-    OCI_MANIFEST,
-    REF_NAME,
     Descriptor,
     MalformedManifest,
-    digest_of,
-    index_bytes,
     parse_index,
     platform_string,
 )
-from cannery.oci.publish import LOCK_EPOCH, TagMoves, push_image_dir
+from cannery.oci.publish import push_image_dir
 from cannery.oci.reference import valid_digest
 from cannery.render.bake import cache_ref
 from cannery.util.background import in_background
 from cannery.util.cmd import stream
 from cannery.util.fs import atomic_write
-
-
-@dataclass
-class PlatformResult:
-    platform: str
-    input_digest: str
-    digest: str | None = None
-    skipped: str | None = None  # why it was not rebuilt
-    error: str | None = None
-    seconds: float = 0.0
-    log: str | None = None
-    descriptor: Descriptor | None = None
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "platform": self.platform,
-            "input_digest": self.input_digest,
-            "digest": self.digest,
-            "skipped": self.skipped,
-            "error": self.error,
-            "seconds": round(self.seconds, 3),
-            "log": self.log,
-        }
-
-
-@dataclass
-class ImageResult:
-    image: str
-    repository: str
-    tags: list[str]
-    platforms: list[PlatformResult] = field(default_factory=list)
-    index_digest: str | None = None
-    # None: no tag was written to (so none moved); else what happened to each tag, in the first
-    # registry (``registries`` has every registry's).
-    tag_moves: TagMoves | None = None
-    registries: list[dict[str, object]] = field(default_factory=list)  # one per registry
-    error: str | None = None
-    seconds: float = 0.0
-    output: str | None = None
-    exit_code: int = 1  # when ``error``: 1 a build failed, 2 bad input or an unreachable registry
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def tags_moved(self) -> list[str]:
-        return self.tag_moves.moved if self.tag_moves else []
-
-    def to_json(self) -> dict[str, object]:
-        # No tag was written to: in a registry none moved; a layout names its tags itself.
-        untouched = TagMoves(not_moved=list(self.tags) if self.output is None else [])
-        moves = (self.tag_moves or untouched).to_json()
-        return {
-            "image": self.image,
-            "repository": self.repository,
-            "tags": self.tags,
-            "index_digest": self.index_digest,
-            **moves,
-            "registries": self.registries,
-            "output": self.output,
-            "error": self.error,
-            "seconds": round(self.seconds, 3),
-            "platforms": [p.to_json() for p in self.platforms],
-        }
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where images go: a registry (``client``) or an OCI image layout directory."""
-
-    client: OCIClient | None = None
-    oci_dir: Path | None = None
-    digest_dir: Path | None = None  # write each pushed platform's descriptor here (CI legs)
-    merge: bool = True  # merge and tag (False: push platforms by digest only)
-    force: bool = False  # move tags even off an index built from a newer lock
-    # Attach referrers (provenance, SBOM, signatures) after the merge, before any tag moves:
-    # (image, index, platform manifests) -> None; see cannery.attest.attach.
-    attest: Callable[[ImageJob, Descriptor, list[Descriptor]], None] | None = None
-    # What is attached to the platform manifests alone, run beside the index write (then
-    # ``attest`` attaches what needs the index); see publish_everywhere.
-    attest_platforms: Callable[[ImageJob, list[Descriptor]], None] | None = None
-    # Work done beside each platform's build, off the critical path (the attester's imports;
-    # after the first, already done).
-    warm: Callable[[], None] | None = None
-    # (repository, tag) -> the tag's current index entries, read while the lock was settled
-    # (read_ahead); a build asks the registry itself for any other.
-    read_ahead: dict[tuple[str, str], Future[dict[str, Descriptor]]] = field(
-        default_factory=dict
-    )
 
 
 @dataclass(frozen=True)
@@ -225,14 +135,6 @@ def read_ahead(
     return pool, futures
 
 
-def _child(desc: Descriptor, job: PlatformJob) -> Descriptor:
-    return Descriptor(
-        media_type=desc.media_type,
-        digest=desc.digest,
-        size=desc.size,
-        platform=job.os_arch,
-        annotations={INPUTS_LABEL: job.input_digest},
-    )
 
 
 @contextmanager
@@ -403,7 +305,7 @@ def build_image(
         children = _build_platforms(image, settings, target, reporter, result)
         _check_guess(settings)
         if target.merge:
-            _publish(image, children, target, result, reporter)
+            publish_merged(image, children, target, result, reporter)
         elif target.oci_dir and target.client is None:  # a subset of platforms, in a layout
             _write_layout_platforms(target.oci_dir, children, image.tags[0])
             result.output = str(target.oci_dir)
@@ -523,205 +425,29 @@ def _one_platform(
     pres.seconds = time.monotonic() - t0
     pres.digest = desc.digest
     reporter.finished(image.name, job, desc.digest)
-    return _child(desc, job)
+    return child_descriptor(desc, job)
 
 
-def _publish(
-    image: ImageJob,
-    children: list[Descriptor],
-    target: Target,
-    result: ImageResult,
-    reporter: Reporter,
-) -> None:
-    """Merge ``children`` into one index and move the tags, only when the index holds every
-    platform the catalog lists for the image (a subset, e.g. ``--merge-only --platform``,
-    would move the tag to a partial image)."""
-    want = set(image.spec.platforms)
-    have = {platform_string(c.platform) or "(none)" for c in children}
-    if have != want:
-        missing = ", ".join(sorted(want - have)) or "none"
-        extra = ", ".join(sorted(have - want)) or "none"
-        raise InputError(
-            f"{image.name}: not merging an index of {', '.join(sorted(have)) or 'nothing'}: "
-            f"the catalog lists {', '.join(sorted(want))} (missing: {missing}; not listed: "
-            f"{extra})"
-        )
-    # No tag in the index (every tag names one digest); the lock epoch guards the tag move.
-    annotations = {LOCK_EPOCH: str(image.lock_epoch)}
-    if target.client:
-        regs = publish_everywhere(
-            target.client, image, children, target.attest, annotations=annotations,
-            lock_epoch=image.lock_epoch, force=target.force,
-            attest_platforms=target.attest_platforms,
-        )
-        result.registries = [r.to_json() for r in regs]
-        result.index_digest = regs[0].index_digest
-        result.tag_moves = regs[0].tag_moves
-        failed = [r for r in regs if r.error]
-        if failed:
-            raise _TagsNotMoved(
-                "; ".join(f"{r.name or r.repository}: {r.error}" for r in failed),
-                failed[0].exit_code or 2,
-            )
-        if result.index_digest:
-            reporter.published(image.name, result.index_digest, result.tags_moved)
-    elif target.oci_dir:
-        index = _write_layout_index(target.oci_dir, children, annotations, image.tags)
-        result.index_digest = index.digest
-        result.output = str(target.oci_dir)
-        reporter.published(image.name, index.digest, list(image.tags))
 
 
-class _TagsNotMoved(FatalError):
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
-def merge_from_digest_dir(image: ImageJob, target: Target, reporter: Reporter) -> ImageResult:
-    """CI's merge job: read the descriptors the platform legs wrote, check each is in the
-    registry, then merge and tag (or fail with no tag moved when one is missing)."""
-    assert target.digest_dir is not None and target.client is not None
-    result = ImageResult(image.name, image.repository, list(image.tags))
-    repo = Reference.parse(image.repository)
-    children = []
-    for job in image.platforms:
-        path = target.digest_dir / image.name / f"{job.slug}.json"
-        pres = PlatformResult(job.platform, job.input_digest)
-        result.platforms.append(pres)
-        try:
-            raw = json.loads(path.read_text())
-            desc = Descriptor.from_json(raw) if isinstance(raw, dict) else None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            result.error = f"{path}: no descriptor for {job.platform} ({exc})"
-            result.exit_code = 2
-            return result
-        if desc is None or not valid_digest(desc.digest):
-            result.error = f"{path}: not a descriptor of {job.platform}"
-            result.exit_code = 2
-            return result
-        if (desc.annotations or {}).get(INPUTS_LABEL) != job.input_digest:
-            result.error = (
-                f"{path}: {job.platform} was built from other inputs than this catalog and "
-                "lock plan"
-            )
-            result.exit_code = 2
-            return result
-        # Trust nothing unchecked: the registry's bytes under the digest (hashed), their size
-        # and media type must be what the leg wrote, and their config name this platform.
-        try:
-            found, _ = target.client.image_config(repo.with_digest(desc.digest))
-        except NotFound:
-            result.error = f"{job.platform}: {desc.digest} is not in {image.repository}"
-            result.exit_code = 2
-            return result
-        except FatalError as exc:
-            result.error, result.exit_code = f"{job.platform}: {exc.message}", exc.exit_code
-            return result
-        have = found.platform or {}
-        if (
-            (found.size, found.media_type) != (desc.size, desc.media_type)
-            or any(have.get(k) != v for k, v in job.os_arch.items())
-            or (desc.platform is not None and platform_string(desc.platform) != job.platform)
-        ):
-            result.error = (
-                f"{path}: {job.platform}: the registry holds {desc.digest} as {found.size} "
-                f"bytes of {found.media_type} for {platform_string(have)}; the file says "
-                f"{desc.size} bytes of {desc.media_type}"
-                + (f" for {platform_string(desc.platform)}" if desc.platform else "")
-            )
-            result.exit_code = 2
-            return result
-        child = _child(found, job)
-        pres.digest = child.digest
-        pres.skipped = "built by another job"
-        children.append(child)
-    try:
-        _publish(image, children, target, result, reporter)
-    except FatalError as exc:
-        result.error, result.exit_code = exc.message, exc.exit_code
-    return result
 
 
 def _write_descriptor(root: Path, image: str, job: PlatformJob, desc: Descriptor) -> None:
     atomic_write(root / image / f"{job.slug}.json", json.dumps(desc.to_json(), indent=2) + "\n")
 
 
-# ---------------------------------------------------------------- OCI image layout output
 
 
-def _copy_into_layout(layout: Path, oci_dir: Path) -> Descriptor:
-    """Copy a ``dir:`` layout's blobs and manifest into an OCI layout's blob store (a blob the
-    ``dir:`` layout lacks must be in the store already: the engine did not export it again)."""
-    blobs = oci_dir / "blobs" / "sha256"
-    blobs.mkdir(parents=True, exist_ok=True)
-    (oci_dir / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}')
-    for f in layout.iterdir():
-        dest = blobs / f.name
-        if len(f.name) == 64 and not (dest.exists() and dest.stat().st_size == f.stat().st_size):
-            tmp = blobs / f".{f.name}.partial"
-            shutil.copyfile(f, tmp)
-            os.replace(tmp, dest)
-    manifest = (layout / "manifest.json").read_bytes()
-    parsed = json.loads(manifest)
-    for blob in [parsed["config"], *parsed.get("layers", [])]:
-        path = blobs / str(blob["digest"]).partition(":")[2]
-        if not (path.is_file() and path.stat().st_size == blob["size"]):
-            raise InputError(f"{oci_dir}: blob {blob['digest']} is missing")
-    digest = digest_of(manifest)
-    atomic_write(blobs / digest.partition(":")[2], manifest)
-    media = parsed.get("mediaType", OCI_MANIFEST)
-    return Descriptor(media_type=media, digest=digest, size=len(manifest))
 
 
-def _layout_top(top_path: Path) -> dict[str, Any]:
-    """The layout's ``index.json`` (a new, empty one when there is none yet)."""
-    try:
-        top = json.loads(top_path.read_text())
-    except FileNotFoundError:
-        return {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": []}
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{top_path}: not an OCI image layout index ({exc})") from None
-    if not isinstance(top, dict) or not isinstance(top.get("manifests"), list):
-        raise InputError(f"{top_path}: not an OCI image layout index")
-    return top
 
 
-def _write_layout_index(
-    oci_dir: Path, children: list[Descriptor], annotations: dict[str, str], tags: tuple[str, ...]
-) -> Descriptor:
-    body = index_bytes(children, annotations)
-    digest = digest_of(body)
-    atomic_write(oci_dir / "blobs" / digest.replace(":", "/", 1), body)
-    index = Descriptor(media_type=OCI_INDEX, digest=digest, size=len(body))
-    _name_in_layout(oci_dir, {tag: {**index.to_json(), "annotations": {REF_NAME: tag}}
-                              for tag in tags})
-    return index
 
 
-def _write_layout_platforms(oci_dir: Path, children: list[Descriptor], tag: str) -> None:
-    """A layout built for some platforms only (``--platform``): no index and nothing under the
-    tag (which never names a partial image), but each platform's manifest is named in
-    ``index.json`` by its per-platform tag (``TAG-amd64``, as in a registry), so `cannery
-    verify oci:DIR --platform P` and containers/image (``oci:DIR:TAG-amd64``) find it."""
-    entries: dict[str, dict[str, object]] = {}
-    for child in children:  # the input digest annotation stays, as in an index
-        name = platform_tag(tag, platform_string(child.platform) or "")
-        entries[name] = {**child.to_json(),
-                         "annotations": {**(child.annotations or {}), REF_NAME: name}}
-    _name_in_layout(oci_dir, entries)
 
 
-def _name_in_layout(oci_dir: Path, entries: dict[str, dict[str, object]]) -> None:
-    """``index.json`` of the layout with each name of ``entries`` pointing at its entry (an
-    earlier entry of that name dropped), written atomically."""
-    top_path = oci_dir / "index.json"
-    top = _layout_top(top_path)
-    top["manifests"] = [
-        m for m in top["manifests"]
-        if not isinstance(m, dict) or (m.get("annotations") or {}).get(REF_NAME) not in entries
-    ] + list(entries.values())
-    atomic_write(top_path, json.dumps(top, indent=2) + "\n")
 
 
 def check_target(target: Target) -> None:
