@@ -432,30 +432,43 @@ def ensure_locked(
             return Lock(bases=refs.bases, git=refs.git, urls=refs.urls, python=pins,
                         ci=lock.ci)
 
-        if speculate:
-            guessed: list[str] = []
-
-            def earlier_pins(req: PythonRequest) -> list[str]:
-                entry = lock.python.get(req.key)
-                if entry is None:
-                    raise _NoGuess
-                guessed.append(req.key)
-                return list(entry.requirements)
-
-            try:
-                guess = with_pins(replace(resolvers, python=earlier_pins))
-            except _NoGuess:
-                guessed.clear()
-            if guessed:
-                pending = PendingLock(guess, path, lambda: with_pins(resolvers), resolving)
-                stack = None  # the pending lock closes the resolvers once it has settled
-                return guess, changes, pending
+        pending = _speculate(lock, path, resolvers, with_pins, resolving) if speculate else None
+        if pending is not None:
+            stack = None  # the pending lock closes the resolvers once it has settled
+            return pending.guess, changes, pending
         new = with_pins(resolvers)
     finally:
         if stack is not None:
             stack.close()
     atomic_write(path, dump_lock(new))
     return new, changes, None
+
+
+def _speculate(
+    lock: Lock,
+    path: Path,
+    resolvers: Resolvers,
+    with_pins: Callable[[Resolvers], Lock],
+    resolving: contextlib.ExitStack,
+) -> PendingLock | None:
+    """The pending lock whose guess keeps each re-resolved Python entry's earlier pins; None
+    when some entry has none to keep (or no Python entry is re-resolved)."""
+    guessed: list[str] = []
+
+    def earlier_pins(req: PythonRequest) -> list[str]:
+        entry = lock.python.get(req.key)
+        if entry is None:
+            raise _NoGuess
+        guessed.append(req.key)
+        return list(entry.requirements)
+
+    try:
+        guess = with_pins(replace(resolvers, python=earlier_pins))
+    except _NoGuess:
+        return None
+    if not guessed:
+        return None
+    return PendingLock(guess, path, lambda: with_pins(resolvers), resolving)
 
 
 def _build_changes(
