@@ -15,7 +15,7 @@ resolved by uv against the world's wheel index). Its inputs are served by the e2
   connection fills gains less from side by side).
 
 Each run is a fresh process (`cannery lock`, then `cannery render`) with an empty cache (no
-uv cache, no git cache) and no lock; "one at a time" sets cannery.lock's worker counts to 1
+uv cache, no git cache) and no lock; "one at a time" sets cannery.lock.update's worker counts to 1
 in that process. The two orders alternate. Checks that both ways write the same lock (times
 aside). Prints a Markdown table of medians and writes it to OUT/first_lock.md (default: a
 fresh directory under /tmp). Not a test: nothing here fails on timing.
@@ -55,9 +55,9 @@ from tests.services.tlsca import make_ca  # noqa: E402
 
 RUN = """\
 import sys
-import cannery.lock
+import cannery.lock.update
 if sys.argv[1] == "alone":
-    cannery.lock.RESOLVE_WORKERS = cannery.lock.PYTHON_WORKERS = 1
+    cannery.lock.update.RESOLVE_WORKERS = cannery.lock.update.PYTHON_WORKERS = 1
 from cannery.cli import main
 for command in ("lock", "render"):
     try:

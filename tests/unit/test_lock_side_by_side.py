@@ -81,8 +81,8 @@ def test_one_at_a_time_gives_the_same_lock(monkeypatch: pytest.MonkeyPatch) -> N
         python=_pins,
     )
     together = update_lock(cat, Lock(), resolvers)
-    monkeypatch.setattr("cannery.lock.RESOLVE_WORKERS", 1)
-    monkeypatch.setattr("cannery.lock.PYTHON_WORKERS", 1)
+    monkeypatch.setattr("cannery.lock.update.RESOLVE_WORKERS", 1)
+    monkeypatch.setattr("cannery.lock.update.PYTHON_WORKERS", 1)
     alone = update_lock(cat, Lock(), resolvers)
     strip = {"resolved_at"}
 

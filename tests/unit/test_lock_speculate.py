@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import cannery.lock as lockmod
+import cannery.lock.update as lockmod
 from cannery.catalog.load import load_catalog
 from cannery.catalog.models import Catalog
 from cannery.errors import LockError
