@@ -24,7 +24,7 @@ from cannery.attest.attach import (
 )
 from cannery.attest.provenance import BuildContext, build_context
 from cannery.attest.sign import ENVELOPE_MEDIA_TYPE, Signer, envelope, open_envelope
-from cannery.builder.plan import plan_build
+from cannery.builder.jobs import plan_build
 from cannery.catalog.load import load_catalog
 from cannery.errors import NetworkError
 from cannery.lock import read_lock

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from cannery.builder.execute import unchanged_child
-from cannery.builder.plan import INPUTS_LABEL, PlatformJob
+from cannery.builder.jobs import INPUTS_LABEL, PlatformJob
 from cannery.oci import Descriptor, OCIClient, Reference, push_image_dir
 from cannery.tls import ssl_context
 from tests.services.registry import LocalRegistry, write_dir_layout

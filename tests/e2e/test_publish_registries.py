@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cannery.builder.execute import current_children
-from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob, plan_build
+from cannery.builder.jobs import INPUTS_LABEL, ImageJob, PlatformJob, plan_build
 from cannery.builder.registries import (
     known_platforms,
     platform_tag,

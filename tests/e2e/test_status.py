@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cannery.builder.plan import INPUTS_LABEL, ImageJob, plan_build
+from cannery.builder.jobs import INPUTS_LABEL, ImageJob, plan_build
 from cannery.builder.registries import protect_platform, publish_everywhere
 from cannery.catalog.load import load_catalog
 from cannery.lock import read_lock

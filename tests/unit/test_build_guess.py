@@ -14,7 +14,7 @@ from rich.console import Console
 
 from cannery.builder.engine import BuildOptions, Built, Present, Run
 from cannery.builder.execute import GuessFailed, Settings, Target, build_image
-from cannery.builder.plan import ImageJob, PlatformJob, plan_build
+from cannery.builder.jobs import ImageJob, PlatformJob, plan_build
 from cannery.builder.progress import PlainReporter
 from cannery.catalog.load import load_catalog
 from cannery.errors import FatalError, LockError

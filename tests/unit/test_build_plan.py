@@ -6,7 +6,7 @@ from pathlib import Path
 
 from cannery.builder.buildah import BuildahEngine, normalize_config
 from cannery.builder.engine import BuildOptions
-from cannery.builder.plan import input_digest, plan_build, source_date_epoch
+from cannery.builder.jobs import input_digest, plan_build, source_date_epoch
 from cannery.catalog.load import load_catalog
 from cannery.lock import read_lock
 from cannery.plan import plan

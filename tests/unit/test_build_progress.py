@@ -7,7 +7,7 @@ import re
 
 from rich.console import Console
 
-from cannery.builder.plan import PlatformJob
+from cannery.builder.jobs import PlatformJob
 from cannery.builder.progress import PlainReporter, RichReporter, parse_step
 
 JOB = PlatformJob("img", "linux/arm64", "sha256:" + "0" * 64, "localhost/x:y")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cannery.builder.plan import plan_build
+from cannery.builder.jobs import plan_build
 from cannery.catalog.image_bases import in_build_order
 from cannery.catalog.load import load_catalog
 from cannery.errors import CatalogError, NotFound

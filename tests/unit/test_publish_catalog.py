@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cannery.builder.plan import plan_build
+from cannery.builder.jobs import plan_build
 from cannery.builder.registries import platform_tag
 from cannery.catalog.load import load_catalog
 from cannery.lock import Lock

@@ -258,7 +258,7 @@ def test_verify_expects_the_image_env(tmp_path: Path) -> None:
 
 
 def test_every_tag_reaches_build_bake_and_docs(tmp_path: Path) -> None:
-    from cannery.builder.plan import plan_build
+    from cannery.builder.jobs import plan_build
     from cannery.render.bake import render_bake
     from cannery.render.docs import render_docs
 
@@ -464,7 +464,7 @@ def test_render_writes_a_dockerignore_only_for_checkout_images(tmp_path: Path, c
 
 def test_commit_is_read_from_git_and_decides_the_input_digest(tmp_path: Path) -> None:
     from cannery.builder.checkout import read_checkout
-    from cannery.builder.plan import plan_build
+    from cannery.builder.jobs import plan_build
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -500,7 +500,7 @@ def test_buildah_gets_the_checkout_as_context_and_the_commit(tmp_path: Path) -> 
     from cannery.builder.buildah import BuildahEngine
     from cannery.builder.checkout import read_checkout
     from cannery.builder.engine import BuildOptions
-    from cannery.builder.plan import plan_build
+    from cannery.builder.jobs import plan_build
 
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cannery.builder.plan import INPUTS_LABEL
+from cannery.builder.jobs import INPUTS_LABEL
 from cannery.catalog.load import load_catalog
 from cannery.lock import read_lock
 from cannery.oci import Descriptor

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from cannery.attest.provenance import BuildContext, provenance
 from cannery.attest.sign import ENVELOPE_MEDIA_TYPE, Signer, envelope
-from cannery.builder.plan import INPUTS_LABEL, ImageJob
+from cannery.builder.jobs import INPUTS_LABEL, ImageJob
 from cannery.errors import CommandError
 from cannery.oci.client import NotFound, OCIClient
 from cannery.oci.manifest import Descriptor, MalformedManifest, load_json, platform_string

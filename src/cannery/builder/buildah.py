@@ -44,7 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from cannery.builder.engine import BuildOptions, Built, Present, Run
-from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
+from cannery.builder.jobs import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.errors import FatalError
 from cannery.oci.manifest import Descriptor, MalformedManifest
 from cannery.oci.reference import Reference, valid_digest

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 from cannery.builder.engine import BuildOptions, Built, Present, Run
-from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
+from cannery.builder.jobs import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.errors import FatalError, InputError
 from cannery.oci import Descriptor, Reference
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from cannery.builder.plan import ImageJob, PlatformJob
+from cannery.builder.jobs import ImageJob, PlatformJob
 from cannery.oci import Descriptor
 
 

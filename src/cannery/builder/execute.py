@@ -5,7 +5,7 @@ written by digest only after every platform it lists is in the registry; the tag
 and only when every platform of the image succeeded. A reader of the tag therefore sees the old
 complete index or the new complete index, never a partial one.
 
-No-op builds: each platform's input digest (see ``builder/plan.py``) is stored as the
+No-op builds: each platform's input digest (see ``builder/jobs.py``) is stored as the
 ``io.cannery.inputs`` label and as an annotation on the platform's entry in the index. A
 platform whose digest matches the entry in the index the tag points at now, and whose manifest
 is still in the registry, is not rebuilt (``force`` rebuilds). When nothing was rebuilt the
@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cannery.builder.engine import BuildOptions, Built, Engine, Present
+from cannery.builder.jobs import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.builder.layout import _copy_into_layout, _write_layout_platforms
 from cannery.builder.merge import merge_from_digest_dir, publish_merged
-from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.builder.progress import Reporter
 from cannery.builder.registries import (
     known_platforms,

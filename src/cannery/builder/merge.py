@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
+from cannery.builder.jobs import INPUTS_LABEL, ImageJob
 from cannery.builder.layout import _write_layout_index
-from cannery.builder.plan import INPUTS_LABEL, ImageJob
 from cannery.builder.progress import Reporter
 from cannery.builder.registries import (
     publish_everywhere,

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from cannery.builder.plan import PlatformJob
+from cannery.builder.jobs import PlatformJob
 
 # buildah: "[2/4] STEP 3/7: RUN …"; BuildKit: "#7 [image 3/7] RUN …"
 _STEP = re.compile(r"(?:^\[\d+/\d+\] )?STEP (\d+)/(\d+): (.*)$|\[[\w-]+ +(\d+)/(\d+)\] (.*)$")

@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
+from cannery.builder.jobs import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.errors import FatalError, NetworkError
 from cannery.oci import Credentials, OCIClient, Reference
 from cannery.oci.auth import push_host

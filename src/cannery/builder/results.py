@@ -7,7 +7,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cannery.builder.plan import INPUTS_LABEL, ImageJob, PlatformJob
+from cannery.builder.jobs import INPUTS_LABEL, ImageJob, PlatformJob
 from cannery.oci import OCIClient
 from cannery.oci.manifest import (
     Descriptor,

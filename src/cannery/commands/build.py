@@ -27,7 +27,7 @@ from cannery.builder.execute import (
     merge_from_digest_dir,
     read_ahead,
 )
-from cannery.builder.plan import ImageJob, plan_build
+from cannery.builder.jobs import ImageJob, plan_build
 from cannery.builder.progress import Reporter, reporter_for
 from cannery.builder.registries import publish_credentials
 from cannery.catalog.image_bases import PREFIX as IMAGE_BASE

@@ -10,7 +10,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from cannery.builder.plan import plan_build
+from cannery.builder.jobs import plan_build
 from cannery.builder.registries import publish_credentials
 from cannery.commands.common import checkout_for, load_with_lock, out, select
 from cannery.oci import OCIClient

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cannery.attest.sign import load_public_key
-from cannery.builder.plan import ImageJob, plan_build
+from cannery.builder.jobs import ImageJob, plan_build
 from cannery.builder.registries import platform_tag, publish_credentials, registry_hosts
 from cannery.commands.build import _cert_dir
 from cannery.commands.common import (

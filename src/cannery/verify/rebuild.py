@@ -18,7 +18,7 @@ from pathlib import Path
 from cannery.builder.buildah import BuildahEngine
 from cannery.builder.engine import BuildOptions
 from cannery.builder.execute import secret_files
-from cannery.builder.plan import ImageJob, PlatformJob
+from cannery.builder.jobs import ImageJob, PlatformJob
 from cannery.errors import FatalError
 from cannery.oci.client import OCIClient, malformed
 from cannery.oci.manifest import MalformedManifest, digest_of, load_object, parse_manifest

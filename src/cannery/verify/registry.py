@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from cannery.builder.plan import INPUTS_LABEL
+from cannery.builder.jobs import INPUTS_LABEL
 from cannery.oci import Reference
 from cannery.oci.client import malformed
 from cannery.oci.manifest import (

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
-from cannery.builder.plan import INPUTS_LABEL, ImageJob
+from cannery.builder.jobs import INPUTS_LABEL, ImageJob
 from cannery.builder.registries import targets
 from cannery.lock import Lock, parse_time
 from cannery.oci import NotFound, OCIClient, Reference
