@@ -220,7 +220,8 @@ RESULTS = ROOT / "bench" / "results"
 BENCHES = (  # (results file, title, the bench that writes it)
     ("build", "A rendered image against a seed-style Dockerfile", "bench/build_vs_seed.py"),
     ("family", "A family's nightly", "bench/build_family.py"),
-    ("scale", "A family's size: load, plan and render, 8 to 1,024 images", "bench/scale.py"),
+    ("scale", "A family's size: load, plan, render, no-op nightly and status, 8 to 1,024 "
+     "images", "bench/scale.py"),
     ("lint-speed", "cannery lint against hadolint", "bench/lint_vs_hadolint.py"),
 )
 

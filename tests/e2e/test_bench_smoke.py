@@ -89,3 +89,20 @@ def test_first_lock_benchmark_runs_at_tiny_size(tmp_path: Path) -> None:
     for row in ("loopback", "remote"):
         assert re.search(rf"\| {row} \| {NUMBER} s \| {NUMBER} s \| {NUMBER}x \|", table), row
     assert "The same lock both ways (times aside): yes." in table
+
+
+def test_scale_benchmark_registry_rows_at_tiny_size(tmp_path: Path) -> None:
+    """bench/scale.py's no-op nightly and status rows at 2 images: two real local registries,
+    every image pushed as a build would have; the bench itself checks that the nightly skipped
+    every platform and moved no tag, and that status found every entry fresh."""
+    out = tmp_path / "scale.md"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "scale.py"), "--sizes", "2", "--registry-sizes",
+         "2", "--repeat", "1", "--out", str(out), "--chart", str(tmp_path / "scale.png")],
+        capture_output=True, text=True, timeout=300, check=False, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = out.read_text()
+    assert proc.stdout.strip() == table.strip()
+    row = rf"\| 2 \| 4 \| {NUMBER} \| {NUMBER} \| {NUMBER} \| {NUMBER} \| 8 \|"
+    assert re.search(row, table), table
+    assert (tmp_path / "scale.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
