@@ -66,33 +66,36 @@ class Attester:
     # run after cannery (the generated workflow's actions/attest step).
     save: Path | None = None
 
-    def __call__(self, image: ImageJob, index: Descriptor, children: list[Descriptor]) -> None:
-        self.platforms(image, children)
-        self.index(image, index, children)
+    def __call__(self, image: ImageJob, index: Descriptor, children: list[Descriptor]) -> int:
+        return self.platforms(image, children) + self.index(image, index, children)
 
-    def platforms(self, image: ImageJob, children: list[Descriptor]) -> None:
+    def platforms(self, image: ImageJob, children: list[Descriptor]) -> int:
         """What is attached to each platform manifest (provenance, SBOM, signature): it needs
-        only the manifests, so a build runs it beside writing the index."""
+        only the manifests, so a build runs it beside writing the index. Each method returns
+        how many artifacts it attached (0: all were there)."""
         repo = Reference.parse(image.repository)
         inputs = {p.platform: p.input_digest for p in image.platforms}
+        attached = 0
         for child in children:
             platform = platform_string(child.platform) or ""
             input_digest = (child.annotations or {}).get(INPUTS_LABEL) or inputs.get(platform, "")
-            self.platform(image, repo, child, platform, input_digest)
+            attached += self.platform(image, repo, child, platform, input_digest)
+        return attached
 
-    def index(self, image: ImageJob, index: Descriptor, children: list[Descriptor]) -> None:
+    def index(self, image: ImageJob, index: Descriptor, children: list[Descriptor]) -> int:
         """What is attached to the index once it is written: its signature, with a key."""
         repo = Reference.parse(image.repository)
-        if self.signer is not None:
-            pred: dict[str, object] = {
-                "image": image.name,
-                "platforms": {platform_string(c.platform) or "": c.digest for c in children},
-            }
-            self._sign(repo, index, pred)
+        if self.signer is None:
+            return 0
+        pred: dict[str, object] = {
+            "image": image.name,
+            "platforms": {platform_string(c.platform) or "": c.digest for c in children},
+        }
+        return self._sign(repo, index, pred)
 
     def platform(
         self, image: ImageJob, repo: Reference, child: Descriptor, platform: str, input_digest: str
-    ) -> None:
+    ) -> int:
         subject = Descriptor(child.media_type, child.digest, child.size)
         have, _ = list_referrers(self.client, repo, child.digest)
         stmt = provenance(image.spec, platform, subject, input_digest, self.ctx)
@@ -100,9 +103,11 @@ class Attester:
             predicate = json.dumps(json.loads(stmt)["predicate"], sort_keys=True, indent=1)
             atomic_write(self.save / image.name / f"{platform.replace('/', '-')}.json",
                          predicate + "\n")
+        attached = 0
         if not self._attached(repo, subject.digest, have, PROVENANCE_TYPE):
             attach(self.client, repo, subject, PROVENANCE_TYPE,
                    envelope(stmt, self.signer), ENVELOPE_MEDIA_TYPE, self._annotations())
+            attached += 1
         if self.scanner is not None and not self._attached(repo, subject.digest, have, SBOM_TYPE):
             try:
                 sbom = load_json(self.scanner(repo, subject, platform))
@@ -114,8 +119,11 @@ class Attester:
             stmt = statement(repo.name, subject, SPDX_PREDICATE, sbom)
             attach(self.client, repo, subject, SBOM_TYPE,
                    envelope(stmt, self.signer), ENVELOPE_MEDIA_TYPE, self._annotations())
+            attached += 1
         if self.signer is not None:
-            self._sign(repo, subject, {"image": image.name, "platform": platform}, have)
+            attached += self._sign(repo, subject, {"image": image.name, "platform": platform},
+                                   have)
+        return attached
 
     def _attached(
         self,
@@ -150,13 +158,14 @@ class Attester:
         subject: Descriptor,
         predicate: dict[str, object],
         have: list[Referrer] | None = None,
-    ) -> None:
+    ) -> int:
         assert self.signer is not None
         if have is None:
             have, _ = list_referrers(self.client, repo, subject.digest)
         if self._attached(repo, subject.digest, have, SIGNATURE_TYPE, self.signer.keyid):
-            return
+            return 0
         # The signature says only "this key signs this manifest (or index)".
         stmt = statement(repo.name, subject, SIGNATURE_PREDICATE, predicate)
         attach(self.client, repo, subject, SIGNATURE_TYPE,
                envelope(stmt, self.signer), ENVELOPE_MEDIA_TYPE, self._annotations())
+        return 1

@@ -9,7 +9,10 @@ No-op builds: each platform's input digest (see ``builder/jobs.py``) is stored a
 ``io.cannery.inputs`` label and as an annotation on the platform's entry in the index. A
 platform whose digest matches the entry in the index the tag points at now, and whose manifest
 is still in the registry, is not rebuilt (``force`` rebuilds). When nothing was rebuilt the
-merged index is byte-identical to the current one, and nothing is written at all.
+merged index is byte-identical to the current one, and nothing is written at all; when every
+registry's tags already name it (and this run's attestations are attached), the publish is not
+even re-run (``already_published``). What each image's build reads first is read for every
+image of the run side by side, before its turn (``builder/probe.py``).
 
 The index also carries ``io.cannery.lock-epoch`` (``plan.lock_epoch``): ``move_tags`` does not
 move a tag back to an index from an older lock (``force`` does). Only the catalog's whole
@@ -20,8 +23,8 @@ from __future__ import annotations
 
 # Importable from here, where the commands look for them.
 __all__ = ["GuessFailed", "ImageResult", "PlatformResult", "Settings", "Target", "build_image",
-           "check_target", "current_children", "merge_from_digest_dir", "read_ahead",
-           "secret_files", "unchanged_child"]
+           "check_target", "current_children", "merge_from_digest_dir",
+           "probe_ahead", "read_ahead", "secret_files", "unchanged_child"]
 
 import json
 import os
@@ -30,30 +33,31 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 from cannery.builder.engine import BuildOptions, Built, Engine, Present
-from cannery.builder.jobs import INPUTS_LABEL, ImageJob, PlatformJob
+from cannery.builder.jobs import ImageJob, PlatformJob
 from cannery.builder.layout import _copy_into_layout, _write_layout_platforms
 from cannery.builder.merge import merge_from_digest_dir, publish_merged
-from cannery.builder.progress import Reporter
-from cannery.builder.registries import (
-    known_platforms,
-    protect_platform,
+from cannery.builder.probe import (
+    Probe,
+    current_children,
+    probe_ahead,
+    probe_image,
+    read_ahead,
+    unchanged_child,
 )
+from cannery.builder.progress import Reporter
+from cannery.builder.registries import protect_platform
 from cannery.builder.results import ImageResult, PlatformResult, Target, child_descriptor
-from cannery.errors import FatalError, InputError, NetworkError
+from cannery.errors import FatalError, InputError
 from cannery.lock import secret_url
-from cannery.oci import NotFound, OCIClient, Reference
+from cannery.oci import Reference
 from cannery.oci.manifest import (
-    INDEX_TYPES,
     Descriptor,
-    MalformedManifest,
-    parse_index,
-    platform_string,
 )
 from cannery.oci.publish import push_image_dir
 from cannery.oci.reference import valid_digest
@@ -98,43 +102,6 @@ def _check_guess(settings: Settings) -> None:
         raise GuessFailed(exc) from None
     if not held:
         raise GuessFailed(None)
-
-
-def current_children(client: OCIClient, repo: Reference, tag: str) -> dict[str, Descriptor]:
-    """platform → entry of the index ``tag`` points at now (empty if none, or not an index)."""
-    ref = repo.with_tag(tag)
-    try:  # one GET: a tag that names nothing answers 404 to it as to a HEAD
-        body, desc = client.get_manifest(ref)
-    except NotFound:
-        return {}
-    if desc.media_type not in INDEX_TYPES:
-        return {}
-    try:
-        children, _ = parse_index(body, f"{ref} index")
-    except MalformedManifest as exc:
-        raise NetworkError(f"{ref.host}: malformed answer: {exc}") from None
-    out: dict[str, Descriptor] = {}
-    for child in children:
-        platform = platform_string(child.platform)
-        if platform:
-            out[platform] = child
-    return out
-
-
-def read_ahead(
-    client: OCIClient, where: list[tuple[str, str]]
-) -> tuple[ThreadPoolExecutor, dict[tuple[str, str], Future[dict[str, Descriptor]]]]:
-    """Start reading what each ``(repository, tag)`` points at now, in one thread beside the
-    caller (the same reads ``_build_platforms`` makes, in the same order, one at a time); the
-    caller shuts the pool down. Used while the lock settles, before any build needs them."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cannery-read-ahead")
-    futures = {
-        (repo, tag): pool.submit(current_children, client, Reference.parse(repo), tag)
-        for repo, tag in dict.fromkeys(where)
-    }
-    return pool, futures
-
-
 
 
 @contextmanager
@@ -302,10 +269,13 @@ def build_image(
     started = time.monotonic()
     result = ImageResult(image.name, image.repository, list(image.tags))
     try:
-        children = _build_platforms(image, settings, target, reporter, result)
+        probe = _probe(image, settings, target)
+        children = _build_platforms(image, settings, target, reporter, result, probe)
         _check_guess(settings)
         if target.merge:
-            publish_merged(image, children, target, result, reporter)
+            kept_all = probe is not None and len(probe.kept) == len(image.platforms)
+            published = probe.published if probe is not None and kept_all else None
+            publish_merged(image, children, target, result, reporter, published)
         elif target.oci_dir and target.client is None:  # a subset of platforms, in a layout
             _write_layout_platforms(target.oci_dir, children, image.tags[0])
             result.output = str(target.oci_dir)
@@ -317,17 +287,18 @@ def build_image(
     return result
 
 
-def unchanged_child(
-    client: OCIClient, repo: Reference, job: PlatformJob, have: Descriptor | None
-) -> Descriptor | None:
-    """The skip decision: ``have`` (the tag's current entry for this platform) when it was
-    built from the same inputs and its manifest is still in the registry (a registry's
-    garbage collection may have deleted it); else None, and the platform is built."""
-    if have is None or (have.annotations or {}).get(INPUTS_LABEL) != job.input_digest:
+def _probe(image: ImageJob, settings: Settings, target: Target) -> Probe | None:
+    """This image's registry state: the probe read ahead for this very job, else read now;
+    None with nothing to read (no registry, or ``force``: everything is built)."""
+    if target.client is None or settings.force:
         return None
-    if client.head_manifest(repo.with_digest(have.digest)) is None:
-        return None
-    return have
+    ahead = target.probes.get(image.name)
+    if ahead is not None:
+        probe = ahead.result()
+        if probe.job == image:
+            return probe
+    early = target.read_ahead.get((image.repository, image.tags[0]))
+    return probe_image(target.client, image, early, check_published=target.may_skip_publish)
 
 
 def _build_platforms(
@@ -336,17 +307,15 @@ def _build_platforms(
     target: Target,
     reporter: Reporter,
     result: ImageResult,
+    probe: Probe | None,
 ) -> list[Descriptor]:
-    """Each platform: skipped when unchanged, else built and pushed (or written to the
-    layout); its descriptor for the index. Stops at the first platform that fails."""
-    client = target.client
-    repo = Reference.parse(image.repository) if client else None
+    """Each platform: skipped when ``probe`` says it is unchanged, else built and pushed (or
+    written to the layout); its descriptor for the index. Stops at the first platform that
+    fails."""
     current: dict[str, Descriptor] = {}
-    if client and repo and not settings.force:
-        early = target.read_ahead.get((image.repository, image.tags[0]))
-        current = early.result() if early else current_children(client, repo, image.tags[0])
-        # and what a publish that did not finish left under its per-platform tags
-        current = known_platforms(client, repo, image, current)
+    kept: dict[str, Descriptor] = {}
+    if probe is not None:
+        current, kept = probe.current, probe.kept
     children: list[Descriptor] = []
     with _scratch() as scratch:
         context = scratch / "context"
@@ -355,12 +324,10 @@ def _build_platforms(
         for job in image.platforms:
             pres = PlatformResult(job.platform, job.input_digest)
             result.platforms.append(pres)
-            kept = None
-            if client and repo:
-                kept = unchanged_child(client, repo, job, current.get(job.platform))
-            if kept is not None:
+            if job.platform in kept:
                 pres.skipped = "unchanged inputs, already in the registry"
-                pres.digest, pres.descriptor = kept.digest, kept
+                pres.digest = kept[job.platform].digest
+                pres.descriptor = kept[job.platform]
                 reporter.skipped(image.name, job, pres.skipped)
             else:
                 pres.descriptor = _one_platform(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cannery.builder.jobs import INPUTS_LABEL, ImageJob, PlatformJob
+from cannery.builder.probe import Probe
 from cannery.oci import OCIClient
 from cannery.oci.manifest import (
     Descriptor,
@@ -90,11 +91,11 @@ class Target:
     merge: bool = True  # merge and tag (False: push platforms by digest only)
     force: bool = False  # move tags even off an index built from a newer lock
     # Attach referrers (provenance, SBOM, signatures) after the merge, before any tag moves:
-    # (image, index, platform manifests) -> None; see cannery.attest.attach.
-    attest: Callable[[ImageJob, Descriptor, list[Descriptor]], None] | None = None
+    # (image, index, platform manifests) -> how many it attached; see cannery.attest.attach.
+    attest: Callable[[ImageJob, Descriptor, list[Descriptor]], int] | None = None
     # What is attached to the platform manifests alone, run beside the index write (then
     # ``attest`` attaches what needs the index); see publish_everywhere.
-    attest_platforms: Callable[[ImageJob, list[Descriptor]], None] | None = None
+    attest_platforms: Callable[[ImageJob, list[Descriptor]], int] | None = None
     # Work done beside each platform's build, off the critical path (the attester's imports;
     # after the first, already done).
     warm: Callable[[], None] | None = None
@@ -103,6 +104,15 @@ class Target:
     read_ahead: dict[tuple[str, str], Future[dict[str, Descriptor]]] = field(
         default_factory=dict
     )
+    # image name -> its registry state, read side by side ahead of the builds (probe_ahead);
+    # taken only for the job it was read for.
+    probes: dict[str, Future[Probe]] = field(default_factory=dict)
+
+    @property
+    def may_skip_publish(self) -> bool:
+        """Whether a publish whose every tag is already on its index may be skipped (once this
+        run's attestations are found attached): not for a run that pushes platforms only."""
+        return self.merge
 
 
 def child_descriptor(desc: Descriptor, job: PlatformJob) -> Descriptor:

@@ -25,6 +25,7 @@ from cannery.builder.execute import (
     build_image,
     check_target,
     merge_from_digest_dir,
+    probe_ahead,
     read_ahead,
 )
 from cannery.builder.jobs import ImageJob, plan_build
@@ -359,13 +360,7 @@ def build_cmd(req: BuildRequest, tls_ahead: Callable[[], ssl.SSLContext] | None 
     try:
         made = _jobs(request, speculate, planned if request.push else None, tls)
         jobs, pending, loaded = made.jobs, made.pending, made.loaded
-        target = replace(_target(request, client), read_ahead=ahead)
-        if client is not None and request.attest:
-            from cannery.attest.provenance import warm
-
-            attach = attester(request, loaded, client, signer)
-            target = replace(target, attest=attach.index, attest_platforms=attach.platforms,
-                             warm=warm)
+        target = _publish_target(request, loaded, client, signer, jobs, reads, ahead)
         with _cert_dir(request.ca_cert) as cert_dir:
             settings = Settings(
                 engine=engine,
@@ -406,6 +401,30 @@ def build_cmd(req: BuildRequest, tls_ahead: Callable[[], ssl.SSLContext] | None 
     _report(results, request.as_json)
     failed = [r for r in results if not r.ok]
     return max((r.exit_code for r in failed), default=0)
+
+
+def _publish_target(
+    req: BuildRequest,
+    loaded: LoadedCatalog,
+    client: OCIClient | None,
+    signer: Signer | None,
+    jobs: list[ImageJob],
+    reads: ThreadPoolExecutor | None,
+    ahead: dict[tuple[str, str], Future[dict[str, Descriptor]]],
+) -> Target:
+    """Where the run's images go, with the attester (``--attest``) and, on the read-ahead
+    pool, every image's registry state, read side by side while the first builds run."""
+    target = replace(_target(req, client), read_ahead=ahead)
+    if client is not None and req.attest:
+        from cannery.attest.provenance import warm
+
+        attach = attester(req, loaded, client, signer)
+        target = replace(target, attest=attach.index, attest_platforms=attach.platforms,
+                         warm=warm)
+    if reads is not None and client is not None:
+        target = replace(target, probes=probe_ahead(
+            reads, client, jobs, ahead, check_published=target.may_skip_publish))
+    return target
 
 
 def _record_pushed_bases(req: BuildRequest, made: _Planned, pushed: dict[str, str]) -> None:

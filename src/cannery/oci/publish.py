@@ -109,19 +109,17 @@ def _read_layout(layout: Path) -> tuple[bytes, Callable[[str], Path]]:
     return data, blob
 
 
-def merge_index(
-    client: OCIClient,
-    repo: Reference,
-    children: list[Descriptor],
-    annotations: dict[str, str],
-    media_type: str = OCI_INDEX,
-) -> Descriptor:
-    """PUT, by digest, an OCI image index (or, with ``media_type`` DOCKER_LIST, a Docker
-    manifest list) of ``children`` (platform manifests already in ``repo``), serialized by
-    :func:`~cannery.oci.manifest.index_bytes`: equal inputs give equal bytes, so an equal
-    digest."""
+def index_body(children: list[Descriptor], annotations: dict[str, str],
+               media_type: str = OCI_INDEX) -> bytes:
+    """The bytes of the index ``merge_index`` writes for ``children`` (one per platform),
+    serialized by :func:`~cannery.oci.manifest.index_bytes`: equal inputs give equal bytes, so
+    an equal digest (a publish that finds every tag on it already has nothing to write)."""
     if not children:
         raise ValueError("an index needs at least one platform manifest")
+    return index_bytes(_by_platform(children).values(), annotations, media_type)
+
+
+def _by_platform(children: list[Descriptor]) -> dict[tuple[str, str, str], Descriptor]:
     keyed = {}
     for child in children:
         if not child.platform:
@@ -130,7 +128,21 @@ def merge_index(
         if key in keyed:
             raise ValueError(f"two manifests for platform {'/'.join(k for k in key if k)}")
         keyed[key] = child
-    for key, child in keyed.items():
+    return keyed
+
+
+def merge_index(
+    client: OCIClient,
+    repo: Reference,
+    children: list[Descriptor],
+    annotations: dict[str, str],
+    media_type: str = OCI_INDEX,
+) -> Descriptor:
+    """PUT, by digest, an OCI image index (or, with ``media_type`` DOCKER_LIST, a Docker
+    manifest list) of ``children`` (platform manifests already in ``repo``): the bytes of
+    :func:`index_body`."""
+    body = index_body(children, annotations, media_type)
+    for key, child in _by_platform(children).items():
         # head_manifest never guesses a size: without Content-Length it reads the bytes.
         found = client.head_manifest(_at(repo, child.digest))
         if found is None or (found.size, found.media_type) != (child.size, child.media_type):
@@ -138,7 +150,6 @@ def merge_index(
                 f"{repo.name}@{child.digest} ({'/'.join(k for k in key if k)}) is not in the "
                 "registry as described; not writing an index that lists it"
             )
-    body = index_bytes(keyed.values(), annotations, media_type)
     digest = digest_of(body)
     # Already there (a no-op build merges to the same bytes): write nothing.
     if client.head_manifest(_at(repo, digest)) is None:
