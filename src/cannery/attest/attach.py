@@ -25,7 +25,14 @@ from cannery.errors import CommandError
 from cannery.oci.client import NotFound, OCIClient
 from cannery.oci.manifest import Descriptor, MalformedManifest, load_json, platform_string
 from cannery.oci.reference import Reference
-from cannery.oci.referrers import Referrer, attach, keep, list_referrers, parse_artifact
+from cannery.oci.referrers import (
+    Referrer,
+    attach,
+    keep,
+    keep_tag,
+    list_referrers,
+    parse_artifact,
+)
 from cannery.util.fs import atomic_write
 
 PROVENANCE_TYPE = "application/vnd.in-toto+json"
@@ -125,6 +132,27 @@ class Attester:
                                    have)
         return attached
 
+    def complete(self, image: ImageJob, children: list[Descriptor], index: Descriptor) -> bool:
+        """Reads only: whether ``platforms`` and ``index`` would find everything attached and
+        kept (and no predicate file is asked for), so a publish that writes nothing need not
+        run them. A build's probe asks it, side by side with the other images'."""
+        if self.save is not None:
+            return False
+        repo = Reference.parse(image.repository)
+        key = self.signer.keyid if self.signer else None
+        wanted = [PROVENANCE_TYPE, *([SBOM_TYPE] if self.scanner else [])]
+        for child in children:
+            have, _ = list_referrers(self.client, repo, child.digest)
+            for kind in wanted:
+                if not self._kept(repo, child.digest, have, kind):
+                    return False
+            if key and not self._kept(repo, child.digest, have, SIGNATURE_TYPE, key):
+                return False
+        if key:
+            have, _ = list_referrers(self.client, repo, index.digest)
+            return self._kept(repo, index.digest, have, SIGNATURE_TYPE, key)
+        return True
+
     def _attached(
         self,
         repo: Reference,
@@ -134,7 +162,38 @@ class Attester:
         key: str | None = None,
     ) -> bool:
         """Whether an artifact of this type (by this key) about ``subject`` is attached, as its
-        own manifest says (one listed but missing or malformed does not count)."""
+        own manifest says (one listed but missing or malformed does not count); it gets its
+        keep tag if it lacks one."""
+        found = self._claimed(repo, subject, have, artifact_type, key)
+        if found is not None:
+            keep(self.client, repo, *found)
+        return found is not None
+
+    def _kept(
+        self,
+        repo: Reference,
+        subject: str,
+        have: list[Referrer],
+        artifact_type: str,
+        key: str | None = None,
+    ) -> bool:
+        """``_attached`` without writing: attached, and its keep tag on it."""
+        found = self._claimed(repo, subject, have, artifact_type, key)
+        if found is None:
+            return False
+        tagged = self.client.head_manifest(repo.with_tag(keep_tag(found[0])))
+        return tagged is not None and tagged.digest == found[0]
+
+    def _claimed(
+        self,
+        repo: Reference,
+        subject: str,
+        have: list[Referrer],
+        artifact_type: str,
+        key: str | None,
+    ) -> tuple[str, bytes] | None:
+        """The digest and bytes of the first listed artifact whose own manifest says it is of
+        this type (by this key) about ``subject``."""
         claims = [r for r in have if r.artifact_type == artifact_type]
         for r in claims[:MAX_CLAIMS]:
             try:
@@ -145,9 +204,8 @@ class Attester:
             if (kind, about.digest) == (artifact_type, subject) and (
                 key is None or ann.get(KEYID_ANNOTATION) == key
             ):
-                keep(self.client, repo, r.descriptor.digest, body)
-                return True
-        return False
+                return r.descriptor.digest, body
+        return None
 
     def _annotations(self) -> dict[str, str] | None:
         return {KEYID_ANNOTATION: self.signer.keyid} if self.signer else None

@@ -275,7 +275,8 @@ def build_image(
         if target.merge:
             kept_all = probe is not None and len(probe.kept) == len(image.platforms)
             published = probe.published if probe is not None and kept_all else None
-            publish_merged(image, children, target, result, reporter, published)
+            attested = probe is not None and probe.attested
+            publish_merged(image, children, target, result, reporter, published, attested)
         elif target.oci_dir and target.client is None:  # a subset of platforms, in a layout
             _write_layout_platforms(target.oci_dir, children, image.tags[0])
             result.output = str(target.oci_dir)
@@ -298,7 +299,8 @@ def _probe(image: ImageJob, settings: Settings, target: Target) -> Probe | None:
         if probe.job == image:
             return probe
     early = target.read_ahead.get((image.repository, image.tags[0]))
-    return probe_image(target.client, image, early, check_published=target.may_skip_publish)
+    return probe_image(target.client, image, early, check_published=target.may_skip_publish,
+                       attested=target.attested)
 
 
 def _build_platforms(
@@ -317,10 +319,13 @@ def _build_platforms(
     if probe is not None:
         current, kept = probe.current, probe.kept
     children: list[Descriptor] = []
-    with _scratch() as scratch:
-        context = scratch / "context"
-        context.mkdir()
-        (context / "Dockerfile").write_text(image.dockerfile, encoding="utf-8")
+    builds = any(job.platform not in kept for job in image.platforms)
+    # A scratch directory only for what is built (a nightly skips most images whole).
+    with _scratch() if builds else nullcontext(None) as scratch:
+        if scratch is not None:
+            context = scratch / "context"
+            context.mkdir()
+            (context / "Dockerfile").write_text(image.dockerfile, encoding="utf-8")
         for job in image.platforms:
             pres = PlatformResult(job.platform, job.input_digest)
             result.platforms.append(pres)
@@ -330,6 +335,7 @@ def _build_platforms(
                 pres.descriptor = kept[job.platform]
                 reporter.skipped(image.name, job, pres.skipped)
             else:
+                assert scratch is not None
                 pres.descriptor = _one_platform(
                     image, job, settings, target, reporter, scratch, pres,
                     current.get(job.platform),

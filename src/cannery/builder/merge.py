@@ -7,25 +7,20 @@ import json
 
 from cannery.builder.jobs import INPUTS_LABEL, ImageJob
 from cannery.builder.layout import _write_layout_index
-from cannery.builder.probe import index_annotations
+from cannery.builder.probe import expected_index, index_annotations
 from cannery.builder.progress import Reporter
 from cannery.builder.registries import (
     RegistryResult,
     already_published,
     publish_everywhere,
-    targets,
 )
 from cannery.builder.results import ImageResult, PlatformResult, Target, child_descriptor
 from cannery.errors import FatalError, InputError
 from cannery.oci import NotFound, Reference
 from cannery.oci.manifest import (
-    DOCKER_LIST,
-    OCI_INDEX,
     Descriptor,
-    digest_of,
     platform_string,
 )
-from cannery.oci.publish import index_body
 from cannery.oci.reference import valid_digest
 
 
@@ -36,11 +31,13 @@ def publish_merged(
     result: ImageResult,
     reporter: Reporter,
     published: list[RegistryResult] | None = None,
+    attested: bool = False,
 ) -> None:
     """Merge ``children`` into one index and move the tags, only when the index holds every
     platform the catalog lists for the image (a subset, e.g. ``--merge-only --platform``,
     would move the tag to a partial image). ``published``: what the image's probe found,
-    every registry already serving that index under every tag: nothing is written."""
+    every registry already serving that index under every tag: nothing is written (once this
+    run's attestations are found attached: ``attested`` says the probe found them so)."""
     want = set(image.spec.platforms)
     have = {platform_string(c.platform) or "(none)" for c in children}
     if have != want:
@@ -54,7 +51,7 @@ def publish_merged(
     # No tag in the index (every tag names one digest); the lock epoch guards the tag move.
     annotations = index_annotations(image)
     if target.client:
-        regs = _settled(image, children, target, published) or publish_everywhere(
+        regs = _settled(image, children, target, published, attested) or publish_everywhere(
             target.client, image, children, target.attest, annotations=annotations,
             lock_epoch=image.lock_epoch, force=target.force,
             attest_platforms=target.attest_platforms,
@@ -79,24 +76,19 @@ def publish_merged(
 
 def _settled(
     image: ImageJob, children: list[Descriptor], target: Target,
-    published: list[RegistryResult] | None,
+    published: list[RegistryResult] | None, attested: bool,
 ) -> list[RegistryResult] | None:
     """``published`` (every registry already serves the index under every tag), once this
-    run's attestations are found already attached in the first registry; None when any had
-    to be attached now: the whole publish then copies it to the mirrors (and attaches
-    nothing twice)."""
-    if published is None:
-        return None
+    run's attestations are known attached in the first registry (``attested``: the probe
+    read them so; else the attester runs here); None when any had to be attached now: the
+    whole publish then copies it to the mirrors (and attaches nothing twice)."""
+    if published is None or attested:
+        return published
     attached = 0
     if target.attest_platforms is not None:
         attached += target.attest_platforms(image, children)
     if target.attest is not None:
-        docker = targets(image)[0].media_types == "docker"
-        media_type = DOCKER_LIST if docker else OCI_INDEX
-        annotations = index_annotations(image)
-        body = index_body(children, annotations, media_type)
-        index = Descriptor(media_type, digest_of(body), len(body), annotations=annotations)
-        attached += target.attest(image, index, children)
+        attached += target.attest(image, expected_index(image, children), children)
     return published if attached == 0 else None
 
 

@@ -11,22 +11,30 @@ registry again when its turn comes).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from cannery.builder.jobs import INPUTS_LABEL, ImageJob, PlatformJob
-from cannery.builder.registries import RegistryResult, already_published, known_platforms
+from cannery.builder.registries import (
+    RegistryResult,
+    already_published,
+    known_platforms,
+    targets,
+)
 from cannery.errors import NetworkError
 from cannery.oci import NotFound, OCIClient, Reference
 from cannery.oci.manifest import (
+    DOCKER_LIST,
     INDEX_TYPES,
+    OCI_INDEX,
     Descriptor,
     MalformedManifest,
+    digest_of,
     parse_index,
     platform_string,
 )
-from cannery.oci.publish import LOCK_EPOCH
+from cannery.oci.publish import LOCK_EPOCH, index_body
 
 # Registry reads in flight at once, as `cannery status` bounds them: enough to hide a
 # request's round trip, few enough not to look like a flood to a registry's rate limit.
@@ -83,6 +91,20 @@ class Probe:
     # Every platform kept and every registry's tags already on the index a publish would
     # write: that publish's results (nothing to write). None: publish.
     published: list[RegistryResult] | None
+    attested: bool = False  # and this run's attestations are all attached and kept
+
+
+def expected_index(image: ImageJob, children: list[Descriptor]) -> Descriptor:
+    """The index a publish of ``children`` writes in the image's first registry."""
+    docker = targets(image)[0].media_types == "docker"
+    media_type = DOCKER_LIST if docker else OCI_INDEX
+    annotations = index_annotations(image)
+    body = index_body(children, annotations, media_type)
+    return Descriptor(media_type, digest_of(body), len(body), annotations=annotations)
+
+
+# (image, platform manifests, index) -> whether every attestation is attached and kept
+Attested = Callable[[ImageJob, list[Descriptor], Descriptor], bool]
 
 
 def probe_image(
@@ -91,10 +113,12 @@ def probe_image(
     early: Future[dict[str, Descriptor]] | None = None,
     *,
     check_published: bool = True,
+    attested: Attested | None = None,
 ) -> Probe:
     """Read ``image``'s state: the tag's index (``early``, when read ahead), what a publish
     that did not finish left under the per-platform tags, each platform's skip decision, then,
-    when every platform is kept and ``check_published``, ``already_published``."""
+    when every platform is kept and ``check_published``, ``already_published`` and (when it
+    is) ``attested`` (the attester's reads-only check)."""
     repo = Reference.parse(image.repository)
     current = early.result() if early else current_children(client, repo, image.tags[0])
     current = known_platforms(client, repo, image, current)
@@ -103,11 +127,13 @@ def probe_image(
         found = unchanged_child(client, repo, job, current.get(job.platform))
         if found is not None:
             kept[job.platform] = found
-    published = None
+    published, complete = None, False
     if check_published and len(kept) == len(image.platforms):
         children = [kept[job.platform] for job in image.platforms]
         published = already_published(client, image, children, index_annotations(image))
-    return Probe(image, current, kept, published)
+        if published is not None and attested is not None:
+            complete = attested(image, children, expected_index(image, children))
+    return Probe(image, current, kept, published, complete)
 
 
 def read_ahead(
@@ -132,6 +158,7 @@ def probe_ahead(
     early: dict[tuple[str, str], Future[dict[str, Descriptor]]],
     *,
     check_published: bool,
+    attested: Attested | None = None,
 ) -> dict[str, Future[Probe]]:
     """Queue a probe of each image on ``pool`` (the read-ahead pool: its reads were queued
     first, so a probe that waits for one never waits for a read not yet started), in build
@@ -139,7 +166,7 @@ def probe_ahead(
     return {
         image.name: pool.submit(
             probe_image, client, image, early.get((image.repository, image.tags[0])),
-            check_published=check_published,
+            check_published=check_published, attested=attested,
         )
         for image in images
     }

@@ -96,6 +96,10 @@ class Target:
     # What is attached to the platform manifests alone, run beside the index write (then
     # ``attest`` attaches what needs the index); see publish_everywhere.
     attest_platforms: Callable[[ImageJob, list[Descriptor]], int] | None = None
+    # Reads only: whether every attestation ``attest_platforms`` and ``attest`` would attach
+    # is attached (then a publish with nothing to write need not run them); see
+    # Attester.complete.
+    attested: Callable[[ImageJob, list[Descriptor], Descriptor], bool] | None = None
     # Work done beside each platform's build, off the critical path (the attester's imports;
     # after the first, already done).
     warm: Callable[[], None] | None = None

@@ -420,10 +420,11 @@ def _publish_target(
 
         attach = attester(req, loaded, client, signer)
         target = replace(target, attest=attach.index, attest_platforms=attach.platforms,
-                         warm=warm)
+                         attested=attach.complete, warm=warm)
     if reads is not None and client is not None:
         target = replace(target, probes=probe_ahead(
-            reads, client, jobs, ahead, check_published=target.may_skip_publish))
+            reads, client, jobs, ahead, check_published=target.may_skip_publish,
+            attested=target.attested))
     return target
 
 
