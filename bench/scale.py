@@ -201,8 +201,11 @@ def registry_catalog(n: int, primary: str, mirror: str) -> str:
 
 def _layout(root: Path, arch: str, note: str, labels: dict[str, str]) -> Path:
     """A tiny dir: layout (as buildah pushes one) whose config carries ``labels`` (as
-    tests/e2e/test_status.py makes them)."""
-    layout = write_dir_layout(root / f"{note}-{arch}", arch, "scale", docker=True)
+    tests/e2e/test_status.py makes them). Its layer is the image's own (``note`` is in it):
+    eight pushes side by side of one shared blob into one repository race in
+    docker-registry's filesystem driver (a manifest PUT that reads the blob's link file while
+    another upload rewrites it answers 400 DIGEST_INVALID)."""
+    layout = write_dir_layout(root / f"{note}-{arch}", arch, note, docker=True)
     manifest = json.loads((layout / "manifest.json").read_bytes())
     old = manifest["config"]["digest"].partition(":")[2]
     config = json.loads((layout / old).read_bytes())
