@@ -214,7 +214,7 @@ def test_scheduled_lock_update_opens_a_pull_request(tmp_path: Path) -> None:
     assert "github.token" not in yaml.safe_dump(job) and "secrets." not in yaml.safe_dump(job)
     assert pr_job["permissions"] == {"contents": "write", "pull-requests": "write"}
     # the patch check (tests/unit/test_lock_update_patch.py runs it): bash, git and mktemp
-    check = {"set", "allowed=(", ")", "patch=\"${RUNNER_TEMP}/lock-update/change.patch\"",
+    check = {"set", "mapfile", "exit", "patch=\"${RUNNER_TEMP}/lock-update/change.patch\"",
              "scratch=\"$(mktemp", "trap", "refused=0", "while", "ok=''", "for", "done",
              "printf", "refused=1", "if", "fi", "git",
              'mode="${meta#:*'}  # a parameter expansion, no program
