@@ -131,8 +131,10 @@ def test_the_allowed_paths_are_the_lock_and_what_is_rendered_from_it(tmp_path: P
     # a rendered file in the list's place would make the list an allowed path: refused
     (tmp_path / "clash").mkdir()
     clash = load_catalog(_catalog(tmp_path / "clash", f'schedule = "0 3 * * *"\nbake = "{LIST}"\n'))
-    with pytest.raises(InputError, match="lock update's list of the paths it may change"):
-        lock_update_paths(clash.catalog, plan(clash.catalog, Lock()), "cannery.lock")
+    with pytest.raises(InputError, match=r"^cannery.toml: \[ci\] bake: \.github/workflows/"
+                       "cannery-images-lock-update-paths.txt is the lock update's list"):
+        lock_update_paths(clash.catalog, plan(clash.catalog, Lock()), "cannery.lock",
+                          "cannery.toml")
 
 
 def test_a_patch_of_the_lock_alone_applies(

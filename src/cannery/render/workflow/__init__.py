@@ -164,7 +164,8 @@ def render_workflow(
         jobs[f"build-{i}"] = build_call(cat, i, group, shape)
         jobs[f"merge-{i}"] = merge_call(cat, i, group)
     if cat.ci.schedule and cat.ci.lock_update:
-        for jid, job in lock_update_jobs(cat, specs, pins, cat_args, lock_file):
+        for jid, job in lock_update_jobs(cat, specs, pins, cat_args, lock_file,
+                                         catalog_file):
             jobs[Gap(len(jobs))] = None
             jobs[jid] = job
     doc: dict[object, object] = {

@@ -25,7 +25,8 @@ def lock_update_paths_file(cat: Catalog) -> str:
     return posixpath.join(head, f"{name.rsplit('.', 1)[0]}-lock-update-paths.txt")
 
 
-def lock_update_paths(cat: Catalog, specs: Sequence[ImageSpec], lock_file: str) -> list[str]:
+def lock_update_paths(cat: Catalog, specs: Sequence[ImageSpec], lock_file: str,
+                      catalog_file: str | None = None) -> list[str]:
     """What a lock update may change: the lock and the files rendered from it (each image's
     Dockerfile, the bake file, the tags page, the hashed requirements CI installs cannery
     from). Not the workflow, ``.dockerignore`` nor this list's own file, which the lock does
@@ -36,15 +37,19 @@ def lock_update_paths(cat: Catalog, specs: Sequence[ImageSpec], lock_file: str) 
     paths = [lock_file, *(f"{cat.ci.dockerfiles}/{dockerfile_name(s.name)}" for s in specs)]
     paths = list(dict.fromkeys([*paths, cat.ci.bake, cat.ci.docs, cat.ci.requirements]))
     own = lock_update_paths_file(cat)
-    if own in paths:
-        raise InputError(f"[ci]: {own} is the lock update's list of the paths it may change, "
-                         "so no other rendered file may be written there: rename that file")
+    for key in ("bake", "docs", "requirements"):
+        if getattr(cat.ci, key) == own:
+            raise InputError(
+                f"{catalog_file or 'the embedded catalog'}: [ci] {key}: {own} is the lock "
+                "update's list of the paths it may change, so no other rendered file may be "
+                "written there: choose another path")
     return paths
 
 
-def lock_update_paths_text(cat: Catalog, specs: Sequence[ImageSpec], lock_file: str) -> str:
+def lock_update_paths_text(cat: Catalog, specs: Sequence[ImageSpec], lock_file: str,
+                           catalog_file: str | None = None) -> str:
     """The rendered list file: ``lock_update_paths``, one a line."""
-    return "".join(f"{p}\n" for p in lock_update_paths(cat, specs, lock_file))
+    return "".join(f"{p}\n" for p in lock_update_paths(cat, specs, lock_file, catalog_file))
 
 
 def _read_paths(list_file: str, refused: str) -> str:
@@ -244,6 +249,7 @@ def lock_update_jobs(
     pins: dict[str, Pin],
     cat_args: str,
     lock_file: str,
+    catalog_file: str | None = None,
 ) -> list[tuple[str, object]]:
     """On the schedule: re-resolve every moving reference, re-render, and put the result in a
     pull request (never pushed to a built branch: builds stay --locked, and the new lock is
@@ -255,7 +261,7 @@ def lock_update_jobs(
     and the files rendered from it (``lock_update_paths``, which both jobs read from the file
     ``lock_update_paths_file`` as committed, so this workflow's size does not grow with the
     images), refusing a patch that touches any other path."""
-    lock_update_paths(cat, specs, lock_file)  # the InputError of a clash, here too
+    lock_update_paths(cat, specs, lock_file, catalog_file)  # the InputError of a clash
     list_file = lock_update_paths_file(cat)
     return [("lock-update", _resolve_job(cat, pins, cat_args, list_file)),
             ("lock-update-pr", _pr_job(cat, pins, list_file))]
