@@ -241,6 +241,12 @@ def test_scheduled_lock_update_opens_a_pull_request(tmp_path: Path) -> None:
     off = yaml.safe_load(
         _render(_catalog(tmp_path, 'schedule = "0 3 * * *"\nlock_update = false\n')))
     assert not {"lock-update", "lock-update-pr"} & set(off["jobs"]) and off["on"]["schedule"]
+    # a push or pull request that changes only the list of the paths a lock update may change
+    # (its boundary) starts the workflow, whose check job runs `render --check` on it
+    listed = ".github/workflows/cannery-images-lock-update-paths.txt"
+    for event in ("push", "pull_request"):
+        assert listed in doc["on"][event]["paths"], event
+        assert listed not in off["on"][event]["paths"], event
 
 
 @pytest.mark.parametrize("bad", ['"!v*"', '"v* x"', '""', '"a:b"'])
