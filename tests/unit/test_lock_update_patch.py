@@ -323,3 +323,24 @@ def test_render_writes_the_list_and_check_fails_when_it_is_stale_or_missing(
     res = cli("render", "--catalog", catalog, "--check")
     assert res.code == 1 and f"{listed}: missing" in res.err
     assert cli("render", "--catalog", catalog).code == 0 and listed.read_text() == text
+
+
+@pytest.mark.parametrize("key", ["bake", "docs", "requirements"])
+def test_a_rendered_file_in_the_lists_place_is_refused_at_its_line(
+    tmp_path: Path, key: str, cli  # type: ignore[no-untyped-def]
+) -> None:
+    """The list would then be an allowed path (a lock update could widen its own boundary):
+    every command refuses the catalog right after loading, one line naming file, line and
+    key, exit 2, and nothing is written."""
+    path = _catalog(tmp_path, f'schedule = "0 3 * * *"\n{key} = "{LIST}"\n')
+    line = path.read_text().splitlines().index(f'{key} = "{LIST}"') + 1
+    res = cli("render", "--catalog", str(path))
+    assert res.code == 2, res.err
+    assert f"cannery.toml:{line}: ci.{key}: {LIST} is the lock update's list of the paths" \
+        in res.err, res.err
+    assert "Traceback" not in res.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cannery.toml"]
+    assert cli("plan", "--catalog", str(path)).code == 2
+    # without a lock update there is no list, and the path is anyone's
+    path.write_text(path.read_text().replace('schedule = "0 3 * * *"\n', ""))
+    assert cli("plan", "--catalog", str(path)).code == 0

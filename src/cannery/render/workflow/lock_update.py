@@ -36,14 +36,19 @@ def lock_update_paths(cat: Catalog, specs: Sequence[ImageSpec], lock_file: str,
 
     paths = [lock_file, *(f"{cat.ci.dockerfiles}/{dockerfile_name(s.name)}" for s in specs)]
     paths = list(dict.fromkeys([*paths, cat.ci.bake, cat.ci.docs, cat.ci.requirements]))
-    own = lock_update_paths_file(cat)
-    for key in ("bake", "docs", "requirements"):
-        if getattr(cat.ci, key) == own:
-            raise InputError(
-                f"{catalog_file or 'the embedded catalog'}: [ci] {key}: {own} is the lock "
-                "update's list of the paths it may change, so no other rendered file may be "
-                "written there: choose another path")
+    for (_, key), message in lock_update_list_clashes(cat):
+        raise InputError(f"{catalog_file or 'the embedded catalog'}: [ci] {key}: {message}")
     return paths
+
+
+def lock_update_list_clashes(cat: Catalog) -> list[tuple[tuple[str, str], str]]:
+    """A ``[ci]`` path of another rendered file that is the list's own file (which would make
+    the list an allowed path): (key path, message) each. Every command refuses these at the
+    key's line right after loading (render/checks.py); ``lock_update_paths`` raises them too."""
+    own = lock_update_paths_file(cat)
+    return [(("ci", key), f"{own} is the lock update's list of the paths it may change, so no "
+             "other rendered file may be written there: choose another path")
+            for key in ("bake", "docs", "requirements") if getattr(cat.ci, key) == own]
 
 
 def lock_update_paths_text(cat: Catalog, specs: Sequence[ImageSpec], lock_file: str,
