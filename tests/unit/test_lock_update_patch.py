@@ -206,16 +206,22 @@ def test_a_refused_name_cannot_write_a_workflow_command(
 def test_the_first_job_hands_on_only_the_lock_and_rendered_files(
     tmp_path: Path, workflow: dict[str, Any]
 ) -> None:
-    """What a source package's build left in the checkout is named and left out."""
+    """What a source package's build left in the checkout is named and left out, and so is
+    the list of allowed paths, which is read as committed, even when the checkout's copy
+    (which anything the job ran could write) names that build output."""
     repo, runner = _updated_checkout(tmp_path)
     (repo / "build").mkdir()
     (repo / "build" / "junk.txt").write_text("left by a build backend\n")
+    with (repo / LIST).open("a") as f:
+        f.write("build/junk.txt\n")
     done = _run(_step(workflow, "lock-update", MAKE), repo, runner)
     assert done.returncode == 0, done.stderr
-    assert "::warning::left out of the lock update (not the lock or a file rendered from it): " \
-        "build/junk.txt" in done.stdout.splitlines()
+    left_out = "::warning::left out of the lock update (not the lock or a file rendered from it): "
+    assert f"{left_out}build/junk.txt" in done.stdout.splitlines()
+    assert f"{left_out}{LIST}" in done.stdout.splitlines()
     patch = (runner / "lock-update" / "change.patch").read_text()
     assert "diff --git a/cannery.lock b/cannery.lock" in patch and "junk" not in patch
+    assert LIST not in patch
     assert (runner / "output").read_text() == "changed=true\n"
     # Nothing changed: no patch, no pull request.
     repo2 = _repo(tmp_path / "again")
