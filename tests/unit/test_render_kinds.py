@@ -154,8 +154,9 @@ def test_check_reports_missing_file(example_copy: Path, cli) -> None:  # type: i
 def test_render_all_writes_every_kind_and_is_stable(example_copy: Path, cli) -> None:  # type: ignore[no-untyped-def]
     files = sorted(p for p in example_copy.rglob("*") if p.is_file())
     # catalog, lock, 8 Dockerfiles, workflow and the 3 reusable ones it calls, CI's
-    # requirements, bake, docs, and the repository's overview, description and short description
-    assert len(files) == 2 + 8 + 7 + 3
+    # requirements, the lock update's list of paths, bake, docs, and the repository's overview,
+    # description and short description
+    assert len(files) == 2 + 8 + 8 + 3
     before = {p: p.read_bytes() for p in files}
     assert cli("render", "--catalog", str(example_copy / "cannery.toml")).code == 0
     assert {p: p.read_bytes() for p in files} == before

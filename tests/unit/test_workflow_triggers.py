@@ -214,7 +214,7 @@ def test_scheduled_lock_update_opens_a_pull_request(tmp_path: Path) -> None:
     assert "github.token" not in yaml.safe_dump(job) and "secrets." not in yaml.safe_dump(job)
     assert pr_job["permissions"] == {"contents": "write", "pull-requests": "write"}
     # the patch check (tests/unit/test_lock_update_patch.py runs it): bash, git and mktemp
-    check = {"set", "allowed=(", ")", "patch=\"${RUNNER_TEMP}/lock-update/change.patch\"",
+    check = {"set", "mapfile", "exit", "patch=\"${RUNNER_TEMP}/lock-update/change.patch\"",
              "scratch=\"$(mktemp", "trap", "refused=0", "while", "ok=''", "for", "done",
              "printf", "refused=1", "if", "fi", "git",
              'mode="${meta#:*'}  # a parameter expansion, no program
@@ -241,6 +241,12 @@ def test_scheduled_lock_update_opens_a_pull_request(tmp_path: Path) -> None:
     off = yaml.safe_load(
         _render(_catalog(tmp_path, 'schedule = "0 3 * * *"\nlock_update = false\n')))
     assert not {"lock-update", "lock-update-pr"} & set(off["jobs"]) and off["on"]["schedule"]
+    # a push or pull request that changes only the list of the paths a lock update may change
+    # (its boundary) starts the workflow, whose check job runs `render --check` on it
+    listed = ".github/workflows/cannery-images-lock-update-paths.txt"
+    for event in ("push", "pull_request"):
+        assert listed in doc["on"][event]["paths"], event
+        assert listed not in off["on"][event]["paths"], event
 
 
 @pytest.mark.parametrize("bad", ['"!v*"', '"v* x"', '""', '"a:b"'])

@@ -1,5 +1,6 @@
-"""`cannery render [KIND]`: Dockerfiles, the CI workflow, the bake file, the tags doc and the
-per-repository overviews (render/overview.py).
+"""`cannery render [KIND]`: Dockerfiles, the CI workflow (with the requirements file and, for
+the scheduled lock update, the list of the paths it may change, beside it), the bake file, the
+tags doc and the per-repository overviews (render/overview.py).
 
 With no kind every kind is rendered. Paths come from the catalog's ``[ci]`` table and are
 relative to the catalog's directory (the current directory for the embedded catalog), which is
@@ -78,7 +79,12 @@ def render_kind(
     if kind == "workflow":
         from cannery.pydeps import ci_requirements
         from cannery.render.actions import load_pins
-        from cannery.render.workflow import render_workflows, requirements_text
+        from cannery.render.workflow import (
+            lock_update_paths_file,
+            lock_update_paths_text,
+            render_workflows,
+            requirements_text,
+        )
 
         pins = ci_requirements(cat, ctx.lock.ci)
         texts = render_workflows(
@@ -93,6 +99,11 @@ def render_kind(
             where = (out_path.parent if out_path is not None else ctx.root)
             name = cat.ci.requirements if out_path is None else Path(cat.ci.requirements).name
             files[where / name] = requirements_text(cat, pins)
+        if cat.ci.schedule and cat.ci.lock_update:  # what the lock-update jobs may change
+            rel = lock_update_paths_file(cat)
+            where = out_path.parent / Path(rel).name if out_path is not None else ctx.root / rel
+            files[where] = lock_update_paths_text(cat, ctx.specs(), "cannery.lock",
+                                                  ctx.catalog_file)
         return files
     if kind == "bake":
         from cannery.render.bake import render_bake

@@ -35,9 +35,16 @@ def load_checked(path: Path | None = None) -> LoadedCatalog:
 
 def check_loaded(loaded: LoadedCatalog) -> None:
     """Refuse (CatalogError, each error at the line of its key) a matrix word without an
-    effect, then a `run` step with a review defect; the second only if the first finds none."""
+    effect, then a `run` step with a review defect, then (with a scheduled lock update) a
+    ``[ci]`` path in the place of the lock update's list of paths; each only if the ones
+    before it find none."""
     loaded.refuse(_matrix_effects(loaded))
     loaded.refuse(_run_step_findings(loaded.catalog))
+    ci = loaded.catalog.ci
+    if ci.schedule and ci.lock_update:  # the list of what a lock update may change: its own
+        from cannery.render.workflow.lock_update import lock_update_list_clashes
+
+        loaded.refuse(list(lock_update_list_clashes(loaded.catalog)))
 
 
 def _matrix_effects(loaded: LoadedCatalog) -> Found:

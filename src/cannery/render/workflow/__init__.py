@@ -23,7 +23,9 @@ Shape, and why:
   wave's merges; each merge of such a parent uploads the index digest it pushed, and a child
   leg builds on it (``--base-digest``), or on the lock's digest when its parent is not built
   in this run;
-- with a schedule (and ``lock_update``), the ``lock-update`` jobs (lock_update.py).
+- with a schedule (and ``lock_update``), the ``lock-update`` jobs (lock_update.py), which
+  read the paths a lock update may change from a list rendered beside the workflow
+  (``lock_update_paths_file``; `cannery render` writes it with the requirements file).
 """
 
 from __future__ import annotations
@@ -48,14 +50,19 @@ from cannery.render.workflow.common import (
 )
 from cannery.render.workflow.groups import groups
 from cannery.render.workflow.legs import build_workflow, pr_workflow
-from cannery.render.workflow.lock_update import lock_update_jobs, lock_update_paths
+from cannery.render.workflow.lock_update import (
+    lock_update_jobs,
+    lock_update_paths,
+    lock_update_paths_file,
+    lock_update_paths_text,
+)
 from cannery.render.workflow.merge import merge_workflow
 from cannery.render.workflow.triggers import triggers
 from cannery.render.yamltext import Gap, Note, dump
 
 __all__ = [
     "LOCK_BRANCH", "PUBLISH_IF", "image_inputs", "inline_calls", "install_command",
-    "lock_update_paths",
+    "lock_update_paths", "lock_update_paths_file", "lock_update_paths_text",
     "render_workflow", "render_workflows", "requirements_text",
 ]
 
@@ -157,7 +164,8 @@ def render_workflow(
         jobs[f"build-{i}"] = build_call(cat, i, group, shape)
         jobs[f"merge-{i}"] = merge_call(cat, i, group)
     if cat.ci.schedule and cat.ci.lock_update:
-        for jid, job in lock_update_jobs(cat, specs, pins, cat_args, lock_file):
+        for jid, job in lock_update_jobs(cat, specs, pins, cat_args, lock_file,
+                                         catalog_file):
             jobs[Gap(len(jobs))] = None
             jobs[jid] = job
     doc: dict[object, object] = {

@@ -4,9 +4,11 @@ write token) that put `cannery lock --update all` and a re-render in a pull requ
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Sequence
 
 from cannery.catalog.models import Catalog
+from cannery.errors import InputError
 from cannery.plan import ImageSpec
 from cannery.render.actions import Pin, uses
 from cannery.render.workflow.common import LOCK_BRANCH, setup
@@ -15,29 +17,75 @@ from cannery.render.yamltext import Commented, Literal
 LOCK_PATCH = "${{ runner.temp }}/lock-update"
 
 
-def lock_update_paths(cat: Catalog, specs: Sequence[ImageSpec], lock_file: str) -> list[str]:
+def lock_update_paths_file(cat: Catalog) -> str:
+    """Where the list of ``lock_update_paths`` is rendered, from the catalog's directory:
+    beside the main workflow, named after it (cannery-images.yml →
+    cannery-images-lock-update-paths.txt)."""
+    head, name = posixpath.split(cat.ci.workflow)
+    return posixpath.join(head, f"{name.rsplit('.', 1)[0]}-lock-update-paths.txt")
+
+
+def lock_update_paths(cat: Catalog, specs: Sequence[ImageSpec], lock_file: str,
+                      catalog_file: str | None = None) -> list[str]:
     """What a lock update may change: the lock and the files rendered from it (each image's
     Dockerfile, the bake file, the tags page, the hashed requirements CI installs cannery
-    from). Not the workflow nor ``.dockerignore``, which
-    the lock does not reach. Catalog-validated paths (REL_PATH, NAME), so they are written into
-    single-quoted shell words as they are."""
+    from). Not the workflow, ``.dockerignore`` nor this list's own file, which the lock does
+    not reach (a patch may never widen its own boundary: InputError if a catalog path names
+    that file). Catalog-validated paths (REL_PATH, NAME): no newline, so one a line."""
     from cannery.render import dockerfile_name
 
     paths = [lock_file, *(f"{cat.ci.dockerfiles}/{dockerfile_name(s.name)}" for s in specs)]
-    return list(dict.fromkeys([*paths, cat.ci.bake, cat.ci.docs, cat.ci.requirements]))
+    paths = list(dict.fromkeys([*paths, cat.ci.bake, cat.ci.docs, cat.ci.requirements]))
+    for (_, key), message in lock_update_list_clashes(cat):
+        raise InputError(f"{catalog_file or 'the embedded catalog'}: [ci] {key}: {message}")
+    return paths
 
 
-def _shell_list(name: str, words: Sequence[str]) -> str:
-    return f"{name}=(\n" + "".join(f"  '{w}'\n" for w in words) + ")\n"
+def lock_update_list_clashes(cat: Catalog) -> list[tuple[tuple[str, str], str]]:
+    """A ``[ci]`` path of another rendered file that is the list's own file (which would make
+    the list an allowed path): (key path, message) each. Every command refuses these at the
+    key's line right after loading (render/checks.py); ``lock_update_paths`` raises them too."""
+    own = lock_update_paths_file(cat)
+    return [(("ci", key), f"{own} is the lock update's list of the paths it may change, so no "
+             "other rendered file may be written there: choose another path")
+            for key in ("bake", "docs", "requirements") if getattr(cat.ci, key) == own]
 
 
-def _lock_patch_script(paths: Sequence[str]) -> Literal:
-    """The lock-update job's change, as a patch of ``paths`` only: the checkout may hold
-    whatever the third-party code it ran left (build output of a source package), which is
-    named in a warning and left out."""
+def lock_update_paths_text(cat: Catalog, specs: Sequence[ImageSpec], lock_file: str,
+                           catalog_file: str | None = None) -> str:
+    """The rendered list file: ``lock_update_paths``, one a line."""
+    return "".join(f"{p}\n" for p in lock_update_paths(cat, specs, lock_file, catalog_file))
+
+
+def _read_paths(list_file: str, refused: str) -> str:
+    """Bash that reads the allowed paths into ``allowed`` from the list file as the
+    checked-out commit holds it (``git cat-file``, never the working tree: the render just
+    before, or a patch, may have changed that), before anything else; an empty or missing
+    list, a blank line or the list naming itself fails the step with ``refused``."""
+    return (
+        f"if ! list=\"$(git cat-file blob 'HEAD:{list_file}')\" || [[ -z \"${{list}}\" ]]; then\n"
+        f"  printf '::error::%s\\n' 'the checked-out commit lists no path in {list_file}; "
+        f"{refused}'\n"
+        "  exit 1\n"
+        "fi\n"
+        'mapfile -t allowed <<< "${list}"\n'
+        'for a in "${allowed[@]}"; do\n'
+        f"  if [[ -z \"${{a}}\" || \"${{a}}\" == '{list_file}' ]]; then\n"
+        f"    printf '::error::{list_file} lists %q, which a lock update may never change; "
+        f"{refused}\\n' \"${{a}}\"\n"
+        "    exit 1\n"
+        "  fi\n"
+        "done\n"
+    )
+
+
+def _lock_patch_script(list_file: str) -> Literal:
+    """The lock-update job's change, as a patch of the paths ``list_file`` (as committed)
+    lists only: the checkout may hold whatever the third-party code it ran left (build output
+    of a source package), which is named in a warning and left out."""
     return Literal(
         "set -euo pipefail\n"
-        + _shell_list("allowed", paths)
+        + _read_paths(list_file, "no patch was made")
         + "git add -A\n"
         "git diff --cached --name-only -z --no-renames -- . "
         '"${allowed[@]/#/:(exclude,literal)}" |\n'
@@ -56,17 +104,18 @@ def _lock_patch_script(paths: Sequence[str]) -> Literal:
     )
 
 
-def _lock_apply_script(paths: Sequence[str]) -> Literal:
+def _lock_apply_script(list_file: str) -> Literal:
     """The pull-request job's first use of the patch, which came from a job that ran
-    third-party code: every path it touches (both sides of a rename, as git itself lists them
-    after applying it to a scratch index, not to the checkout) must be one of ``paths``; any
-    other is named and fails the job before anything is applied, committed or pushed, and so
-    is a path the patch would leave as anything but a regular, non-executable file (a symbolic
-    link, an executable, a submodule). Then it is applied with ``paths`` as git's include
-    list."""
+    third-party code. The paths it may touch are read from ``list_file`` as the checked-out
+    base commit holds it, before anything of the patch is applied (``_read_paths``). Every
+    path the patch touches (both sides of a rename, as git itself lists them after applying it
+    to a scratch index, not to the checkout) must be one of those; any other is named and
+    fails the job before anything is applied, committed or pushed, and so is a path the
+    patch would leave as anything but a regular, non-executable file (a symbolic link, an
+    executable, a submodule). Then it is applied with those paths as git's include list."""
     return Literal(
         "set -euo pipefail\n"
-        + _shell_list("allowed", paths)
+        + _read_paths(list_file, "nothing was applied")
         + 'patch="${RUNNER_TEMP}/lock-update/change.patch"\n'
         'scratch="$(mktemp -d)"\n'
         "trap 'rm -rf \"${scratch}\"' EXIT\n"
@@ -104,7 +153,7 @@ def _lock_apply_script(paths: Sequence[str]) -> Literal:
 
 
 def _resolve_job(cat: Catalog, pins: dict[str, Pin], cat_args: str,
-                 paths: Sequence[str]) -> dict[str, object]:
+                 list_file: str) -> dict[str, object]:
     """``lock-update``: cannery with a read-only token; its change, as an artifact."""
     return {
         "name": "update the lock",
@@ -120,7 +169,7 @@ def _resolve_job(cat: Catalog, pins: dict[str, Pin], cat_args: str,
             {
                 "name": "The change, as a patch",
                 "id": "changes",
-                "run": _lock_patch_script(paths),
+                "run": _lock_patch_script(list_file),
             },
             {
                 "name": "Upload the patch",
@@ -137,7 +186,7 @@ def _resolve_job(cat: Catalog, pins: dict[str, Pin], cat_args: str,
     }
 
 
-def _pr_job(cat: Catalog, pins: dict[str, Pin], paths: Sequence[str]) -> dict[str, object]:
+def _pr_job(cat: Catalog, pins: dict[str, Pin], list_file: str) -> dict[str, object]:
     """``lock-update-pr``: git and gh only, with the write token, on that change."""
     title = f"cannery: update the lock of {cat.catalog.name}"
     return {
@@ -164,7 +213,7 @@ def _pr_job(cat: Catalog, pins: dict[str, Pin], paths: Sequence[str]) -> dict[st
             },
             {
                 "name": "Apply the patch: the lock and the files rendered from it, nothing else",
-                "run": _lock_apply_script(paths),
+                "run": _lock_apply_script(list_file),
             },
             {
                 "name": "Open or update a pull request with the new lock",
@@ -205,6 +254,7 @@ def lock_update_jobs(
     pins: dict[str, Pin],
     cat_args: str,
     lock_file: str,
+    catalog_file: str | None = None,
 ) -> list[tuple[str, object]]:
     """On the schedule: re-resolve every moving reference, re-render, and put the result in a
     pull request (never pushed to a built branch: builds stay --locked, and the new lock is
@@ -213,10 +263,12 @@ def lock_update_jobs(
     for their metadata), with a read-only token, and hands its change on as an artifact;
     ``lock-update-pr`` holds the write token and runs only git and gh on that change (any step
     of a job can read that job's token from the runner's memory), and applies only the lock
-    and the files rendered from it (``lock_update_paths``), refusing a patch that touches any
-    other path."""
-    paths = lock_update_paths(cat, specs, lock_file)
-    return [("lock-update", _resolve_job(cat, pins, cat_args, paths)),
-            ("lock-update-pr", _pr_job(cat, pins, paths))]
+    and the files rendered from it (``lock_update_paths``, which both jobs read from the file
+    ``lock_update_paths_file`` as committed, so this workflow's size does not grow with the
+    images), refusing a patch that touches any other path."""
+    lock_update_paths(cat, specs, lock_file, catalog_file)  # the InputError of a clash
+    list_file = lock_update_paths_file(cat)
+    return [("lock-update", _resolve_job(cat, pins, cat_args, list_file)),
+            ("lock-update-pr", _pr_job(cat, pins, list_file))]
 
 

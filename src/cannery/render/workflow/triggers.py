@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from cannery.catalog.models import Catalog
 from cannery.plan import ImageSpec
 from cannery.render.workflow.common import REUSABLE, checkout_dirs, reusable_path
+from cannery.render.workflow.lock_update import lock_update_paths_file
 from cannery.render.yamltext import Note
 
 
@@ -49,6 +50,8 @@ def triggers(cat: Catalog, specs: Sequence[ImageSpec], catalog_file: str | None,
               *(reusable_path(cat, k) for k in REUSABLE)]
     if ci.install_action is None:  # the pins CI installs cannery from: `render --check` them
         paths.append(ci.requirements)
+    if ci.schedule and ci.lock_update:  # the lock update's boundary: a change to it is checked
+        paths.append(lock_update_paths_file(cat))
     dirs = sorted({d for s in specs for d in checkout_dirs(s)})
     if dirs:
         paths += [".dockerignore", *(f"{d}/**" for d in dirs)]
