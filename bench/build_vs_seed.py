@@ -13,7 +13,11 @@ already there); rebuild after bumping the framework's pin; (b)'s no-op build; th
 alone at 1 job and at every core; and the floor (that compile plus writing (b)'s layers once).
 (b)'s catalog installs its git components with uv (`installer = "uv"`, uv pinned in its
 pip_tools); the bump is also timed for the same catalog with pip installing them
-(`installer = "pip"`, as before 2026-12-02), side by side.
+(`installer = "pip"`, as before 2026-12-02), side by side. With --base REV, the bump is also
+timed with cannery as it was at git revision REV (its sources exported with `git archive`, put
+first on PYTHONPATH; the same venv), in the same loop, on a repository and lock of its own and
+a framework commit of its own (each side's bump rebuilds its framework step): before and after
+a change, in one run.
 Sizes: the pushed layers, compressed and unpacked, and their count. Prints a Markdown table,
 writes OUT/build.md and OUT/build.png. Not a test: nothing here fails on timing.
 """
@@ -36,6 +40,7 @@ from buildbench.measure import (  # noqa: E402
     cache_bytecode,
     cannery_build,
     compile_alone,
+    export_revision,
     image_size,
     local_rendered_image,
     pushed_digest,
@@ -58,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None,
                     help="where the table and chart go (default: a fresh directory under /tmp; "
                     "the README's copies in bench/results change only when asked)")
+    ap.add_argument("--base", metavar="REV", default=None,
+                    help="also time the bump with cannery at this git revision, alternating")
     args = ap.parse_args(argv)
     size = SIZES[args.size]
     runs = max(1, args.runs)
@@ -65,12 +72,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="cannery-bench-") as tmp:
         root = Path(tmp)
         cache_bytecode()
+        base = export_revision(args.base, root / "base") if args.base else None
         world = make_world(root / "world", make_ca(root / "ca"))
         try:
-            results = measure(world, root, size, args.size, runs)
+            results = measure(world, root, size, args.size, runs, base)
         finally:
             world.stop()
             cleanup_local_images()
+    results.base = args.base
     results.machine = machine()
     results.date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     table = render_markdown(results)
@@ -83,20 +92,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def measure(world, root: Path, size, size_name: str, runs: int) -> Results:  # type: ignore[no-untyped-def]
+def measure(world, root: Path, size, size_name: str, runs: int,  # type: ignore[no-untyped-def]
+            base: Path | None = None) -> Results:
     def say(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
     say("generating the stand-in stack")
-    stack = make_stack(world, size, root / "stack", bumps=runs)
+    # with a base revision, its bumps go to commits of their own: runs + 1 ... 2 * runs
+    stack = make_stack(world, size, root / "stack", bumps=2 * runs if base else runs)
     files, git = world.files.url, world.git.url
     seed_dir = root / "seed"
     seed_dir.mkdir()
     seed_file = seed_dir / "Dockerfile"
     seed_file.write_text(seed_dockerfile(stack, files, git, stack.framework[0]))
 
-    def write_catalog(repo: str, verl: str, installer: str = "uv") -> Path:
-        cat_dir = root / ("rendered" if installer == "uv" else f"rendered-{installer}")
+    def write_catalog(repo: str, verl: str, installer: str = "uv", side: str = "") -> Path:
+        cat_dir = root / (("rendered" if installer == "uv" else f"rendered-{installer}") + side)
         cat_dir.mkdir(exist_ok=True)
         path = cat_dir / "catalog.toml"
         path.write_text(
@@ -110,6 +121,9 @@ def measure(world, root: Path, size, size_name: str, runs: int) -> Results:  # t
     seed_build(world, seed_file, "seed", stack.framework[0], no_cache=False)
     cannery_build(world, write_catalog("rendered", stack.framework[0]), force=False)
     cannery_build(world, write_catalog("rendered-pip", stack.framework[0], "pip"), force=False)
+    if base:
+        cannery_build(world, write_catalog("rendered-base", stack.framework[0], side="-base"),
+                      force=False, src=base)
     for n in range(runs):
         say(f"cold builds, run {n + 1}/{runs}")
         took, seed_digest = seed_build(world, seed_file, f"seed-cold{n}", stack.framework[0],
@@ -142,6 +156,12 @@ def measure(world, root: Path, size, size_name: str, runs: int) -> Results:  # t
                                       force=False)
         assert not summary["images"][0]["platforms"][0]["skipped"], "a bump must rebuild"
         r.bump_b_pip.runs.append(took)
+        if base:
+            took, summary = cannery_build(
+                world, write_catalog("rendered-base", stack.framework[runs + n + 1], side="-base"),
+                force=False, src=base)
+            assert not summary["images"][0]["platforms"][0]["skipped"], "a bump must rebuild"
+            r.bump_b_base.runs.append(took)
     say("no-op builds")
     for _ in range(max(runs, 5)):
         took, summary = cannery_build(world, write_catalog("rendered", stack.framework[runs]),

@@ -87,14 +87,33 @@ def seed_build(
     return time.perf_counter() - start, digest.read_text().strip()
 
 
-def cannery_build(world: BuildWorld, catalog: Path, force: bool) -> tuple[float, dict]:  # type: ignore[type-arg]
-    """`cannery build --push` of (b); return the seconds and its JSON summary."""
+def cannery_build(
+    world: BuildWorld, catalog: Path, force: bool, src: Path | None = None
+) -> tuple[float, dict]:  # type: ignore[type-arg]
+    """`cannery build --push` of (b); return the seconds and its JSON summary. ``src``: run
+    the cannery sources there (first on PYTHONPATH) instead of the installed ones."""
     argv = [sys.executable, "-m", "cannery", "build", "--catalog", str(catalog), "--push",
             "--network", "host", "--json", "--log-dir", str(catalog.parent / "logs")]
     if force:
         argv.append("--force")
-    took, out = timed(argv, world.env())
+    env = world.env(PYTHONPATH=str(src)) if src is not None else world.env()
+    took, out = timed(argv, env)
     return took, json.loads(out)
+
+
+def export_revision(rev: str, dest: Path) -> Path:
+    """The cannery sources of git revision ``rev`` of this checkout, exported into ``dest``
+    (``git archive``) and compiled to bytecode as ``cache_bytecode`` does; return the
+    directory to put first on PYTHONPATH."""
+    root = Path(__file__).resolve().parents[2]
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(root), "archive", rev, "src/cannery"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    import compileall
+
+    compileall.compile_dir(dest / "src" / "cannery", quiet=1)
+    return dest / "src"
 
 
 def pushed_digest(summary: dict) -> str:  # type: ignore[type-arg]

@@ -23,6 +23,8 @@ class Results:
     bump_a: Series = field(default_factory=Series)
     bump_b: Series = field(default_factory=Series)
     bump_b_pip: Series = field(default_factory=Series)  # (b) with installer = "pip"
+    bump_b_base: Series = field(default_factory=Series)  # (b) with cannery at ``base``
+    base: str | None = None  # the git revision of bump_b_base (--base)
     noop_b: Series = field(default_factory=Series)
     compile_1: Series = field(default_factory=Series)
     compile_all: Series = field(default_factory=Series)
@@ -98,6 +100,8 @@ def render_markdown(r: Results) -> str:
         _row("rebuild after a framework bump, pushed", r.bump_a, r.bump_b),
         _row('same bump, (b) with installer = "pip" (pip installs the git components)',
              r.bump_a, r.bump_b_pip),
+        *([_row(f"same bump, (b) with cannery at {r.base} (before)", r.bump_a, r.bump_b_base)]
+          if r.bump_b_base.runs else []),
         _row("no-op build (inputs unchanged)", None, r.noop_b),
         _row(f"compile step alone (1 job vs {r.cores})", r.compile_1, r.compile_all),
         f"| floor: compile at {r.cores} jobs + writing (b)'s layers | | "
@@ -123,6 +127,9 @@ def render_markdown(r: Results) -> str:
         "over ceil(units / cores) rounds, the rest held): "
         + ", ".join(f"{c} cores {project_cold_ratio(r, c):.2f}" for c in (8, 32, 64)),
     ]
+    if r.bump_b_base.runs:
+        lines += ["", f"framework bump, (b) this tree / (b) at {r.base}, same run: "
+                  f"{r.bump_b.median / r.bump_b_base.median:.2f}"]
     return "\n".join(lines) + "\n"
 
 
