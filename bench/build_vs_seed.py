@@ -39,6 +39,7 @@ from buildbench.measure import (  # noqa: E402
     ImageSize,
     cache_bytecode,
     cannery_build,
+    children_cpu,
     compile_alone,
     export_revision,
     image_size,
@@ -147,11 +148,15 @@ def measure(world, root: Path, size, size_name: str, runs: int,  # type: ignore[
     for n in range(runs):
         bump = stack.framework[n + 1]
         say(f"framework bump {n + 1}/{runs}")
+        cpu = children_cpu()
         took, _ = seed_build(world, seed_file, "seed", bump, no_cache=False)
         r.bump_a.runs.append(took)
+        r.bump_a_cpu.runs.append(children_cpu() - cpu)
+        cpu = children_cpu()
         took, summary = cannery_build(world, write_catalog("rendered", bump), force=False)
         assert not summary["images"][0]["platforms"][0]["skipped"], "a bump must rebuild"
         r.bump_b.runs.append(took)
+        r.bump_b_cpu.runs.append(children_cpu() - cpu)
         took, summary = cannery_build(world, write_catalog("rendered-pip", bump, "pip"),
                                       force=False)
         assert not summary["images"][0]["platforms"][0]["skipped"], "a bump must rebuild"

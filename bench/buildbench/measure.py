@@ -50,6 +50,16 @@ def cache_bytecode() -> None:
     compileall.compile_dir(Path(cannery.__file__).parent, quiet=1)
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every child process waited for so far, and theirs:
+    a build's own work, which load does not stretch as it stretches wall time (the
+    registries and file servers are not waited for until the end, so not in it)."""
+    import resource
+
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
 def run(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
     proc = subprocess.run(
         argv, env=env, cwd=cwd, capture_output=True, text=True, check=False,

@@ -23,6 +23,8 @@ class Results:
     bump_a: Series = field(default_factory=Series)
     bump_b: Series = field(default_factory=Series)
     bump_b_pip: Series = field(default_factory=Series)  # (b) with installer = "pip"
+    bump_a_cpu: Series = field(default_factory=Series)  # CPU s (user + system) of bump_a
+    bump_b_cpu: Series = field(default_factory=Series)
     bump_b_base: Series = field(default_factory=Series)  # (b) with cannery at ``base``
     base: str | None = None  # the git revision of bump_b_base (--base)
     noop_b: Series = field(default_factory=Series)
@@ -44,7 +46,10 @@ class Results:
 
 def _row(name: str, a: Series | None, b: Series | None) -> str:
     def cell(s: Series | None) -> str:
-        return f"{s.median:.1f} ± {s.spread / 2:.1f}" if s and s.runs else "–"
+        if not (s and s.runs):
+            return "–"
+        digits = 2 if s.median < 10 else 1  # a bump's tenths are its margin
+        return f"{s.median:.{digits}f} ± {s.spread / 2:.{digits}f}"
 
     ratio = f"{b.median / a.median:.2f}" if a and b and a.runs and b.runs else "–"
     return f"| {name} | {cell(a)} | {cell(b)} | {ratio} |"
@@ -100,6 +105,8 @@ def render_markdown(r: Results) -> str:
         _row("rebuild after a framework bump, pushed", r.bump_a, r.bump_b),
         _row('same bump, (b) with installer = "pip" (pip installs the git components)',
              r.bump_a, r.bump_b_pip),
+        *([_row("the same bumps' CPU time (user + system, every process but the servers)",
+                r.bump_a_cpu, r.bump_b_cpu)] if r.bump_b_cpu.runs else []),
         *([_row(f"same bump, (b) with cannery at {r.base} (before)", r.bump_a, r.bump_b_base)]
           if r.bump_b_base.runs else []),
         _row("no-op build (inputs unchanged)", None, r.noop_b),
