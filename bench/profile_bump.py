@@ -104,7 +104,7 @@ class BuildSteps:
 def instrumented_build(catalog_path: Path, env: dict[str, str], clock: Clock) -> None:
     """`cannery build --push` in this process, each phase on ``clock``."""
     from cannery import pydeps
-    from cannery.builder import execute
+    from cannery.builder import execute, merge
     from cannery.commands import build as build_mod
     from cannery.commands.build import BuildRequest, build_cmd
     from cannery.lock import PendingLock
@@ -140,7 +140,7 @@ def instrumented_build(catalog_path: Path, env: dict[str, str], clock: Clock) ->
     setattr(execute, "stream", stream)  # noqa: B010 (a stand-in, timed)
     clock.wrap(execute, "push_image_dir", "upload")
     clock.wrap(execute, "protect_platform", "protect (per-platform tag)")
-    clock.wrap(execute, "publish_everywhere", "merge + tag")
+    clock.wrap(merge, "publish_everywhere", "merge + tag")  # called from merge.publish_merged
     saved = dict(os.environ)
     os.environ.update(env)
     try:
