@@ -6,7 +6,8 @@
 Generates a stand-in stack shaped like the seed's (bench/buildbench/stack.py), serves it from
 the e2e world (TLS registries, HTTPS files and wheel index, git smart HTTP; all on 127.0.0.1),
 and builds it for linux/amd64 only (arm64 runs under qemu here, 5-10x slower) two ways:
-(a) by hand in the seed's structure, built with `buildah build --layers` and pushed;
+(a) by hand in the seed's structure, built with `buildah build --layers` and pushed (to the
+registry (b) pushes to, with the same login: until 2026-12-04 (a) pushed to the anonymous one);
 (b) rendered from a catalog and built by `cannery build --push`. Times, each repeated, median
 and spread: cold build (no layer cache; each run pushes to a fresh repository, so no blob is
 already there); rebuild after bumping the framework's pin; (b)'s no-op build; the compile step
@@ -135,8 +136,8 @@ def measure(world, root: Path, size, size_name: str, runs: int,  # type: ignore[
         r.cold_b.runs.append(took)
         rendered_digest, rendered_repo = pushed_digest(summary), f"bench/rendered-cold{n}"
     say("image sizes")
-    r.size_a = image_size(world, world.registry.host, f"bench/seed-cold{runs - 1}", seed_digest,
-                          auth=False)
+    r.size_a = image_size(world, world.push_registry.host, f"bench/seed-cold{runs - 1}",
+                          seed_digest, auth=True)
     r.size_b = image_size(world, world.push_registry.host, rendered_repo, rendered_digest,
                           auth=True)
     say("floor: writing (b)'s layers")

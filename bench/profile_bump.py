@@ -35,7 +35,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from buildbench.measure import cache_bytecode, cannery_build, run, seed_build  # noqa: E402
+from buildbench.measure import (  # noqa: E402
+    cache_bytecode,
+    cannery_build,
+    run,
+    seed_authfile,
+    seed_build,
+)
 from buildbench.recipes import catalog, seed_dockerfile  # noqa: E402
 from buildbench.stack import SIZES, make_stack  # noqa: E402
 from lint_vs_hadolint import machine  # noqa: E402
@@ -185,8 +191,8 @@ def seed_bump(world: Any, dockerfile: Path, verl: str, clock: Clock) -> float:
         if proc.wait() != 0:
             raise SystemExit("the seed-style build failed")
     with clock.phase("upload"):
-        run(["buildah", "push", "--quiet", *certs, "localhost/bench-seed",
-             f"docker://{world.registry.host}/bench/seed:latest"])
+        run(["buildah", "push", "--quiet", *certs, "--authfile", str(seed_authfile(world)),
+             "localhost/bench-seed", f"docker://{world.push_registry.host}/bench/seed:latest"])
     return time.perf_counter() - start
 
 
