@@ -35,7 +35,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from buildbench.measure import cache_bytecode, cannery_build, run, seed_build  # noqa: E402
+from buildbench.measure import (  # noqa: E402
+    cache_bytecode,
+    cannery_build,
+    run,
+    seed_authfile,
+    seed_build,
+)
 from buildbench.recipes import catalog, seed_dockerfile  # noqa: E402
 from buildbench.stack import SIZES, make_stack  # noqa: E402
 from lint_vs_hadolint import machine  # noqa: E402
@@ -104,7 +110,7 @@ class BuildSteps:
 def instrumented_build(catalog_path: Path, env: dict[str, str], clock: Clock) -> None:
     """`cannery build --push` in this process, each phase on ``clock``."""
     from cannery import pydeps
-    from cannery.builder import execute
+    from cannery.builder import execute, merge
     from cannery.commands import build as build_mod
     from cannery.commands.build import BuildRequest, build_cmd
     from cannery.lock import PendingLock
@@ -140,7 +146,7 @@ def instrumented_build(catalog_path: Path, env: dict[str, str], clock: Clock) ->
     setattr(execute, "stream", stream)  # noqa: B010 (a stand-in, timed)
     clock.wrap(execute, "push_image_dir", "upload")
     clock.wrap(execute, "protect_platform", "protect (per-platform tag)")
-    clock.wrap(execute, "publish_everywhere", "merge + tag")
+    clock.wrap(merge, "publish_everywhere", "merge + tag")  # called from merge.publish_merged
     saved = dict(os.environ)
     os.environ.update(env)
     try:
@@ -185,8 +191,8 @@ def seed_bump(world: Any, dockerfile: Path, verl: str, clock: Clock) -> float:
         if proc.wait() != 0:
             raise SystemExit("the seed-style build failed")
     with clock.phase("upload"):
-        run(["buildah", "push", "--quiet", *certs, "localhost/bench-seed",
-             f"docker://{world.registry.host}/bench/seed:latest"])
+        run(["buildah", "push", "--quiet", *certs, "--authfile", str(seed_authfile(world)),
+             "localhost/bench-seed", f"docker://{world.push_registry.host}/bench/seed:latest"])
     return time.perf_counter() - start
 
 

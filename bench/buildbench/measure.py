@@ -3,6 +3,7 @@ holds them."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -50,6 +51,16 @@ def cache_bytecode() -> None:
     compileall.compile_dir(Path(cannery.__file__).parent, quiet=1)
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every child process waited for so far, and theirs:
+    a build's own work, which load does not stretch as it stretches wall time (the
+    registries and file servers are not waited for until the end, so not in it)."""
+    import resource
+
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
 def run(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
     proc = subprocess.run(
         argv, env=env, cwd=cwd, capture_output=True, text=True, check=False,
@@ -66,11 +77,25 @@ def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, st
     return time.perf_counter() - start, out
 
 
+def seed_authfile(world: BuildWorld) -> Path:
+    """The push registry's login for buildah, in an auth file of the world's own (mode 0600;
+    never in argv), written once."""
+    path = world.root / "seed-auth.json"
+    if not path.exists():
+        token = base64.b64encode(f"{world.user}:{world.password}".encode()).decode()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"auths": {world.push_registry.host: {"auth": token}}}, fh)
+    return path
+
+
 def seed_build(
     world: BuildWorld, dockerfile: Path, repo: str, verl: str, no_cache: bool
 ) -> tuple[float, str]:
     """Build (a) with buildah as a seed user would (`--layers`), push it; return the seconds
-    and the pushed manifest's digest."""
+    and the pushed manifest's digest. It pushes where (b) pushes, with the same login (the
+    push registry, htpasswd: every request checks the password), so neither side's push is
+    spared the other's registry work."""
     certs = ["--cert-dir", str(world.cert_dir)]
     build = ["buildah", "build", "--quiet", "--platform", "linux/amd64", "--format", "docker",
              "--layers", *certs, "--network", "host", "--build-arg", f"VERL_COMMIT={verl}",
@@ -79,22 +104,42 @@ def seed_build(
         build.append("--no-cache")
     build.append(str(dockerfile.parent))
     digest = dockerfile.parent / "seed.digest"
-    push = ["buildah", "push", "--quiet", *certs, "--digestfile", str(digest),
-            "localhost/bench-seed", f"docker://{world.registry.host}/bench/{repo}:latest"]
+    push = ["buildah", "push", "--quiet", *certs, "--authfile", str(seed_authfile(world)),
+            "--digestfile", str(digest), "localhost/bench-seed",
+            f"docker://{world.push_registry.host}/bench/{repo}:latest"]
     start = time.perf_counter()
     run(build)
     run(push)
     return time.perf_counter() - start, digest.read_text().strip()
 
 
-def cannery_build(world: BuildWorld, catalog: Path, force: bool) -> tuple[float, dict]:  # type: ignore[type-arg]
-    """`cannery build --push` of (b); return the seconds and its JSON summary."""
+def cannery_build(
+    world: BuildWorld, catalog: Path, force: bool, src: Path | None = None
+) -> tuple[float, dict]:  # type: ignore[type-arg]
+    """`cannery build --push` of (b); return the seconds and its JSON summary. ``src``: run
+    the cannery sources there (first on PYTHONPATH) instead of the installed ones."""
     argv = [sys.executable, "-m", "cannery", "build", "--catalog", str(catalog), "--push",
             "--network", "host", "--json", "--log-dir", str(catalog.parent / "logs")]
     if force:
         argv.append("--force")
-    took, out = timed(argv, world.env())
+    env = world.env(PYTHONPATH=str(src)) if src is not None else world.env()
+    took, out = timed(argv, env)
     return took, json.loads(out)
+
+
+def export_revision(rev: str, dest: Path) -> Path:
+    """The cannery sources of git revision ``rev`` of this checkout, exported into ``dest``
+    (``git archive``) and compiled to bytecode as ``cache_bytecode`` does; return the
+    directory to put first on PYTHONPATH."""
+    root = Path(__file__).resolve().parents[2]
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(root), "archive", rev, "src/cannery"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    import compileall
+
+    compileall.compile_dir(dest / "src" / "cannery", quiet=1)
+    return dest / "src"
 
 
 def pushed_digest(summary: dict) -> str:  # type: ignore[type-arg]

@@ -23,6 +23,10 @@ class Results:
     bump_a: Series = field(default_factory=Series)
     bump_b: Series = field(default_factory=Series)
     bump_b_pip: Series = field(default_factory=Series)  # (b) with installer = "pip"
+    bump_a_cpu: Series = field(default_factory=Series)  # CPU s (user + system) of bump_a
+    bump_b_cpu: Series = field(default_factory=Series)
+    bump_b_base: Series = field(default_factory=Series)  # (b) with cannery at ``base``
+    base: str | None = None  # the git revision of bump_b_base (--base)
     noop_b: Series = field(default_factory=Series)
     compile_1: Series = field(default_factory=Series)
     compile_all: Series = field(default_factory=Series)
@@ -42,7 +46,10 @@ class Results:
 
 def _row(name: str, a: Series | None, b: Series | None) -> str:
     def cell(s: Series | None) -> str:
-        return f"{s.median:.1f} ± {s.spread / 2:.1f}" if s and s.runs else "–"
+        if not (s and s.runs):
+            return "–"
+        digits = 2 if s.median < 10 else 1  # a bump's tenths are its margin
+        return f"{s.median:.{digits}f} ± {s.spread / 2:.{digits}f}"
 
     ratio = f"{b.median / a.median:.2f}" if a and b and a.runs and b.runs else "–"
     return f"| {name} | {cell(a)} | {cell(b)} | {ratio} |"
@@ -98,6 +105,10 @@ def render_markdown(r: Results) -> str:
         _row("rebuild after a framework bump, pushed", r.bump_a, r.bump_b),
         _row('same bump, (b) with installer = "pip" (pip installs the git components)',
              r.bump_a, r.bump_b_pip),
+        *([_row("the same bumps' CPU time (user + system, every process but the servers)",
+                r.bump_a_cpu, r.bump_b_cpu)] if r.bump_b_cpu.runs else []),
+        *([_row(f"same bump, (b) with cannery at {r.base} (before)", r.bump_a, r.bump_b_base)]
+          if r.bump_b_base.runs else []),
         _row("no-op build (inputs unchanged)", None, r.noop_b),
         _row(f"compile step alone (1 job vs {r.cores})", r.compile_1, r.compile_all),
         f"| floor: compile at {r.cores} jobs + writing (b)'s layers | | "
@@ -123,6 +134,9 @@ def render_markdown(r: Results) -> str:
         "over ceil(units / cores) rounds, the rest held): "
         + ", ".join(f"{c} cores {project_cold_ratio(r, c):.2f}" for c in (8, 32, 64)),
     ]
+    if r.bump_b_base.runs:
+        lines += ["", f"framework bump, (b) this tree / (b) at {r.base}, same run: "
+                  f"{r.bump_b.median / r.bump_b_base.median:.2f}"]
     return "\n".join(lines) + "\n"
 
 

@@ -284,3 +284,26 @@ def test_oci_image_layout_made_by_skopeo(tmp_path: Path, registry, client) -> No
     desc = push_image_dir(client, repo, tmp_path / "oci")
     assert desc.platform == {"architecture": "arm64", "os": "linux"}
     assert client.head_manifest(repo.with_digest(desc.digest)) is not None
+
+
+def test_one_connection_serves_heads_and_reads_in_turn(tmp_path: Path, registry, client) -> None:  # type: ignore[no-untyped-def]
+    """A HEAD's answer (found or not) is read to its end before the next request, so the
+    connection goes back to the pool: requests one after another use one connection, not a
+    new TCP (and, to a TLS registry, TLS) handshake each."""
+    proxy = FaultProxy(registry.port)
+    try:
+        repo = _repo(proxy)
+        desc = push_image_dir(client, repo, write_dir_layout(tmp_path / "l", "amd64", "keep"))
+        missing = "sha256:" + "0" * 64
+        with OCIClient(ssl_context()) as fresh:  # its own pool
+            fresh.get_manifest(repo.with_digest(desc.digest))  # settles the scheme: one open
+            before = proxy.connections
+            assert fresh.head_manifest(repo.with_digest(desc.digest)) is not None
+            assert fresh.head_manifest(repo.with_digest(missing)) is None
+            assert fresh.blob_exists(repo, missing) is False
+            body, _ = fresh.get_manifest(repo.with_digest(desc.digest))
+            assert fresh.head_manifest(repo.with_digest(desc.digest)) is not None
+            assert proxy.connections == before
+        assert json.loads(body)["layers"]
+    finally:
+        proxy.stop()

@@ -56,6 +56,7 @@ class FaultProxy:
         self.log: list[tuple[str, str, str]] = []  # (method, path, action)
         self.authorized: list[str] = []  # paths of requests that carried an Authorization
         self.location_to: str | None = None  # rewrite Location headers to this host:port
+        self.connections = 0  # TCP connections accepted (a client that keeps one alive: 1)
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
         proxy = self
@@ -79,6 +80,7 @@ class FaultProxy:
                 super().setup()
                 with proxy._lock:
                     proxy._open.add(self.connection)
+                    proxy.connections += 1
 
             def finish(self) -> None:
                 with proxy._lock:

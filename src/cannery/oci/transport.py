@@ -365,9 +365,13 @@ class Transport:
                     log.debug("%s %s -> %d", method, shown(str(resp.url)), resp.status_code)
                     continue
                 ok = 200 <= resp.status_code < 300
-                data = b"" if method == "HEAD" else _read(
-                    resp, cap if ok else ERROR_CAP, sink if ok else None, ok
-                )
+                if method == "HEAD":
+                    # Read its (empty) body: an answer closed unread closes its connection
+                    # too, and the next request pays a new TCP and TLS handshake.
+                    resp.read()
+                    data = b""
+                else:
+                    data = _read(resp, cap if ok else ERROR_CAP, sink if ok else None, ok)
                 log.debug("%s %s -> %d", method, shown(str(resp.url)), resp.status_code)
                 return Answer(resp.status_code, resp.headers, data, str(resp.url))
             finally:
