@@ -37,12 +37,14 @@ def _bench(script: str, out: Path, *args: str, timeout: int) -> str:
 
 
 def test_benchmark_runs_at_tiny_size(tmp_path: Path) -> None:
-    stdout = _bench("build_vs_seed.py", tmp_path, "--runs", "1", timeout=300)
+    # --base HEAD: the bump is timed a third way, with cannery exported from git
+    stdout = _bench("build_vs_seed.py", tmp_path, "--runs", "1", "--base", "HEAD", timeout=400)
     table = (tmp_path / "build.md").read_text()
     assert stdout.strip() == table.strip()
     assert "size: tiny" in table and "linux/amd64 only" in table
     for row in ("cold build, pushed", "rebuild after a framework bump, pushed",
-                'same bump, (b) with installer = "pip"'):
+                'same bump, (b) with installer = "pip"', "the same bumps' CPU time",
+                "same bump, (b) with cannery at HEAD (before)"):
         timed = rf"{NUMBER} ± {NUMBER}"
         pattern = rf"\| {re.escape(row)}[^|]* \| {timed} \| {timed} \| {NUMBER} \|"
         assert re.search(pattern, table), row
@@ -54,6 +56,7 @@ def test_benchmark_runs_at_tiny_size(tmp_path: Path) -> None:
     assert sizes and float(sizes[1]) > 0 and float(sizes[2]) > 0
     # Every goal of the issue is reported, each with a verdict.
     assert len(re.findall(r"\| (yes|no) \|", table)) == 8
+    assert re.search(rf"framework bump, \(b\) this tree / \(b\) at HEAD, same run: {NUMBER}", table)
     assert (tmp_path / "build.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
 
