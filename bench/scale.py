@@ -24,7 +24,6 @@ moved anything or status found an entry not fresh. Not a test: nothing here fail
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import statistics
@@ -59,7 +58,7 @@ from cannery.render.checks import load_checked  # noqa: E402
 from cannery.render.dockerfile import render_dockerfile  # noqa: E402
 from cannery.tls import ssl_context  # noqa: E402
 from tests.catalogs import ci_entries, tiny  # noqa: E402
-from tests.services.registry import LocalRegistry, write_dir_layout  # noqa: E402
+from tests.services.registry import LocalRegistry, labelled_layout  # noqa: E402
 
 BASE = "quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.11"
 
@@ -199,26 +198,6 @@ def registry_catalog(n: int, primary: str, mirror: str) -> str:
     return text + f'\n[registries.mirror]\nrepository = "{mirror}/scale/images"\n'
 
 
-def _layout(root: Path, arch: str, note: str, labels: dict[str, str]) -> Path:
-    """A tiny dir: layout (as buildah pushes one) whose config carries ``labels`` (as
-    tests/e2e/test_status.py makes them). Its layer is the image's own (``note`` is in it):
-    eight pushes side by side of one shared blob into one repository race in
-    docker-registry's filesystem driver (a manifest PUT that reads the blob's link file while
-    another upload rewrites it answers 400 DIGEST_INVALID)."""
-    layout = write_dir_layout(root / f"{note}-{arch}", arch, note, docker=True)
-    manifest = json.loads((layout / "manifest.json").read_bytes())
-    old = manifest["config"]["digest"].partition(":")[2]
-    config = json.loads((layout / old).read_bytes())
-    config["config"]["Labels"] = labels
-    body = json.dumps(config).encode()
-    new = hashlib.sha256(body).hexdigest()
-    (layout / old).unlink()
-    (layout / new).write_bytes(body)
-    manifest["config"].update(digest=f"sha256:{new}", size=len(body))
-    (layout / "manifest.json").write_bytes(json.dumps(manifest).encode())
-    return layout
-
-
 def _publish(client: OCIClient, job: ImageJob, work: Path) -> None:
     """What a build's legs and merge write for ``job``: each platform by digest, labelled with
     the inputs cannery computed, then the index, tag and alias in every registry."""
@@ -229,7 +208,7 @@ def _publish(client: OCIClient, job: ImageJob, work: Path) -> None:
         if job.spec.base_digest:
             labels["org.opencontainers.image.base.digest"] = job.spec.base_digest
         arch = pj.platform.split("/")[1]
-        desc = push_image_dir(client, repo, _layout(work, arch, job.name, labels))
+        desc = push_image_dir(client, repo, labelled_layout(work, arch, job.name, labels))
         protect_platform(client, repo, job, pj, desc)
         children.append(Descriptor(desc.media_type, desc.digest, desc.size, pj.os_arch,
                                    {INPUTS_LABEL: pj.input_digest}))

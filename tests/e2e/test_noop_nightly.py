@@ -23,9 +23,9 @@ from cannery.builder.jobs import INPUTS_LABEL
 from cannery.oci import Descriptor, OCIClient, Reference, push_image_dir
 from cannery.oci.manifest import OCI_INDEX, index_bytes
 from cannery.tls import ssl_context
-from tests.e2e.test_status import Family, _layout, _publish_family
+from tests.e2e.test_status import Family, _publish_family
 from tests.services.faultproxy import FaultProxy
-from tests.services.registry import LocalRegistry
+from tests.services.registry import LocalRegistry, labelled_layout
 
 pytestmark = pytest.mark.e2e
 
@@ -149,7 +149,7 @@ def test_lying_mirror_is_put_right(
         for entry in entries:
             arch = entry["platform"]["architecture"]
             labels = {INPUTS_LABEL: entry["annotations"][INPUTS_LABEL]}
-            desc = push_image_dir(client, mirror, _layout(tmp_path / "fake", arch, "fake",
+            desc = push_image_dir(client, mirror, labelled_layout(tmp_path / "fake", arch, "fake",
                                                           labels))
             fakes.append(Descriptor(desc.media_type, desc.digest, desc.size, entry["platform"],
                                     entry["annotations"]))

@@ -11,7 +11,6 @@ Last, three of them at once in one run, each named, then the healthy family agai
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 import uuid
@@ -32,7 +31,7 @@ from cannery.plan import plan
 from cannery.render.dockerfile import render_dockerfile
 from cannery.tls import ssl_context
 from tests.services.faultproxy import FaultProxy, SWRStandIn
-from tests.services.registry import LocalRegistry, free_port, write_dir_layout
+from tests.services.registry import LocalRegistry, free_port, labelled_layout
 
 pytestmark = pytest.mark.e2e
 
@@ -139,22 +138,6 @@ class Family:
         return f"{where.host}/{self.ns}/images"
 
 
-def _layout(root: Path, arch: str, note: str, labels: dict[str, str]) -> Path:
-    """A tiny dir: layout (as buildah pushes one) whose config carries ``labels``."""
-    layout = write_dir_layout(root / f"{note}-{arch}", arch, note, docker=True)
-    manifest = json.loads((layout / "manifest.json").read_bytes())
-    old = manifest["config"]["digest"].partition(":")[2]
-    config = json.loads((layout / old).read_bytes())
-    config["config"]["Labels"] = labels
-    body = json.dumps(config).encode()
-    new = hashlib.sha256(body).hexdigest()
-    (layout / old).unlink()
-    (layout / new).write_bytes(body)
-    manifest["config"].update(digest=f"sha256:{new}", size=len(body))
-    (layout / "manifest.json").write_bytes(json.dumps(manifest).encode())
-    return layout
-
-
 def _publish(client: OCIClient, job: ImageJob, work: Path) -> None:
     """What a build's legs and merge write: each platform by digest (with TAG-<arch>), then
     the index with the lock epoch in every registry, the tag, then the alias."""
@@ -165,7 +148,7 @@ def _publish(client: OCIClient, job: ImageJob, work: Path) -> None:
         if job.spec.base_digest:
             labels["org.opencontainers.image.base.digest"] = job.spec.base_digest
         arch = pj.platform.split("/")[1]
-        desc = push_image_dir(client, repo, _layout(work, arch, job.name, labels))
+        desc = push_image_dir(client, repo, labelled_layout(work, arch, job.name, labels))
         protect_platform(client, repo, job, pj, desc)
         children.append(Descriptor(desc.media_type, desc.digest, desc.size, pj.os_arch,
                                    {INPUTS_LABEL: pj.input_digest}))

@@ -259,3 +259,23 @@ def write_dir_layout(
     (root / "manifest.json").write_bytes(json.dumps(manifest).encode())
     (root / "version").write_text("Directory Transport Version: 1.1\n")
     return root
+
+
+def labelled_layout(root: Path, arch: str, note: str, labels: dict[str, str]) -> Path:
+    """``write_dir_layout`` (Docker types, as buildah pushes one) under ``root/NOTE-ARCH``,
+    whose image config carries ``labels``. Its layer is its own (``note`` is in it): side by
+    side pushes of one shared blob into one repository race in docker-registry's filesystem
+    driver (a manifest PUT that reads the blob's link file while another upload rewrites it
+    answers 400 DIGEST_INVALID)."""
+    layout = write_dir_layout(root / f"{note}-{arch}", arch, note, docker=True)
+    manifest = json.loads((layout / "manifest.json").read_bytes())
+    old = manifest["config"]["digest"].partition(":")[2]
+    config = json.loads((layout / old).read_bytes())
+    config["config"]["Labels"] = labels
+    body = json.dumps(config).encode()
+    new = hashlib.sha256(body).hexdigest()
+    (layout / old).unlink()
+    (layout / new).write_bytes(body)
+    manifest["config"].update(digest=f"sha256:{new}", size=len(body))
+    (layout / "manifest.json").write_bytes(json.dumps(manifest).encode())
+    return layout
