@@ -123,8 +123,8 @@ def instrumented_build(catalog_path: Path, env: dict[str, str], clock: Clock) ->
         + next(x for x in argv[1:] if not x.startswith("-"))))
     clock.wrap(PendingLock, "settle", "wait for the re-lock")
     clock.wrap(build_mod, "render_dockerfile", "render")
-    for attr in ("current_children", "known_platforms", "unchanged_child"):
-        clock.wrap(execute, attr, "registry read")
+    # what the tag points at, the skip decision: read ahead beside the lock, waited for here
+    clock.wrap(execute, "_probe", "registry read")
     inner_stream = getattr(execute, "stream")  # noqa: B009 (wrapped below, timed)
 
     def stream(argv: list[str], log_path: Path, on_line: Callable[[str], None], **kw: Any) -> Any:

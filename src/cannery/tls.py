@@ -6,6 +6,8 @@ Verification is never turned off; an extra CA (--ca-cert or CANNERY_CA_CERT) onl
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import ssl
 import tempfile
 from collections.abc import Callable, Iterator
@@ -63,31 +65,59 @@ def _system_roots() -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in found if p.is_file()))
 
 
+_PEM_CERT = re.compile(rb"-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+?-----END CERTIFICATE-----")
+
+
+def _pem_certs(data: bytes) -> list[bytes]:
+    """Each certificate of a PEM bundle, in order, its base64 lines rejoined the one way, so
+    one certificate in two bundles compares equal (comments and other blocks are dropped)."""
+    out = []
+    for block in _PEM_CERT.findall(data):
+        body = b"".join(block[27:-25].split())
+        lines = [body[i:i + 64] for i in range(0, len(body), 64)]
+        out.append(b"\n".join([b"-----BEGIN CERTIFICATE-----", *lines,
+                                b"-----END CERTIFICATE-----"]))
+    return out
+
+
+# Beside git's bundle, an empty directory for GIT_SSL_CAPATH: the bundle is git's whole trust
+NO_CAPATH = "no-capath"
+
+
 @contextmanager
 def git_ca_bundle(ca_cert: Path | None = None) -> Iterator[str | None]:
-    """A CA file for git while the block runs: the system roots plus the extra CA.
+    """A CA file for git while the block runs: the system roots plus the extra CA, each
+    certificate once (the system's and certifi's sets are mostly the same; git and uv parse
+    every certificate in every process).
 
-    git's ``GIT_SSL_CAINFO`` replaces its trust store, so it gets a combined bundle (a
-    temporary file, removed afterwards) rather than the extra CA alone. ``None`` when there is
-    no extra CA: git then keeps its own defaults.
+    git's ``GIT_SSL_CAINFO`` replaces its trust file, so it gets a combined bundle (in a
+    temporary directory, removed afterwards) rather than the extra CA alone. ``None`` when
+    there is no extra CA: git then keeps its own defaults. The bundle's directory also holds
+    an empty ``NO_CAPATH`` directory, which ``git_trust_env`` gives git as its CA directory:
+    git built with GnuTLS reads every file of its default one (/etc/ssl/certs) in every
+    process, ~55 ms of a fetch, for roots the bundle already holds.
     """
     extra = extra_ca(ca_cert)
     if extra is None:
         yield None
         return
     try:
-        parts = [extra.read_bytes()]
+        first = extra.read_bytes()
     except OSError as exc:
         raise InputError(f"{extra}: cannot read CA certificate: {exc.strerror}") from None
+    seen = set(_pem_certs(first))
+    roots: dict[bytes, None] = {}  # in order, each once
     for path in _system_roots():
-        parts.append(path.read_bytes())
-    fd, name = tempfile.mkstemp(prefix="cannery-ca-", suffix=".pem")
+        roots.update((cert, None) for cert in _pem_certs(path.read_bytes()) if cert not in seen)
+    folder = Path(tempfile.mkdtemp(prefix="cannery-ca-"))
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(b"\n".join(p.rstrip(b"\n") for p in parts) + b"\n")
-        yield name
+        (folder / NO_CAPATH).mkdir()
+        bundle = folder / "ca.pem"
+        # the extra CA file as given first (whatever else it holds), then each root once
+        bundle.write_bytes(b"\n".join([first.rstrip(b"\n"), *roots]) + b"\n")
+        yield str(bundle)
     finally:
-        os.unlink(name)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def git_env(url: str, ca_file: str | None = None) -> dict[str, str]:
@@ -113,4 +143,7 @@ def git_trust_env(ca_file: str | None = None) -> dict[str, str]:
     }
     if ca_file:
         env["GIT_SSL_CAINFO"] = ca_file
+        no_capath = Path(ca_file).parent / NO_CAPATH
+        if no_capath.is_dir():  # a bundle from git_ca_bundle: git's whole trust
+            env["GIT_SSL_CAPATH"] = str(no_capath)
     return env

@@ -398,7 +398,7 @@ def test_git_over_https_ca_cert_adds_trust_to_the_system_roots(  # type: ignore[
         assert urls == {public.url, private.url}
         assert _git(setup["git"], "rev-parse", "main") in {e.commit for e in lock.git.values()}
         # and no bundle is left behind in the temporary directory
-        assert not list(Path(tempfile.gettempdir()).glob("cannery-ca-*.pem"))
+        assert not list(Path(tempfile.gettempdir()).glob("cannery-ca-*"))
     finally:
         public.stop()
         private.stop()

@@ -54,3 +54,46 @@ def test_a_context_made_ahead_is_the_same_context_and_its_error_the_same_error(
     with pytest.raises(InputError) as direct:
         ssl_context(bad)
     assert str(ahead.value) == str(direct.value)
+
+
+def test_gits_bundle_holds_each_root_once_and_is_its_whole_trust(tmp_path: Path) -> None:
+    """``git_ca_bundle``: the extra CA file first, as given, then the system's and certifi's
+    roots, each certificate once (the two sets overlap almost whole: git and uv parse every
+    certificate of the bundle in every process), and an empty CA directory beside it that
+    ``git_trust_env`` hands git, so a GnuTLS git does not read /etc/ssl/certs as well. All of
+    it is gone after the block."""
+    import os
+
+    from cannery.tls import _pem_certs, _system_roots, git_ca_bundle, git_trust_env
+
+    ca = make_ca(tmp_path / "ca", name="cannery bundle CA")
+    given = ca.ca_cert.read_bytes()
+    wanted = {c for path in _system_roots() for c in _pem_certs(path.read_bytes())}
+    with git_ca_bundle(ca.ca_cert) as name:
+        assert name is not None
+        bundle = Path(name).read_bytes()
+        env = git_trust_env(name)
+        capath = Path(env["GIT_SSL_CAPATH"])
+        assert capath.is_dir() and not os.listdir(capath)
+        assert env["GIT_SSL_CAINFO"] == name
+        assert env["GIT_CONFIG_KEY_0"] == "http.sslVerify" and env["GIT_CONFIG_VALUE_0"] == "true"
+    assert bundle.startswith(given.rstrip(b"\n"))
+    certs = _pem_certs(bundle)
+    assert len(certs) == len(set(certs))  # each once
+    assert set(certs) == wanted | set(_pem_certs(given))  # no root lost
+    assert len(wanted) > 1
+    assert not Path(name).parent.exists()
+    # a CA file of the caller's own (not from git_ca_bundle) keeps git's own CA directory
+    assert "GIT_SSL_CAPATH" not in git_trust_env(str(ca.ca_cert))
+
+
+def test_pem_certs_compares_one_certificate_however_it_is_wrapped() -> None:
+    from cannery.tls import _pem_certs
+
+    body = "QUJD" * 40
+    wrapped_64 = "\n".join(body[i:i + 64] for i in range(0, len(body), 64))
+    wrapped_76 = "\r\n".join(body[i:i + 76] for i in range(0, len(body), 76))
+    one = f"# a comment\n-----BEGIN CERTIFICATE-----\n{wrapped_64}\n-----END CERTIFICATE-----\n"
+    two = f"-----BEGIN CERTIFICATE-----\r\n{wrapped_76}\r\n-----END CERTIFICATE-----\r\n"
+    assert _pem_certs(one.encode()) == _pem_certs(two.encode())
+    assert len(_pem_certs((one + two).encode())) == 2
