@@ -153,6 +153,29 @@ def test_redirect_to_another_host_is_followed_without_credentials(tmp_path, tls,
     assert "authorization" in get[0].headers and "authorization" not in get[1].headers
 
 
+def test_a_redirect_answer_is_read_so_its_connection_serves_the_next_request(  # type: ignore[no-untyped-def]
+    tmp_path, tls, test_ca
+) -> None:
+    """Blob GETs redirected to a CDN (another origin), one after another: the redirect's own
+    answer (a small body, as registries send) is read to its end, so the registry's connection
+    goes back to the pool, and so does the CDN's: two TLS connections in all, not one more
+    for each blob."""
+    digests = [tls.store_blob(DATA + bytes([n])) for n in range(4)]
+    alias = _alias()
+    tls.fault("redirect", "GET", "/team/app/blobs/", arg="", times=0)
+    tls.faults[-1].arg = f"https://{alias}:{tls.port}/v2/cdn/app/blobs/"  # + the digest below
+    repo = Reference.parse(f"{tls.host}/team/app:t")
+    with _client(tmp_path, test_ca) as c:
+        assert c.blob_exists(repo, digests[0])  # logs in: one connection to the registry
+        before = tls.connections
+        for n, digest in enumerate(digests):
+            tls.faults[-1].arg = f"https://{alias}:{tls.port}/v2/cdn/app/blobs/{digest}"
+            assert c.get_blob(repo, digest) == DATA + bytes([n])
+    assert tls.connections - before == 1  # the CDN's; the registry's was kept
+    cdn = [s for s in tls.seen if s.method == "GET" and alias in s.url]
+    assert len(cdn) == 4 and not any("authorization" in s.headers for s in cdn)
+
+
 def test_plain_registry_location_to_a_name_that_is_not_loopback_is_refused(  # type: ignore[no-untyped-def]
     tmp_path, plain, test_ca
 ) -> None:

@@ -141,6 +141,7 @@ class HostileRegistry:
         self.page_size = 0  # tag lists: this many per page whatever the client asks (0: its n)
         self.seen: list[Seen] = []
         self.tokens_issued: set[str] = set()
+        self.connections = 0  # TCP connections accepted, on every name of this machine
         self._lock = threading.Lock()
         self._bombs: dict[int, bytes] = {}
         self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER) if ca is not None else None
@@ -160,6 +161,8 @@ class HostileRegistry:
                 first = b""
                 with contextlib.suppress(OSError):
                     first = self.request.recv(1, socket.MSG_PEEK)
+                with server._lock:
+                    server.connections += 1
                 if first == b"\x16" and server._tls is not None:
                     self.request = server._tls.wrap_socket(self.request, server_side=True)
                     self.scheme = "https"
@@ -318,7 +321,9 @@ class HostileRegistry:
             target = fault.arg
             if target == "downgrade":
                 target = f"http://{host}{path}"
-            return _Answer(307, {"Location": target})
+            # with a small body, as registries send one (Docker Hub's is an HTML link)
+            return _Answer(307, {"Location": target, "Content-Type": "text/html"},
+                           f'<a href="{target}">Temporary Redirect</a>.\n'.encode())
         if fault.action == "gzip-bomb":
             mib = int(fault.arg or 200)
             if mib not in self._bombs:

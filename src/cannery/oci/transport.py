@@ -28,6 +28,7 @@ retries and bounded reads. :class:`~cannery.oci.client.OCIClient` builds the dis
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import re
@@ -361,6 +362,7 @@ class Transport:
             try:
                 location = resp.headers.get("location")
                 if resp.status_code in _REDIRECTS and location and method in ("GET", "HEAD"):
+                    _drain(resp)
                     url = urllib.parse.urljoin(str(resp.url), location)
                     log.debug("%s %s -> %d", method, shown(str(resp.url)), resp.status_code)
                     continue
@@ -501,6 +503,15 @@ def _read(
     """The body as sent, at most ``cap`` bytes (``strict``: a larger one is refused; else it
     is cut): :func:`cannery.util.bounded.read_http_body`, named by the URL it came from."""
     return read_http_body(resp, limit=cap, what=shown(str(resp.url)), sink=sink, strict=strict)
+
+
+def _drain(resp: httpx.Response) -> None:
+    """Read the small body of an answer that is not used (a redirect's), so its connection
+    goes back to the pool: one closed unread is dropped, and a registry that sends every blob
+    to a CDN would cost a new TCP and TLS handshake per blob. A body over ``ERROR_CAP``, or
+    one that does not arrive, is left, and its connection dropped."""
+    with contextlib.suppress(httpx.HTTPError, NetworkError):
+        read_http_body(resp, limit=ERROR_CAP, what=shown(str(resp.url)), strict=True)
 
 
 def _content(body: Body) -> bytes | Iterator[bytes] | None:
