@@ -7,6 +7,8 @@ from __future__ import annotations
 import ssl
 from pathlib import Path
 
+import pytest
+
 from cannery.tls import ssl_context
 from tests.services.tlsca import make_ca
 
@@ -56,16 +58,27 @@ def test_a_context_made_ahead_is_the_same_context_and_its_error_the_same_error(
     assert str(ahead.value) == str(direct.value)
 
 
-def test_gits_bundle_holds_each_root_once_and_is_its_whole_trust(tmp_path: Path) -> None:
-    """``git_ca_bundle``: the extra CA file first, as given, then the system's and certifi's
-    roots, each certificate once (the two sets overlap almost whole: git and uv parse every
-    certificate of the bundle in every process), and an empty CA directory beside it that
-    ``git_trust_env`` hands git, so a GnuTLS git does not read /etc/ssl/certs as well. All of
-    it is gone after the block."""
+def test_gits_bundle_holds_each_root_once_and_is_its_whole_trust(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``git_ca_bundle``: the extra CA file first, as given, then every root the system trusts
+    (its CA file, its CA directory's files, certifi's), each certificate once (the sets overlap
+    almost whole: git and uv parse every certificate of the bundle in every process), and,
+    while the block runs, an empty CA directory that ``git_trust_env`` hands git with it, so a
+    GnuTLS git does not read /etc/ssl/certs as well. A root only in the CA directory
+    (``SSL_CERT_DIR``) is in the bundle: adding a CA never takes one away. All of it is gone
+    after the block."""
     import os
 
     from cannery.tls import _pem_certs, _system_roots, git_ca_bundle, git_trust_env
 
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    ca_dir = tmp_path / "ca-dir"
+    ca_dir.mkdir()
+    only_in_dir = make_ca(tmp_path / "dir-ca", name="cannery directory CA")
+    (ca_dir / "directory-ca.pem").write_bytes(only_in_dir.ca_cert.read_bytes())
+    monkeypatch.setenv("SSL_CERT_DIR", str(ca_dir))
     ca = make_ca(tmp_path / "ca", name="cannery bundle CA")
     given = ca.ca_cert.read_bytes()
     wanted = {c for path in _system_roots() for c in _pem_certs(path.read_bytes())}
@@ -80,11 +93,35 @@ def test_gits_bundle_holds_each_root_once_and_is_its_whole_trust(tmp_path: Path)
     assert bundle.startswith(given.rstrip(b"\n"))
     certs = _pem_certs(bundle)
     assert len(certs) == len(set(certs))  # each once
-    assert set(certs) == wanted | set(_pem_certs(given))  # no root lost
-    assert len(wanted) > 1
+    dir_root = set(_pem_certs(only_in_dir.ca_cert.read_bytes()))
+    assert set(certs) == wanted | set(_pem_certs(given)) | dir_root  # no root lost
+    assert len(wanted) > 1 and not dir_root & wanted
     assert not Path(name).parent.exists()
-    # a CA file of the caller's own (not from git_ca_bundle) keeps git's own CA directory
-    assert "GIT_SSL_CAPATH" not in git_trust_env(str(ca.ca_cert))
+    # once the block has ended, and for a CA file not from git_ca_bundle (even one beside a
+    # directory of that name), git keeps its own CA directory
+    assert "GIT_SSL_CAPATH" not in git_trust_env(name)
+    (tmp_path / "no-ca-dir").mkdir()
+    (tmp_path / "mine.pem").write_bytes(given)
+    assert "GIT_SSL_CAPATH" not in git_trust_env(str(tmp_path / "mine.pem"))
+
+
+def test_a_ca_directory_in_gits_configuration_is_left_to_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user whose git configuration names a CA directory (``http.sslCAPath``, or one URL's)
+    keeps it: the bundle is git's CA file, and no empty directory replaces theirs."""
+    from cannery.tls import git_ca_bundle, git_trust_env
+
+    config = tmp_path / "gitconfig"
+    config.write_text('[http "https://git.example.com/"]\n\tsslCAPath = /srv/corp-cas\n')
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    ca = make_ca(tmp_path / "ca", name="cannery bundle CA")
+    with git_ca_bundle(ca.ca_cert) as name:
+        assert name is not None
+        env = git_trust_env(name)
+        assert env["GIT_SSL_CAINFO"] == name and "GIT_SSL_CAPATH" not in env
+        assert not (Path(name).parent / "no-ca-dir").exists()
 
 
 def test_pem_certs_compares_one_certificate_however_it_is_wrapped() -> None:
@@ -97,3 +134,7 @@ def test_pem_certs_compares_one_certificate_however_it_is_wrapped() -> None:
     two = f"-----BEGIN CERTIFICATE-----\r\n{wrapped_76}\r\n-----END CERTIFICATE-----\r\n"
     assert _pem_certs(one.encode()) == _pem_certs(two.encode())
     assert len(_pem_certs((one + two).encode())) == 2
+    # another kind of block (OpenSSL's trust settings) is kept, as written
+    trusted = (f"-----BEGIN TRUSTED CERTIFICATE-----\n{wrapped_64}\n"
+               "-----END TRUSTED CERTIFICATE-----")
+    assert _pem_certs((one + trusted + "\n").encode())[1] == trusted.encode()

@@ -55,6 +55,7 @@ MANIFEST_CAP = 4 << 20  # the distribution spec's limit for a manifest a registr
 CONFIG_CAP = 8 << 20  # the default cap on a blob read into memory (an image config)
 TOKEN_CAP = 1 << 20
 ERROR_CAP = 64 << 10  # an error body past this is not read (only its first error code is used)
+DRAIN_CAP = 4 << 10  # a redirect's body read only to keep its connection
 MAX_REDIRECTS = 5
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _DEFAULT_PORT = {"https": 443, "http": 80}
@@ -362,7 +363,7 @@ class Transport:
             try:
                 location = resp.headers.get("location")
                 if resp.status_code in _REDIRECTS and location and method in ("GET", "HEAD"):
-                    _drain(resp)
+                    _drain(resp, method)
                     url = urllib.parse.urljoin(str(resp.url), location)
                     log.debug("%s %s -> %d", method, shown(str(resp.url)), resp.status_code)
                     continue
@@ -505,13 +506,22 @@ def _read(
     return read_http_body(resp, limit=cap, what=shown(str(resp.url)), sink=sink, strict=strict)
 
 
-def _drain(resp: httpx.Response) -> None:
-    """Read the small body of an answer that is not used (a redirect's), so its connection
-    goes back to the pool: one closed unread is dropped, and a registry that sends every blob
-    to a CDN would cost a new TCP and TLS handshake per blob. A body over ``ERROR_CAP``, or
-    one that does not arrive, is left, and its connection dropped."""
+def _drain(resp: httpx.Response, method: str) -> None:
+    """Read the body of an answer that is not used (a redirect's) when it says it is small, so
+    its connection goes back to the pool: one closed unread is dropped, and a registry that
+    sends every blob to a CDN would cost a new TCP and TLS handshake per blob. A body with no
+    ``Content-Length`` or one over ``DRAIN_CAP`` is not waited for (its connection is dropped,
+    as before); one that does not arrive costs the read timeout, as any answer's body does.
+    A HEAD's answer has no body, whatever its ``Content-Length`` says: its end is read."""
+    if method == "HEAD":
+        with contextlib.suppress(httpx.HTTPError):
+            resp.read()
+        return
+    length = resp.headers.get("content-length", "").strip()
+    if not length.isdigit() or int(length) > DRAIN_CAP:
+        return
     with contextlib.suppress(httpx.HTTPError, NetworkError):
-        read_http_body(resp, limit=ERROR_CAP, what=shown(str(resp.url)), strict=True)
+        read_http_body(resp, limit=DRAIN_CAP, what=shown(str(resp.url)), strict=True)
 
 
 def _content(body: Body) -> bytes | Iterator[bytes] | None:
