@@ -6,7 +6,6 @@ what is under test is the order and the digests of the publish, not the build.""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import uuid
@@ -35,7 +34,7 @@ from cannery.tls import ssl_context
 from cannery.verify.mirrors import registry_parity_checks
 from tests.services.bases import cert_dir_for
 from tests.services.faultproxy import SWR_MESSAGE, FaultProxy, HubLike, SWRStandIn
-from tests.services.registry import LocalRegistry, write_dir_layout
+from tests.services.registry import LocalRegistry, labelled_layout, write_dir_layout
 from tests.services.tlsca import LocalCA
 
 pytestmark = pytest.mark.e2e
@@ -73,19 +72,8 @@ def make_job(targets: list[tuple[str, str, str]], aliases: tuple[str, ...] = ())
 
 def leg_layout(root: Path, job: PlatformJob, note: str = "one") -> Path:
     """A dir: layout like buildah's: Docker v2s2, its config labelled with the input digest."""
-    arch = job.platform.split("/")[1]
-    layout = write_dir_layout(root / arch, arch, note, docker=True)
-    manifest = json.loads((layout / "manifest.json").read_bytes())
-    old = manifest["config"]["digest"].partition(":")[2]
-    config = json.loads((layout / old).read_bytes())
-    config["config"]["Labels"] = {INPUTS_LABEL: job.input_digest}
-    body = json.dumps(config).encode()
-    new = hashlib.sha256(body).hexdigest()
-    (layout / old).unlink()
-    (layout / new).write_bytes(body)
-    manifest["config"].update(digest=f"sha256:{new}", size=len(body))
-    (layout / "manifest.json").write_bytes(json.dumps(manifest).encode())
-    return layout
+    return labelled_layout(root, job.platform.split("/")[1], note,
+                           {INPUTS_LABEL: job.input_digest})
 
 
 def run_legs(tmp: Path, client: OCIClient, job: ImageJob, note: str = "one") -> list[Descriptor]:
